@@ -1,0 +1,112 @@
+// Controller configuration: command-line flags win over ZTC_* environment variables, which win over
+// the config file (--config FILE, or ztc.yaml / ztc.json in the data dir), which wins over defaults.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import YAML from 'yaml';
+
+export interface Config {
+  dataDir: string;
+  /** postgres://... selects PostgreSQL; empty means the data dir's SQLite file. */
+  db: string;
+  bind: string;
+  port: number;
+  /** Names the server certificate carries and clients use to reach us (localhost and 127.0.0.1 are always added). */
+  hostnames: string[];
+  adminUsername: string;
+  adminPassword: string;
+  sessionTimeoutMinutes: number;
+  enrollmentTtlMinutes: number;
+  logLevel: string;
+}
+
+export const defaults = (): Config => ({
+  dataDir: path.resolve('.ztc-data'),
+  db: '',
+  bind: '0.0.0.0',
+  port: 1280,
+  hostnames: [os.hostname()],
+  adminUsername: 'admin',
+  adminPassword: '',
+  sessionTimeoutMinutes: 30,
+  enrollmentTtlMinutes: 180,
+  logLevel: 'info',
+});
+
+type Raw = Partial<Record<keyof Config, unknown>>;
+
+const ENV: Record<keyof Config, string> = {
+  dataDir: 'ZTC_DATA_DIR',
+  db: 'ZTC_DB',
+  bind: 'ZTC_BIND',
+  port: 'ZTC_PORT',
+  hostnames: 'ZTC_HOSTNAMES',
+  adminUsername: 'ZTC_ADMIN_USERNAME',
+  adminPassword: 'ZTC_ADMIN_PASSWORD',
+  sessionTimeoutMinutes: 'ZTC_SESSION_TIMEOUT_MINUTES',
+  enrollmentTtlMinutes: 'ZTC_ENROLLMENT_TTL_MINUTES',
+  logLevel: 'ZTC_LOG_LEVEL',
+};
+
+export class ConfigError extends Error {}
+
+function readFile(file: string): Raw {
+  const text = fs.readFileSync(file, 'utf8');
+  const parsed = file.endsWith('.json') ? JSON.parse(text) : YAML.parse(text);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`${file}: expected a mapping of settings`);
+  }
+  return parsed as Raw;
+}
+
+function fromEnv(env: NodeJS.ProcessEnv): Raw {
+  const out: Raw = {};
+  for (const [key, name] of Object.entries(ENV) as [keyof Config, string][]) {
+    if (env[name] !== undefined && env[name] !== '') out[key] = env[name];
+  }
+  return out;
+}
+
+function coerce(key: keyof Config, value: unknown, source: string): unknown {
+  const base = defaults()[key];
+  if (typeof base === 'number') {
+    const n = typeof value === 'number' ? value : Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${source}: ${key} must be a whole number, got '${value}'`);
+    return n;
+  }
+  if (Array.isArray(base)) {
+    const list = Array.isArray(value) ? value : String(value).split(',');
+    return list.map((s) => String(s).trim()).filter(Boolean);
+  }
+  return String(value);
+}
+
+/** Merge layers; `flags` holds only what the user typed. */
+export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.ProcessEnv = process.env): Config {
+  const envRaw = fromEnv(env);
+  const dataDirGuess = path.resolve(String(flags.dataDir ?? envRaw.dataDir ?? defaults().dataDir));
+  let file: string | undefined = flags.config ?? env.ZTC_CONFIG;
+  if (!file) {
+    file = ['ztc.yaml', 'ztc.yml', 'ztc.json'].map((f) => path.join(dataDirGuess, f)).find((f) => fs.existsSync(f));
+  }
+  const layers: [string, Raw][] = [];
+  if (file) layers.push([file, readFile(file)]);
+  layers.push(['environment', envRaw], ['command line', flags]);
+
+  const cfg = defaults();
+  for (const [source, raw] of layers) {
+    for (const [k, v] of Object.entries(raw)) {
+      if (!(k in cfg)) {
+        if (source === 'command line' && k === 'config') continue;
+        throw new ConfigError(`${source}: unknown setting '${k}'`);
+      }
+      if (v === undefined) continue;
+      (cfg as unknown as Record<string, unknown>)[k] = coerce(k as keyof Config, v, source);
+    }
+  }
+  cfg.dataDir = path.resolve(cfg.dataDir);
+  if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
+  if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
+  if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');
+  return cfg;
+}

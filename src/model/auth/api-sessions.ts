@@ -1,0 +1,113 @@
+// API sessions: a random bearer token (only its hash is stored), refreshed by use, expired after
+// the configured idle time. All state is in the database so several controllers can share it.
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { unauthorized } from '../errors.js';
+import { hashSecret, newId, newSecret } from '../ids.js';
+import { entityRef, selfLink } from '../resource.js';
+import { fromJson, isSet } from '../../store/json.js';
+import type { ApiSessionRow } from '../../store/schema.js';
+
+export interface SessionWithIdentity extends ApiSessionRow {
+  identityName: string;
+  isAdmin: number;
+  disabled: number;
+  disabledUntil: string | null;
+}
+
+const timeoutMs = (ctx: Ctx) => ctx.config.sessionTimeoutMinutes * 60_000;
+
+/** How stale lastActivityAt may get before a request writes it again: keeps reads free of writes. */
+const touchEvery = (ctx: Ctx) => Math.min(60_000, timeoutMs(ctx) / 10);
+
+export async function createApiSession(
+  ctx: Ctx,
+  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean },
+) {
+  const token = newSecret();
+  const now = iso(ctx.clock.now());
+  const id = newId();
+  await ctx.store.db
+    .insertInto('apiSessions')
+    .values({
+      id,
+      createdAt: now,
+      updatedAt: now,
+      tags: '{}',
+      tokenHash: hashSecret(token),
+      identityId: o.identityId,
+      authenticatorId: o.authenticatorId,
+      ipAddress: o.ipAddress,
+      configTypes: JSON.stringify(o.configTypes),
+      isMfaRequired: o.isMfaRequired ? 1 : 0,
+      isMfaComplete: 0,
+      isCertExtendable: 0,
+      lastActivityAt: now,
+    })
+    .execute();
+  return { id, token };
+}
+
+/** The session behind a token, or a 401. Refreshes lastActivityAt when it has grown stale. */
+export async function resolveSession(ctx: Ctx, token: string): Promise<SessionWithIdentity> {
+  const row = (await ctx.store.db
+    .selectFrom('apiSessions as s')
+    .innerJoin('identities as i', 'i.id', 's.identityId')
+    .selectAll('s')
+    .select(['i.name as identityName', 'i.isAdmin', 'i.disabled', 'i.disabledUntil'])
+    .where('s.tokenHash', '=', hashSecret(token))
+    .executeTakeFirst()) as SessionWithIdentity | undefined;
+  if (!row) throw unauthorized();
+  const now = ctx.clock.now();
+  const last = Date.parse(row.lastActivityAt);
+  if (now.getTime() - last > timeoutMs(ctx)) {
+    await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    throw unauthorized('The API session has expired: authenticate again');
+  }
+  if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) {
+    throw unauthorized('The identity is disabled');
+  }
+  if (now.getTime() - last > touchEvery(ctx)) {
+    row.lastActivityAt = iso(now);
+    await ctx.store.db.updateTable('apiSessions').set({ lastActivityAt: row.lastActivityAt }).where('id', '=', row.id).execute();
+  }
+  return row;
+}
+
+export async function deleteApiSession(ctx: Ctx, id: string) {
+  await ctx.store.db.deleteFrom('apiSessions').where('id', '=', id).execute();
+}
+
+/** Sweep sessions idle past the timeout (the request path also refuses them on sight). */
+export async function expireApiSessions(ctx: Ctx) {
+  const cutoff = iso(new Date(ctx.clock.now().getTime() - timeoutMs(ctx)));
+  const res = await ctx.store.db.deleteFrom('apiSessions').where('lastActivityAt', '<', cutoff).executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string) {
+  const expiresAt = new Date(Date.parse(s.lastActivityAt) + timeoutMs(ctx));
+  return {
+    id: s.id,
+    _links: selfLink('api-sessions', s.id),
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    tags: fromJson(s.tags, {}),
+    token,
+    identity: entityRef('identities', s.identityId, s.identityName),
+    identityId: s.identityId,
+    authenticatorId: s.authenticatorId,
+    ipAddress: s.ipAddress,
+    configTypes: fromJson<string[]>(s.configTypes, []),
+    authQueries: [],
+    isMfaRequired: isSet(s.isMfaRequired),
+    isMfaComplete: isSet(s.isMfaComplete),
+    isCertExtendable: isSet(s.isCertExtendable),
+    lastActivityAt: s.lastActivityAt,
+    cachedLastActivityAt: s.lastActivityAt,
+    cachedUpdatedAt: s.updatedAt,
+    expiresAt: iso(expiresAt),
+    expirationSeconds: Math.max(0, Math.round((expiresAt.getTime() - ctx.clock.now().getTime()) / 1000)),
+  };
+}
+

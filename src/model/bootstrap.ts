@@ -1,0 +1,72 @@
+// First start: the rows every controller needs. Each insert is idempotent (ON CONFLICT DO NOTHING), so
+// a second start, or two controllers starting at once on one PostgreSQL database, changes nothing.
+import { randomBytes } from 'node:crypto';
+import { hashPassword } from './auth/password.js';
+import { iso } from './clock.js';
+import type { Ctx } from './context.js';
+import { newId } from './ids.js';
+import { IDENTITY_TYPES } from './resources/identity-types.js';
+import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
+
+export const DEFAULT_AUTH_POLICY = {
+  primary: {
+    cert: { allowed: true, allowExpiredCerts: true },
+    updb: { allowed: true, minPasswordLength: 5, requireSpecialChar: false, requireNumberChar: false, requireMixedCase: false, maxAttempts: 0, lockoutDurationMinutes: 0 },
+    extJwt: { allowed: true, allowedSigners: [] as string[] },
+  },
+  secondary: { requireTotp: false, requireExtJwtSigner: null as string | null },
+};
+
+export interface BootstrapResult {
+  adminCreated: boolean;
+  /** Set only when the password was generated here: shown once, never stored in clear. */
+  generatedPassword?: string;
+}
+
+export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
+  const db = ctx.store.db;
+  const now = iso(ctx.clock.now());
+  const base = { createdAt: now, updatedAt: now, tags: '{}' };
+  for (const name of IDENTITY_TYPES) {
+    await db.insertInto('identityTypes').values({ id: name, name, ...base }).onConflict((oc) => oc.doNothing()).execute();
+  }
+  await db
+    .insertInto('authPolicies')
+    .values({
+      id: DEFAULT_AUTH_POLICY_ID,
+      name: 'Default',
+      primaryJson: JSON.stringify(DEFAULT_AUTH_POLICY.primary),
+      secondaryJson: JSON.stringify(DEFAULT_AUTH_POLICY.secondary),
+      isSystem: 1,
+      ...base,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+
+  const admin = await db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).executeTakeFirst();
+  if (admin) return { adminCreated: false };
+
+  const generated = ctx.config.adminPassword ? undefined : randomBytes(12).toString('base64url');
+  const password = ctx.config.adminPassword || generated!;
+  if (ctx.config.adminUsername.length < 4) throw new Error('the admin username must have at least 4 characters');
+  if (password.length < 5 || password.length > 100) throw new Error('the admin password must have 5 to 100 characters');
+  const passwordHash = await hashPassword(password);
+  const id = newId();
+  try {
+    await db.transaction().execute(async (tx) => {
+    await tx
+      .insertInto('identities')
+      .values({ id, name: 'Default Admin', typeId: 'User', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 1, isDefaultAdmin: 1, ...base } as never)
+      .execute();
+    await tx
+      .insertInto('authenticators')
+      .values({ id: newId(), identityId: id, method: 'updb', username: ctx.config.adminUsername, passwordHash, isIssuedByNetwork: 0, ...base } as never)
+      .execute();
+    });
+  } catch (err) {
+    // Another controller on the same database created it first.
+    if (ctx.store.dialect.uniqueViolation(err)) return { adminCreated: false };
+    throw err;
+  }
+  return { adminCreated: true, generatedPassword: generated };
+}

@@ -1,0 +1,21 @@
+import type { Config } from '../config.js';
+import type { Store } from '../store/db.js';
+import type { Clock } from './clock.js';
+import type { Pki } from './pki/pki.js';
+
+/** What model code needs from the running controller. No HTTP in here. */
+export interface Ctx {
+  store: Store;
+  clock: Clock;
+  config: Config;
+  pki: Pki;
+}
+
+/** Who is calling: resolved from the API session by the auth plugin. */
+export interface Principal {
+  identityId: string;
+  identityName: string;
+  isAdmin: boolean;
+  apiSessionId: string;
+  token: string;
+}

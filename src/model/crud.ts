@@ -1,0 +1,100 @@
+// Generic create / read / update / delete over a resource declaration. Every write runs in one transaction.
+import { sql } from 'kysely';
+import type { Tx } from '../store/db.js';
+import { listPage, type ListParams, type ListSource } from '../store/list.js';
+import { iso } from './clock.js';
+import type { Ctx } from './context.js';
+import { ApiError, couldNotValidate, notFound } from './errors.js';
+import { newId } from './ids.js';
+import type { ResourceDecl, Row, WriteMode } from './resource.js';
+
+export function listSource(decl: ResourceDecl): ListSource {
+  const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
+  return {
+    filterable: decl.filterable,
+    source,
+    detailQuery: decl.detailQuery ?? ((db) => source(db).selectAll('e' as never) as never),
+  };
+}
+
+export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams) {
+  const page = await listPage(ctx.store.db, ctx.store.dialect, listSource(decl), params);
+  return { items: page.rows.map((r) => decl.toDetail(r, ctx)), pagination: page.pagination };
+}
+
+export async function findRow(ctx: Ctx | { store: Ctx['store'] }, decl: ResourceDecl, id: string, tx?: Tx): Promise<Row | undefined> {
+  const db = tx ?? ctx.store.db;
+  return listSource(decl).detailQuery(db).where(sql.ref('e.id'), '=', id).executeTakeFirst();
+}
+
+export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string) {
+  const row = await findRow(ctx, decl, id);
+  if (!row) throw notFound(decl.name, id);
+  return decl.toDetail(row, ctx);
+}
+
+/** Run a write; a unique-constraint race becomes the same 400 the pre-checks give. */
+export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await ctx.store.db.transaction().execute(fn);
+  } catch (err) {
+    const field = ctx.store.dialect.uniqueViolation(err);
+    if (field) throw couldNotValidate(field, 'must be unique: another entity already uses this value');
+    throw err;
+  }
+}
+
+function tagsColumn(input: Row, mode: WriteMode): Row {
+  if (mode === 'patch' && !('tags' in input)) return {};
+  return { tags: JSON.stringify(input.tags ?? {}) };
+}
+
+export async function createResource(ctx: Ctx, decl: ResourceDecl, body: Row) {
+  const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, 'create', ctx) : body;
+  return writeTx(ctx, async (tx) => {
+    const now = iso(ctx.clock.now());
+    const id = newId();
+    const values = decl.toRow ? await decl.toRow(input, 'create', tx, ctx) : {};
+    await tx
+      .insertInto(decl.table)
+      .values({ id, createdAt: now, updatedAt: now, ...tagsColumn(input, 'create'), ...values } as never)
+      .execute();
+    const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
+    await decl.hooks?.afterWrite?.(tx, id, ctx);
+    return { id, ...extra };
+  });
+}
+
+export async function updateResource(
+  ctx: Ctx,
+  decl: ResourceDecl,
+  id: string,
+  body: Row,
+  mode: 'update' | 'patch',
+  /** Extra condition on the existing row (ownership, method); a failing check throws. */
+  check?: (existing: Row) => void | Promise<void>,
+) {
+  const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, mode, ctx) : body;
+  await writeTx(ctx, async (tx) => {
+    const existing = await findRow(ctx, decl, id, tx);
+    if (!existing) throw notFound(decl.name, id);
+    await check?.(existing);
+    const values = decl.toRow ? await decl.toRow(input, mode, tx, ctx, existing) : {};
+    await tx
+      .updateTable(decl.table)
+      .set({ updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values } as never)
+      .where('id', '=', id)
+      .execute();
+    await decl.hooks?.afterWrite?.(tx, id, ctx);
+  });
+}
+
+export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
+  await writeTx(ctx, async (tx) => {
+    const existing = await findRow(ctx, decl, id, tx);
+    if (!existing) throw notFound(decl.name, id);
+    await decl.hooks?.beforeDelete?.(tx, existing, ctx);
+    const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
+    if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
+  });
+}

@@ -1,0 +1,99 @@
+// X.509 building blocks. node-forge assembles certificates; the signature itself is made by Node's
+// native crypto (forge's pure-JS RSA would cost tens of milliseconds per certificate).
+import { createHash, createPrivateKey, generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
+import forge from 'node-forge';
+import { newId } from '../ids.js';
+
+export interface KeyPair {
+  privatePem: string;
+  publicKey: forge.pki.rsa.PublicKey;
+}
+
+export function newRsaKey(bits = 2048): KeyPair {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+    modulusLength: bits,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
+  return { privatePem: privateKey, publicKey: forge.pki.publicKeyFromPem(publicKey) as forge.pki.rsa.PublicKey };
+}
+
+export interface IssueOptions {
+  commonName: string;
+  organization?: string;
+  publicKey: forge.pki.PublicKey;
+  /** The issuer's certificate; omitted for a self-signed root. */
+  issuerPem?: string;
+  issuerKeyPem: string;
+  days: number;
+  ca?: { pathLength?: number };
+  /** DNS names and IP addresses for a server certificate. */
+  sans?: string[];
+  usage: 'ca' | 'server' | 'client' | 'server+client';
+}
+
+const IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:]*)$/i;
+
+function signTbs(cert: forge.pki.Certificate, keyPem: string): string {
+  cert.siginfo.algorithmOid = forge.pki.oids.sha256WithRSAEncryption;
+  cert.signatureOid = forge.pki.oids.sha256WithRSAEncryption;
+  const tbs = forge.asn1.toDer((forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate(cert)).getBytes();
+  const signature = sign('sha256', Buffer.from(tbs, 'binary'), createPrivateKey(keyPem));
+  cert.signature = signature.toString('binary');
+  return forge.pki.certificateToPem(cert);
+}
+
+export function issueCertificate(o: IssueOptions): string {
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = o.publicKey;
+  // Positive 128-bit serial from the CSPRNG.
+  cert.serialNumber = '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
+  const now = Date.now();
+  cert.validity.notBefore = new Date(now - 60_000);
+  cert.validity.notAfter = new Date(now + o.days * 86_400_000);
+  const subject = [{ name: 'commonName', value: o.commonName }, { name: 'organizationName', value: o.organization ?? 'ztc' }];
+  cert.setSubject(subject);
+  const issuer = o.issuerPem ? forge.pki.certificateFromPem(o.issuerPem) : undefined;
+  cert.setIssuer(issuer ? issuer.subject.attributes : subject);
+  const exts: Record<string, unknown>[] = [{ name: 'subjectKeyIdentifier' }];
+  if (issuer) {
+    const ski = issuer.getExtension('subjectKeyIdentifier') as { subjectKeyIdentifier?: string } | null;
+    if (ski?.subjectKeyIdentifier) exts.push({ name: 'authorityKeyIdentifier', keyIdentifier: forge.util.hexToBytes(ski.subjectKeyIdentifier) });
+  }
+  if (o.usage === 'ca') {
+    exts.push({ name: 'basicConstraints', cA: true, critical: true, ...(o.ca?.pathLength !== undefined ? { pathLenConstraint: o.ca.pathLength } : {}) });
+    exts.push({ name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true });
+  } else {
+    exts.push({ name: 'basicConstraints', cA: false, critical: true });
+    exts.push({ name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true });
+    exts.push({ name: 'extKeyUsage', serverAuth: o.usage !== 'client', clientAuth: o.usage !== 'server' });
+  }
+  if (o.sans?.length) {
+    exts.push({ name: 'subjectAltName', altNames: o.sans.map((n) => (IP.test(n) ? { type: 7, ip: n } : { type: 2, value: n })) });
+  }
+  cert.setExtensions(exts);
+  return signTbs(cert, o.issuerKeyPem);
+}
+
+/** Upstream's fingerprint form: SHA-1 of the DER, lower-case hex without separators. */
+export function fingerprintOf(pem: string): string {
+  return new X509Certificate(pem).fingerprint.replace(/:/g, '').toLowerCase();
+}
+
+export function sha256Fingerprint(pem: string): string {
+  return createHash('sha256').update(new X509Certificate(pem).raw).digest('hex');
+}
+
+/** Split a PEM bundle into its certificates. */
+export function splitPem(bundle: string): string[] {
+  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((p) => p + '\n') ?? [];
+}
+
+/** Degenerate PKCS#7 SignedData holding certificates only (EST /cacerts, RFC 7030), base64 DER. */
+export function pkcs7Base64(pems: string[]): string {
+  const p7 = forge.pkcs7.createSignedData();
+  for (const pem of pems) p7.addCertificate(forge.pki.certificateFromPem(pem));
+  return Buffer.from(forge.asn1.toDer(p7.toAsn1()).getBytes(), 'binary').toString('base64');
+}
+
+export const randomCommonName = () => newId(12);

@@ -1,0 +1,125 @@
+// The controller's own PKI, kept as files in <data dir>/pki (keys 0600): a root CA, an intermediate
+// that signs client and router certificates, the HTTPS server certificate and the enrollment-JWT key.
+import { createPrivateKey, createPublicKey, generateKeyPairSync, X509Certificate, type KeyObject } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import forge from 'node-forge';
+import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
+import { fingerprintOf, issueCertificate, newRsaKey, pkcs7Base64 } from './certs.js';
+
+export interface Pki {
+  rootPem: string;
+  intermediatePem: string;
+  intermediateKeyPem: string;
+  serverPem: string;
+  serverKeyPem: string;
+  /** Intermediate then root: what clients need to trust us and verify the certificates we issue. */
+  caBundlePem: string;
+  cacertsPkcs7: string;
+  serverFingerprint: string;
+  signingKey: KeyObject;
+  signingJwk: JWK & { kid: string };
+}
+
+const FILES = {
+  rootKey: 'root.key',
+  root: 'root.pem',
+  intermediateKey: 'intermediate.key',
+  intermediate: 'intermediate.pem',
+  serverKey: 'server.key',
+  server: 'server.pem',
+  signingKey: 'enrollment-signing.key',
+};
+
+export type Progress = (step: string) => void;
+
+function writeSecret(file: string, data: string) {
+  fs.writeFileSync(file, data, { mode: 0o600 });
+  fs.chmodSync(file, 0o600);
+}
+
+/** Names the server certificate must carry: the configured ones plus the loopback names. */
+export function serverNames(hostnames: string[]): string[] {
+  return [...new Set([...hostnames, 'localhost', '127.0.0.1', '::1'].filter(Boolean))];
+}
+
+function certNames(pem: string): string[] {
+  const san = new X509Certificate(pem).subjectAltName ?? '';
+  return san
+    .split(', ')
+    .map((s) => s.replace(/^(DNS|IP Address):/, ''))
+    .filter(Boolean);
+}
+
+export async function loadOrCreatePki(dataDir: string, hostnames: string[], progress: Progress = () => {}): Promise<Pki> {
+  const dir = path.join(dataDir, 'pki');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const f = (k: keyof typeof FILES) => path.join(dir, FILES[k]);
+  const read = (k: keyof typeof FILES) => fs.readFileSync(f(k), 'utf8');
+
+  if (!fs.existsSync(f('root'))) {
+    progress('creating the root CA (RSA 4096)');
+    const key = newRsaKey(4096);
+    const pem = issueCertificate({ commonName: 'ztc root CA', publicKey: key.publicKey, issuerKeyPem: key.privatePem, days: 3650, usage: 'ca' });
+    writeSecret(f('rootKey'), key.privatePem);
+    fs.writeFileSync(f('root'), pem);
+  }
+  if (!fs.existsSync(f('intermediate'))) {
+    progress('creating the intermediate signing CA (RSA 3072)');
+    const key = newRsaKey(3072);
+    const pem = issueCertificate({
+      commonName: 'ztc intermediate CA',
+      publicKey: key.publicKey,
+      issuerPem: read('root'),
+      issuerKeyPem: read('rootKey'),
+      days: 1825,
+      ca: { pathLength: 0 },
+      usage: 'ca',
+    });
+    writeSecret(f('intermediateKey'), key.privatePem);
+    fs.writeFileSync(f('intermediate'), pem);
+  }
+  const names = serverNames(hostnames);
+  const current = fs.existsSync(f('server')) ? certNames(read('server')) : [];
+  if (!names.every((n) => current.includes(n))) {
+    progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
+    const key = newRsaKey(2048);
+    const pem = issueCertificate({
+      commonName: names[0],
+      publicKey: key.publicKey,
+      issuerPem: read('intermediate'),
+      issuerKeyPem: read('intermediateKey'),
+      days: 365,
+      sans: names,
+      usage: 'server+client',
+    });
+    writeSecret(f('serverKey'), key.privatePem);
+    fs.writeFileSync(f('server'), pem);
+  }
+  if (!fs.existsSync(f('signingKey'))) {
+    progress('creating the enrollment signing key (EC P-256)');
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256', privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+    writeSecret(f('signingKey'), privateKey);
+  }
+
+  const rootPem = read('root');
+  const intermediatePem = read('intermediate');
+  const serverPem = read('server');
+  const signingKey = createPrivateKey(read('signingKey'));
+  const publicJwk = await exportJWK(createPublicKey(signingKey));
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    rootPem,
+    intermediatePem,
+    intermediateKeyPem: read('intermediateKey'),
+    serverPem,
+    serverKeyPem: read('serverKey'),
+    caBundlePem: intermediatePem + rootPem,
+    cacertsPkcs7: pkcs7Base64([intermediatePem, rootPem]),
+    serverFingerprint: fingerprintOf(serverPem),
+    signingKey,
+    signingJwk: { ...publicJwk, kid, alg: 'ES256', use: 'sig' },
+  };
+}
+
+export const forgeCert = (pem: string) => forge.pki.certificateFromPem(pem);

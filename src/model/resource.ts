@@ -1,0 +1,65 @@
+// The resource declaration: one object per resource drives its routes, validation, OpenAPI entries,
+// filterable fields and CLI subcommands (see docs/architecture.md).
+import type { SelectQueryBuilder } from 'kysely';
+import type { TSchema } from 'typebox';
+import type { Db, Tx } from '../store/db.js';
+import type { Database } from '../store/schema.js';
+import type { Ctx } from './context.js';
+
+export type FieldType = 'string' | 'number' | 'boolean' | 'datetime' | 'set' | 'tags';
+
+export interface FieldSpec {
+  /** SQL reference, qualified by the alias `e` of the resource's own table (or a join's alias). */
+  column: string;
+  type: FieldType;
+  sortable?: boolean;
+}
+
+export type Operation = 'list' | 'get' | 'create' | 'update' | 'patch' | 'delete';
+export type WriteMode = 'create' | 'update' | 'patch';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyQuery = SelectQueryBuilder<Database & Record<string, any>, any, any>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Row = Record<string, any>;
+
+export interface ResourceDecl {
+  /** Singular, for messages and the CLI: "identity". */
+  name: string;
+  /** URL segment and `entity` in references: "identities". */
+  plural: string;
+  table: keyof Database;
+  apis: ('management' | 'client')[];
+  ops: Operation[];
+  /** Sentence for the OpenAPI tag and the CLI help. */
+  description: string;
+  schemas: { detail: TSchema; create?: TSchema; update?: TSchema; patch?: TSchema };
+  filterable: Record<string, FieldSpec>;
+  /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
+  source?: (db: Db) => AnyQuery;
+  /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */
+  detailQuery?: (db: Db) => AnyQuery;
+  toDetail: (row: Row, ctx: Ctx) => Record<string, unknown>;
+  /** Turn a validated request body into column values; throw ApiError for what the schema cannot say. */
+  toRow?: (input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row) => Promise<Row>;
+  hooks?: {
+    /** Slow work (password hashing) done before the transaction opens; returns the input to store. */
+    prepare?: (input: Row, mode: WriteMode, ctx: Ctx) => Promise<Row>;
+    afterCreate?: (tx: Tx, id: string, input: Row, ctx: Ctx) => Promise<Record<string, unknown> | void>;
+    afterWrite?: (tx: Tx, id: string, ctx: Ctx) => Promise<void>;
+    beforeDelete?: (tx: Tx, existing: Row, ctx: Ctx) => Promise<void>;
+  };
+  /** Columns of the CLI's table view, as detail field paths. */
+  cli: { columns: string[] };
+}
+
+export const defineResource = (decl: ResourceDecl): ResourceDecl => decl;
+
+export const selfLink = (plural: string, id: string) => ({ self: { href: `./${plural}/${id}` } });
+
+export const entityRef = (plural: string, id: string, name: string) => ({
+  _links: selfLink(plural, id),
+  entity: plural,
+  id,
+  name,
+});

@@ -1,0 +1,197 @@
+import { Type } from 'typebox';
+import type { Tx } from '../../store/db.js';
+import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { ApiError, cannotDelete, invalidField } from '../errors.js';
+import { defineResource, entityRef, selfLink, type Row, type WriteMode } from '../resource.js';
+import {
+  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags,
+} from '../schemas/common.js';
+import { IDENTITY_TYPES } from './identity-types.js';
+
+export const DEFAULT_AUTH_POLICY_ID = 'default';
+
+const IdentityTypeName = Type.Union(IDENTITY_TYPES.map((t) => Type.Literal(t)));
+const ClientInfo = Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: { type: 'string' } });
+
+const writable = {
+  appData: Type.Optional(AnyMap),
+  authPolicyId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+  defaultHostingCost: Type.Optional(Cost),
+  defaultHostingPrecedence: Type.Optional(Precedence),
+  externalId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+  roleAttributes: Type.Optional(Attributes),
+  serviceHostingCosts: Type.Optional(MapOf(Cost)),
+  serviceHostingPrecedences: Type.Optional(MapOf(Precedence)),
+  tags: Type.Optional(Tags),
+};
+
+const Enrollment = Type.Object(
+  {
+    ott: Type.Optional(Type.Boolean()),
+    ottca: Type.Optional(Type.String()),
+    updb: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+export const identityCreate = Type.Object(
+  { name: Name, type: IdentityTypeName, isAdmin: Type.Boolean(), enrollment: Type.Optional(Enrollment), ...writable },
+  { additionalProperties: false },
+);
+export const identityUpdate = Type.Object({ name: Name, type: IdentityTypeName, isAdmin: Type.Boolean(), ...writable }, { additionalProperties: false });
+export const identityPatch = Type.Object(
+  { name: Type.Optional(Name), type: Type.Optional(IdentityTypeName), isAdmin: Type.Optional(Type.Boolean()), ...writable },
+  { additionalProperties: false },
+);
+
+const Stamped = (extra: Record<string, ReturnType<typeof Type.String>> = {}) =>
+  Type.Object({ id: Type.String(), expiresAt: Type.String(), jwt: Type.String(), token: Type.String(), ...extra });
+
+export const identityDetail = Type.Object({
+  ...baseFields,
+  name: Type.String(),
+  type: EntityRef,
+  typeId: Type.String(),
+  isAdmin: Type.Boolean(),
+  isDefaultAdmin: Type.Boolean(),
+  isMfaEnabled: Type.Boolean(),
+  authPolicy: EntityRef,
+  authPolicyId: Type.String(),
+  authenticators: Type.Object({
+    cert: Type.Optional(Type.Object({ id: Type.String(), fingerprint: Type.String() })),
+    updb: Type.Optional(Type.Object({ id: Type.String(), username: Type.String() })),
+  }),
+  enrollment: Type.Object({ ott: Type.Optional(Stamped()), ottca: Type.Optional(Stamped({ caId: Type.String() })), updb: Type.Optional(Stamped()) }),
+  appData: AnyMap,
+  defaultHostingCost: Type.Integer(),
+  defaultHostingPrecedence: Type.String(),
+  serviceHostingCosts: MapOf(Type.Integer()),
+  serviceHostingPrecedences: MapOf(Type.String()),
+  roleAttributes: Type.Array(Type.String()),
+  envInfo: ClientInfo,
+  sdkInfo: ClientInfo,
+  externalId: Nullable(Type.String()),
+  hasApiSession: Type.Boolean(),
+  hasEdgeRouterConnection: Type.Boolean(),
+  disabled: Type.Boolean(),
+  disabledAt: Nullable(Type.String()),
+  disabledUntil: Nullable(Type.String()),
+});
+
+async function checkAuthPolicy(tx: Tx, id: string) {
+  const found = await tx.selectFrom('authPolicies').select('id').where('id', '=', id).executeTakeFirst();
+  if (!found) throw invalidField('authPolicyId', `no auth policy has the id '${id}'`, id);
+}
+
+/** Request fields that map one-to-one onto a column, with how to store them. */
+const plain: Record<string, (v: Row[string]) => unknown> = {
+  name: (v) => v,
+  defaultHostingCost: (v) => v ?? 0,
+  defaultHostingPrecedence: (v) => v ?? 'default',
+  externalId: (v) => v ?? null,
+  appData: (v) => toJson(v, {}),
+  roleAttributes: (v) => toJson([...new Set(v ?? [])], []),
+  serviceHostingCosts: (v) => toJson(v, {}),
+  serviceHostingPrecedences: (v) => toJson(v, {}),
+};
+
+async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existing?: Row): Promise<Row> {
+  const out: Row = {};
+  for (const [field, store] of Object.entries(plain)) {
+    if (mode !== 'patch' || field in input) out[field] = store(input[field]);
+  }
+  if (mode !== 'patch' || 'type' in input) out.typeId = input.type;
+  if (mode !== 'patch' || 'isAdmin' in input) {
+    if (existing && isSet(existing.isDefaultAdmin) && input.isAdmin === false) {
+      throw invalidField('isAdmin', 'the default admin must stay an admin', false);
+    }
+    out.isAdmin = bit(input.isAdmin);
+  }
+  if (mode !== 'patch' || 'authPolicyId' in input) {
+    const policy = input.authPolicyId ?? 'default';
+    await checkAuthPolicy(tx, policy);
+    out.authPolicyId = policy;
+  }
+  return out;
+}
+
+export const identities = defineResource({
+  name: 'identity',
+  plural: 'identities',
+  table: 'identities',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Identities: the users, devices, services and routers that authenticate to the network',
+  schemas: { detail: identityDetail, create: identityCreate, update: identityUpdate, patch: identityPatch },
+  filterable: {
+    id: { column: 'e.id', type: 'string', sortable: true },
+    name: { column: 'e.name', type: 'string', sortable: true },
+    type: { column: 'e.type_id', type: 'string', sortable: true },
+    typeId: { column: 'e.type_id', type: 'string', sortable: true },
+    isAdmin: { column: 'e.is_admin', type: 'boolean', sortable: true },
+    isDefaultAdmin: { column: 'e.is_default_admin', type: 'boolean', sortable: true },
+    authPolicyId: { column: 'e.auth_policy_id', type: 'string', sortable: true },
+    externalId: { column: 'e.external_id', type: 'string', sortable: true },
+    disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
+    roleAttributes: { column: 'e.role_attributes', type: 'set' },
+    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
+    tags: { column: 'e.tags', type: 'tags' },
+  },
+  detailQuery: (db) =>
+    db
+      .selectFrom('identities as e')
+      .innerJoin('identityTypes as t', 't.id', 'e.typeId')
+      .innerJoin('authPolicies as p', 'p.id', 'e.authPolicyId')
+      .leftJoin('authenticators as au', (j) => j.onRef('au.identityId', '=', 'e.id').on('au.method', '=', 'updb'))
+      .leftJoin('authenticators as ac', (j) => j.onRef('ac.identityId', '=', 'e.id').on('ac.method', '=', 'cert'))
+      .selectAll('e')
+      .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
+      .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
+  toDetail: (r) => ({
+    id: r.id,
+    _links: { ...selfLink('identities', r.id), authenticators: { href: `./identities/${r.id}/authenticators` } },
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    tags: fromJson(r.tags, {}),
+    name: r.name,
+    type: entityRef('identity-types', r.typeId, r.typeName),
+    typeId: r.typeId,
+    isAdmin: isSet(r.isAdmin),
+    isDefaultAdmin: isSet(r.isDefaultAdmin),
+    isMfaEnabled: false,
+    authPolicy: entityRef('auth-policies', r.authPolicyId, r.authPolicyName),
+    authPolicyId: r.authPolicyId,
+    authenticators: {
+      ...(r.updbId ? { updb: { id: r.updbId, username: r.updbUsername } } : {}),
+      ...(r.certId ? { cert: { id: r.certId, fingerprint: r.certFingerprint ?? '' } } : {}),
+    },
+    enrollment: {},
+    appData: fromJson(r.appData, {}),
+    defaultHostingCost: Number(r.defaultHostingCost),
+    defaultHostingPrecedence: r.defaultHostingPrecedence,
+    serviceHostingCosts: fromJson(r.serviceHostingCosts, {}),
+    serviceHostingPrecedences: fromJson(r.serviceHostingPrecedences, {}),
+    roleAttributes: fromJson(r.roleAttributes, []),
+    envInfo: fromJson(r.envInfo, {}),
+    sdkInfo: fromJson(r.sdkInfo, {}),
+    externalId: r.externalId ?? null,
+    hasApiSession: isSet(r.hasApiSession),
+    hasEdgeRouterConnection: false,
+    disabled: isSet(r.disabled),
+    disabledAt: r.disabledAt ?? null,
+    disabledUntil: r.disabledUntil ?? null,
+  }),
+  toRow,
+  hooks: {
+    afterCreate: async (_tx, _id, input) => {
+      if (input.enrollment && Object.keys(input.enrollment).length) {
+        throw new ApiError(400, 'INVALID_ENROLL_METHOD', 'Enrollment at identity creation is not available yet: create the identity, then add an updb authenticator');
+      }
+    },
+    beforeDelete: async (_tx, existing) => {
+      if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
+    },
+  },
+  cli: { columns: ['id', 'name', 'typeId', 'isAdmin', 'roleAttributes', 'authenticators.updb.username'] },
+});

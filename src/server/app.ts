@@ -1,0 +1,94 @@
+// The fastify application: both APIs on one server. Built the same way for `ztc serve` (over TLS)
+// and for the CLI's local mode and the tests (fastify inject).
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Ctx } from '../model/context.js';
+import { registerAuth, type LocalAdmin } from './plugins/auth.js';
+import { registerErrorHandling } from './plugins/errors.js';
+import { RouteTable } from './route-table.js';
+import { registerManagement } from './routes/management/index.js';
+import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
+import { registerSessionRoutes } from './routes/shared/session.js';
+import { SpecRegistry } from './specs.js';
+import { VERSION } from '../version.js';
+
+export interface AppOptions {
+  https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
+  logger?: FastifyServerOptions['logger'];
+  localAdmin?: LocalAdmin;
+}
+
+export type App = FastifyInstance & { routeTable: RouteTable };
+
+function validators(app: FastifyInstance) {
+  // Bodies are validated strictly (no type coercion); query strings and paths are text, so coerce them.
+  const strict = addFormats.default(new Ajv.default({ allErrors: false, coerceTypes: false, useDefaults: false, strict: false }));
+  const coercing = addFormats.default(new Ajv.default({ allErrors: false, coerceTypes: 'array', useDefaults: true, strict: false }));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+}
+
+function contentTypes(app: FastifyInstance) {
+  const json = app.getDefaultJsonParser('error', 'error');
+  // An empty body with a JSON content type is "no body", as several clients send it on POSTs.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    return json(req, body as string, done);
+  });
+  // PEM bodies (CSR, certificate verification) arrive as text.
+  app.addContentTypeParser(['text/plain', 'application/x-pem-file', 'application/pkcs10'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+}
+
+async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, api: 'client' | 'management') {
+  const title = api === 'client' ? 'Edge Client API' : 'Edge Management API';
+  await app.register(
+    async (child) => {
+      await child.register(swagger, {
+        openapi: {
+          openapi: '3.1.0',
+          info: { title: `ztc ${title}`, version: VERSION, description: `The ${title} of the ztc controller, generated from its route schemas.` },
+          components: { securitySchemes: { ztSession: { type: 'apiKey', in: 'header', name: 'zt-session' } } },
+        },
+        transform: ({ schema, url, route }) => {
+          const access = (route.config as { access?: string } | undefined)?.access ?? 'admin';
+          return { schema: { ...schema, ...(access === 'public' ? {} : { security: [{ ztSession: [] }] }) } as typeof schema, url };
+        },
+      });
+      specs.add(`edge-${api}`, title, () => child.swagger() as unknown as Record<string, unknown>);
+      registerInformational(child, ctx, specs);
+      registerSessionRoutes(child, ctx);
+      if (api === 'management') registerManagement(child, ctx);
+    },
+    { prefix: API_PATHS[api] },
+  );
+}
+
+export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
+  const app = fastify({
+    ...(opts.https ? { https: opts.https as never } : {}),
+    logger: opts.logger ?? false,
+    genReqId: () => randomUUID(),
+    bodyLimit: 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    return503OnClosing: true,
+  }) as unknown as App;
+  const table = new RouteTable();
+  app.decorate('routeTable', table);
+  table.attach(app);
+  validators(app);
+  contentTypes(app);
+  registerErrorHandling(app, table);
+  registerAuth(app, ctx, opts.localAdmin);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', String(request.id));
+  });
+
+  const specs = new SpecRegistry();
+  registerVersionRoutes(app, ctx);
+  await registerApi(app, ctx, specs, 'client');
+  await registerApi(app, ctx, specs, 'management');
+  await app.ready();
+  return app;
+}

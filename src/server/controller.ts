@@ -1,0 +1,74 @@
+// Opening a data dir and running the controller: shared by `ztc serve`, the CLI's local mode and tests.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { expireApiSessions } from '../model/auth/api-sessions.js';
+import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
+import { systemClock, type Clock } from '../model/clock.js';
+import type { Ctx } from '../model/context.js';
+import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
+import { openSqlite } from '../store/db.js';
+import { buildApp, type App, type AppOptions } from './app.js';
+
+export interface Opened {
+  ctx: Ctx;
+  boot: BootstrapResult;
+  close(): Promise<void>;
+}
+
+export async function openDataDir(config: Config, o: { clock?: Clock; progress?: Progress } = {}): Promise<Opened> {
+  const progress = o.progress ?? (() => {});
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(config.dataDir, 0o700);
+  const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
+  progress('opening the database');
+  const store = await openSqlite(path.join(config.dataDir, 'ztc.db'));
+  const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock };
+  const boot = await bootstrap(ctx);
+  return { ctx, boot, close: () => store.close() };
+}
+
+export interface Running {
+  app: App;
+  ctx: Ctx;
+  boot: BootstrapResult;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serve both APIs over TLS. The TLS layer asks for a client certificate but does not require one. */
+export async function startController(config: Config, o: { clock?: Clock; progress?: Progress; logger?: AppOptions['logger'] } = {}): Promise<Running> {
+  const opened = await openDataDir(config, o);
+  const { ctx } = opened;
+  const app = await buildApp(ctx, {
+    logger: o.logger,
+    https: {
+      key: ctx.pki.serverKeyPem,
+      cert: ctx.pki.serverPem + ctx.pki.intermediatePem,
+      ca: [ctx.pki.intermediatePem, ctx.pki.rootPem],
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+    },
+  });
+  const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
+  sweep.unref();
+  await app.listen({ port: config.port, host: config.bind });
+  const port = (app.server.address() as { port: number }).port;
+  // Port 0 asks the OS for a free port: advertise the one we got.
+  config.port = port;
+  let closed = false;
+  return {
+    app,
+    ctx,
+    boot: opened.boot,
+    url: `https://${config.bind === '0.0.0.0' || config.bind === '::' ? 'localhost' : config.bind}:${port}`,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(sweep);
+      await app.close();
+      await opened.close();
+    },
+  };
+}

@@ -1,0 +1,95 @@
+// Mounts a resource declaration as its standard routes: list, create, detail, update, patch, delete.
+import type { FastifyInstance } from 'fastify';
+import type { TSchema } from 'typebox';
+import type { Ctx } from '../model/context.js';
+import { createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
+import { selfLink, type ResourceDecl, type Row } from '../model/resource.js';
+import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
+import type { ListParams } from '../store/list.js';
+import { empty, listOf, ok } from './envelope.js';
+
+const pascal = (s: string) => s.replace(/(^|[\s-])(\w)/g, (_, __, c: string) => c.toUpperCase());
+
+/** Upstream's operation ids: listIdentities, createIdentity, detailIdentity, ... */
+export const opIds = (decl: ResourceDecl) => {
+  const one = pascal(decl.name);
+  const many = pascal(decl.plural);
+  return { list: `list${many}`, create: `create${one}`, get: `detail${one}`, update: `update${one}`, patch: `patch${one}`, delete: `delete${one}` };
+};
+
+export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));
+
+export function filterableFields(decl: ResourceDecl): string[] {
+  return Object.keys(decl.filterable);
+}
+
+export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl, extraQuery: Record<string, TSchema> = {}) {
+  const ids = opIds(decl);
+  const tags = [pascal(decl.plural).replace(/([a-z])([A-Z])/g, '$1 $2')];
+  const base = `/${decl.plural}`;
+  const has = (op: ResourceDecl['ops'][number]) => decl.ops.includes(op);
+  const config = { access: 'admin' as const };
+  const fields = filterableFields(decl);
+
+  if (has('list')) {
+    app.get(base, {
+      config,
+      schema: {
+        operationId: ids.list, tags, summary: `List ${decl.plural}`,
+        querystring: { ...ListQuery, properties: { ...ListQuery.properties, ...extraQuery } },
+        response: { 200: ListEnvelope(decl.schemas.detail), ...errors(400, 401) },
+      },
+      handler: async (req) => {
+        const { items, pagination } = await listResource(ctx, decl, req.query as ListParams);
+        return listOf(items, pagination, fields);
+      },
+    });
+  }
+  if (has('create') && decl.schemas.create) {
+    app.post(base, {
+      config,
+      schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: decl.schemas.create, response: { 201: Envelope(CreateLocation), ...errors(400, 401, 409) } },
+      handler: async (req, reply) => {
+        const created = await createResource(ctx, decl, req.body as Row);
+        reply.code(201);
+        return ok({ ...created, _links: selfLink(decl.plural, created.id) });
+      },
+    });
+  }
+  if (has('get')) {
+    app.get(`${base}/:id`, {
+      config,
+      schema: { operationId: ids.get, tags, summary: `Retrieve one ${decl.name}`, params: IdParams, response: { 200: Envelope(decl.schemas.detail), ...errors(401, 404) } },
+      handler: async (req) => ok(await getResource(ctx, decl, (req.params as { id: string }).id)),
+    });
+  }
+  for (const mode of ['update', 'patch'] as const) {
+    const body = decl.schemas[mode];
+    if (!has(mode) || !body) continue;
+    app.route({
+      method: mode === 'update' ? 'PUT' : 'PATCH',
+      url: `${base}/:id`,
+      config,
+      schema: {
+        operationId: ids[mode], tags, summary: mode === 'update' ? `Replace every field of ${article(decl.name)}` : `Change the given fields of ${article(decl.name)}`,
+        params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) },
+      },
+      handler: async (req) => {
+        await updateResource(ctx, decl, (req.params as { id: string }).id, req.body as Row, mode);
+        return empty();
+      },
+    });
+  }
+  if (has('delete')) {
+    app.delete(`${base}/:id`, {
+      config,
+      schema: { operationId: ids.delete, tags, summary: `Delete ${article(decl.name)}`, params: IdParams, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) } },
+      handler: async (req) => {
+        await deleteResource(ctx, decl, (req.params as { id: string }).id);
+        return empty();
+      },
+    });
+  }
+}
+
+const article = (name: string) => (/^[aeiou]/i.test(name) ? `an ${name}` : `a ${name}`);

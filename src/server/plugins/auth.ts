@@ -1,0 +1,63 @@
+// Authorization by route: each route declares config.access; a route that declares nothing is
+// admin-only, so a forgotten declaration fails closed.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { resolveSession, type SessionWithIdentity } from '../../model/auth/api-sessions.js';
+import type { Ctx, Principal } from '../../model/context.js';
+import { ApiError, unauthorized } from '../../model/errors.js';
+import { safeEqual } from '../../model/ids.js';
+import { isSet } from '../../store/json.js';
+
+/** public: anyone; session: any authenticated identity; admin: identities with isAdmin. */
+export type Access = 'public' | 'session' | 'admin';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+    apiSession?: SessionWithIdentity;
+  }
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+}
+
+export function sessionToken(request: FastifyRequest): string | undefined {
+  const header = request.headers['zt-session'];
+  if (typeof header === 'string' && header) return header;
+  const auth = request.headers.authorization;
+  if (typeof auth === 'string' && /^bearer /i.test(auth)) return auth.slice(7).trim() || undefined;
+  return undefined;
+}
+
+export interface LocalAdmin {
+  /** A per-process secret that only in-process (inject) callers know. */
+  token: string;
+  identityId: string;
+  identityName: string;
+}
+
+export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalAdmin) {
+  app.decorateRequest('principal', undefined);
+  app.decorateRequest('apiSession', undefined);
+  app.addHook('onRequest', async (request) => {
+    const access: Access = request.routeOptions.config?.access ?? 'admin';
+    if (access === 'public' || !request.routeOptions.url) return;
+    const token = sessionToken(request);
+    if (!token) throw unauthorized();
+    if (localAdmin && safeEqual(token, localAdmin.token)) {
+      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, apiSessionId: '', token };
+      return;
+    }
+    const s = await resolveSession(ctx, token);
+    request.apiSession = s;
+    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin: isSet(s.isAdmin), apiSessionId: s.id, token };
+    if (access === 'admin' && !request.principal.isAdmin) {
+      throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
+    }
+  });
+}
+
+/** The principal of a route that has access 'session' or 'admin' (set by the hook above). */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw unauthorized();
+  return request.principal;
+}

@@ -1,0 +1,98 @@
+// Public informational routes, answered identically at the root and under both API base paths.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { Ctx } from '../../../model/context.js';
+import { notFound } from '../../../model/errors.js';
+import { baseFields, Envelope, IdParams, ListEnvelope, MapOf } from '../../../model/schemas/common.js';
+import { BUILD_DATE, EDGE_API_VERSION, REVISION, VERSION } from '../../../version.js';
+import { ok } from '../../envelope.js';
+import type { SpecRegistry } from '../../specs.js';
+
+export const API_PATHS = { client: '/edge/client/v1', management: '/edge/management/v1' } as const;
+
+/** Every capability value the Edge API defines; the version answer lists those we have (none yet). */
+const ENUMERATED_CAPABILITIES = ['OIDC_AUTH', 'HA_CONTROLLER'];
+
+const ApiVersion = Type.Object({ apiBaseUrls: Type.Array(Type.String()), path: Type.String(), version: Type.String() });
+const VersionInfo = Type.Object({
+  version: Type.String(),
+  revision: Type.String(),
+  buildDate: Type.String(),
+  runtimeVersion: Type.String(),
+  capabilities: Type.Array(Type.String()),
+  apiVersions: MapOf(MapOf(ApiVersion)),
+});
+const SpecEntry = Type.Object({ ...baseFields, name: Type.String() });
+const pub = { access: 'public' as const };
+
+export function versionInfo(ctx: Ctx) {
+  const urls = (path: string) => [...new Set(ctx.config.hostnames.concat('localhost'))].map((h) => `https://${h}:${ctx.config.port}${path}`);
+  const api = (path: string) => ({ v1: { apiBaseUrls: urls(path), path, version: EDGE_API_VERSION } });
+  return {
+    version: `v${VERSION}`,
+    revision: REVISION,
+    buildDate: BUILD_DATE,
+    runtimeVersion: process.version,
+    capabilities: [] as string[],
+    apiVersions: { edge: api(API_PATHS.client), 'edge-client': api(API_PATHS.client), 'edge-management': api(API_PATHS.management) },
+  };
+}
+
+/** /version, / and the EST CA store: at the root and under each API base. */
+export function registerVersionRoutes(app: FastifyInstance, ctx: Ctx, opIdSuffix = '') {
+  const version = { operationId: `listVersion${opIdSuffix}`, tags: ['Informational'], summary: 'Version of the controller and the APIs it serves', response: { 200: Envelope(VersionInfo) } };
+  app.get('/version', { config: pub, schema: version }, async () => ok(versionInfo(ctx)));
+  app.get('/', { config: pub, schema: { ...version, operationId: `listRoot${opIdSuffix}` } }, async () => ok(versionInfo(ctx)));
+  app.get(
+    '/.well-known/est/cacerts',
+    {
+      config: pub,
+      schema: {
+        operationId: `listWellKnownCas${opIdSuffix}`, tags: ['Well Known'],
+        summary: 'The CA certificates to trust, as base64 PKCS#7 (EST, RFC 7030)',
+        produces: ['application/pkcs7-mime'], response: { 200: Type.String() },
+      },
+    },
+    async (_req, reply) => reply.type('application/pkcs7-mime').header('content-transfer-encoding', 'base64').send(ctx.pki.cacertsPkcs7),
+  );
+}
+
+export function registerInformational(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry) {
+  registerVersionRoutes(app, ctx);
+  app.get(
+    '/enumerated-capabilities',
+    { config: pub, schema: { operationId: 'listEnumeratedCapabilities', tags: ['Informational'], summary: 'Every capability a controller can announce', response: { 200: Envelope(Type.Array(Type.String())) } } },
+    async () => ok(ENUMERATED_CAPABILITIES),
+  );
+  app.get(
+    '/specs',
+    { config: pub, schema: { operationId: 'listSpecs', tags: ['Informational'], summary: 'The API specifications this controller serves', response: { 200: ListEnvelope(SpecEntry) } } },
+    async () => ok(specs.list()),
+  );
+  app.get(
+    '/specs/:id',
+    { config: pub, schema: { operationId: 'detailSpec', tags: ['Informational'], summary: 'One API specification', params: IdParams, response: { 200: Envelope(SpecEntry) } } },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      const entry = specs.list().find((s) => s.id === id);
+      if (!entry) throw notFound('spec', id);
+      return ok(entry);
+    },
+  );
+  app.get(
+    '/specs/:id/spec',
+    {
+      config: pub,
+      schema: { operationId: 'detailSpecBody', tags: ['Informational'], summary: 'The OpenAPI document of a specification (JSON; ?format=yaml for YAML)', params: IdParams },
+    },
+    async (req, reply) => {
+      const { id } = req.params as { id: string };
+      const doc = specs.document(id);
+      if (!doc) throw notFound('spec', id);
+      if ((req.query as { format?: string }).format === 'yaml' || /yaml/.test(String(req.headers.accept ?? ''))) {
+        return reply.type('text/yaml').send(specs.yaml(id));
+      }
+      return ok(doc);
+    },
+  );
+}

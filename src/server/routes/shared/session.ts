@@ -1,0 +1,154 @@
+// Authentication and the calling identity's own resources: the same on both APIs.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { apiSessionDetail, deleteApiSession } from '../../../model/auth/api-sessions.js';
+import { authenticate, AUTH_METHODS } from '../../../model/auth/authenticate.js';
+import { verifyPassword } from '../../../model/auth/password.js';
+import type { Ctx } from '../../../model/context.js';
+import { getResource, listResource, updateResource } from '../../../model/crud.js';
+import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
+import type { Row } from '../../../model/resource.js';
+import {
+  authenticatorDetail, authenticators, ownAuthenticatorPatch, ownAuthenticatorUpdate,
+} from '../../../model/resources/authenticators.js';
+import { identities, identityDetail } from '../../../model/resources/identities.js';
+import { EntityRef, Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username, baseFields } from '../../../model/schemas/common.js';
+import type { ListParams } from '../../../store/list.js';
+import { errors, filterableFields } from '../../crud.js';
+import { empty, listOf, ok } from '../../envelope.js';
+import { principalOf } from '../../plugins/auth.js';
+
+const ClientInfo = Type.Object(
+  Object.fromEntries(['arch', 'domain', 'hostname', 'os', 'osRelease', 'osVersion', 'appId', 'appVersion', 'branch', 'revision', 'type', 'version'].map((k) => [k, Type.Optional(Type.String({ maxLength: 255 }))])),
+);
+
+const AuthenticateBody = Type.Object({
+  username: Type.Optional(Username),
+  password: Type.Optional(Password),
+  configTypes: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 })),
+  envInfo: Type.Optional(ClientInfo),
+  sdkInfo: Type.Optional(ClientInfo),
+});
+
+const AuthQuery = Type.Object({
+  typeId: Type.String(), provider: Type.String(), httpMethod: Type.Optional(Type.String()), httpUrl: Type.Optional(Type.String()),
+  minLength: Type.Optional(Type.Integer()), maxLength: Type.Optional(Type.Integer()), format: Type.Optional(Type.String()),
+});
+
+export const apiSessionSchema = Type.Object({
+  ...baseFields,
+  token: Type.String(),
+  identity: EntityRef,
+  identityId: Type.String(),
+  authenticatorId: Type.String(),
+  ipAddress: Type.String(),
+  configTypes: Type.Array(Type.String()),
+  authQueries: Type.Array(AuthQuery),
+  isMfaRequired: Type.Boolean(),
+  isMfaComplete: Type.Boolean(),
+  isCertExtendable: Type.Boolean(),
+  lastActivityAt: Type.String(),
+  cachedLastActivityAt: Type.String(),
+  cachedUpdatedAt: Type.String(),
+  expiresAt: Type.String(),
+  expirationSeconds: Type.Integer(),
+});
+
+const session = { access: 'session' as const };
+
+export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
+  app.post(
+    '/authenticate',
+    {
+      config: { access: 'public' },
+      schema: {
+        operationId: 'authenticate', tags: ['Authentication'], summary: 'Log in and open an API session',
+        querystring: Type.Object({ method: Type.String({ description: `one of ${AUTH_METHODS.join(', ')}` }) }),
+        body: Type.Optional(AuthenticateBody),
+        response: { 200: Envelope(apiSessionSchema), ...errors(400, 401, 429) },
+      },
+    },
+    async (req, reply) => {
+      const { method } = req.query as { method: string };
+      const { token, session: s } = await authenticate(ctx, method, (req.body ?? {}) as Row, req.ip);
+      reply.header('zt-session', token);
+      return ok(apiSessionDetail(ctx, s, token));
+    },
+  );
+
+  app.get(
+    '/current-api-session',
+    { config: session, schema: { operationId: 'getCurrentAPISession', tags: ['Current API Session'], summary: 'The API session of this request', response: { 200: Envelope(apiSessionSchema), ...errors(401) } } },
+    async (req) => {
+      if (!req.apiSession) throw unauthorized('The local administrator has no API session');
+      return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token));
+    },
+  );
+  app.delete(
+    '/current-api-session',
+    { config: session, schema: { operationId: 'deleteCurrentApiSession', tags: ['Current API Session'], summary: 'Log out: end this API session', response: { 200: Envelope(Empty), ...errors(401) } } },
+    async (req) => {
+      const p = principalOf(req);
+      if (p.apiSessionId) await deleteApiSession(ctx, p.apiSessionId);
+      return empty();
+    },
+  );
+
+  app.get(
+    '/current-identity',
+    { config: session, schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } } },
+    async (req) => ok(await getResource(ctx, identities, principalOf(req).identityId)),
+  );
+
+  registerOwnAuthenticators(app, ctx);
+}
+
+function registerOwnAuthenticators(app: FastifyInstance, ctx: Ctx) {
+  const tags = ['Current Identity'];
+  const fields = filterableFields(authenticators);
+  app.get(
+    '/current-identity/authenticators',
+    { config: session, schema: { operationId: 'listCurrentIdentityAuthenticators', tags, summary: "The calling identity's authenticators", querystring: ListQuery, response: { 200: ListEnvelope(authenticatorDetail), ...errors(400, 401) } } },
+    async (req) => {
+      const me = principalOf(req).identityId;
+      const { items, pagination } = await listResource(ctx, { ...authenticators, source: (db) => db.selectFrom('authenticators as e').where('e.identityId', '=', me) as never }, req.query as ListParams);
+      return listOf(items, pagination, fields);
+    },
+  );
+  const own = async (identityId: string, id: string) => {
+    const a = (await getResource(ctx, authenticators, id).catch(() => undefined)) as Row | undefined;
+    if (!a || a.identityId !== identityId) throw notFound('authenticator', id);
+    return a;
+  };
+  app.get(
+    '/current-identity/authenticators/:id',
+    { config: session, schema: { operationId: 'detailCurrentIdentityAuthenticator', tags, summary: "One of the calling identity's authenticators", params: IdParams, response: { 200: Envelope(authenticatorDetail), ...errors(401, 404) } } },
+    async (req) => ok(await own(principalOf(req).identityId, (req.params as { id: string }).id)),
+  );
+  for (const [method, mode, body, operationId] of [
+    ['PUT', 'update', ownAuthenticatorUpdate, 'updateCurrentIdentityAuthenticator'],
+    ['PATCH', 'patch', ownAuthenticatorPatch, 'patchCurrentIdentityAuthenticator'],
+  ] as const) {
+    app.route({
+      method,
+      url: '/current-identity/authenticators/:id',
+      config: session,
+      schema: { operationId, tags, summary: 'Change your own username or password (the current password is required)', params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404) } },
+      handler: async (req) => {
+        const me = principalOf(req).identityId;
+        const { id } = req.params as { id: string };
+        const { currentPassword, ...changes } = req.body as Row;
+        const a = await own(me, id);
+        if (a.method !== 'updb') throw new ApiError(409, 'CANNOT_UPDATE_AUTHENTICATOR', 'Only username/password authenticators can be changed this way');
+        const stored = await ctx.store.db.selectFrom('authenticators').select('passwordHash').where('id', '=', id).executeTakeFirst();
+        if (!(await verifyPassword(currentPassword, stored?.passwordHash))) {
+          throw new ApiError(401, 'UNAUTHORIZED', 'currentPassword is not the current password of this authenticator');
+        }
+        await updateResource(ctx, authenticators, id, changes, mode, (existing) => {
+          if (existing.identityId !== me) throw notFound('authenticator', id);
+        });
+        return empty();
+      },
+    });
+  }
+}

@@ -1,0 +1,14 @@
+/** JSON text columns: parse defensively, a damaged cell must not take a whole list down. */
+export function fromJson<T>(text: string | null | undefined, fallback: T): T {
+  if (text === null || text === undefined || text === '') return fallback;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+export const toJson = (value: unknown, fallback: unknown = {}): string => JSON.stringify(value ?? fallback);
+
+export const bit = (b: boolean | null | undefined): number => (b ? 1 : 0);
+export const isSet = (n: unknown): boolean => n === 1 || n === true || n === '1';

@@ -1,0 +1,10 @@
+// Numbered migrations, kept in code (not scanned from disk) so they travel inside the single executable.
+import type { Migration } from 'kysely';
+import type { DialectHelpers } from '../dialect.js';
+import { foundation } from './0001-foundation.js';
+
+export function migrations(dialect: DialectHelpers): Record<string, Migration> {
+  return {
+    '0001-foundation': foundation(dialect),
+  };
+}

@@ -1,0 +1,71 @@
+// Row types as Kysely sees them (camelCase; the CamelCasePlugin maps to snake_case columns).
+// Portable representation, identical on SQLite and PostgreSQL: booleans are 0/1 integers,
+// timestamps ISO-8601 UTC strings (they sort correctly as text), maps and lists JSON text.
+
+export interface BaseRow {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: string;
+}
+
+export interface IdentityTypeRow extends BaseRow {
+  name: string;
+}
+
+export interface AuthPolicyRow extends BaseRow {
+  name: string;
+  primaryJson: string;
+  secondaryJson: string;
+  isSystem: number;
+}
+
+export interface IdentityRow extends BaseRow {
+  name: string;
+  typeId: string;
+  isAdmin: number;
+  isDefaultAdmin: number;
+  authPolicyId: string;
+  externalId: string | null;
+  defaultHostingPrecedence: string;
+  defaultHostingCost: number;
+  serviceHostingCosts: string;
+  serviceHostingPrecedences: string;
+  appData: string;
+  roleAttributes: string;
+  envInfo: string;
+  sdkInfo: string;
+  disabled: number;
+  disabledAt: string | null;
+  disabledUntil: string | null;
+}
+
+export interface AuthenticatorRow extends BaseRow {
+  identityId: string;
+  method: string;
+  username: string | null;
+  passwordHash: string | null;
+  certPem: string | null;
+  fingerprint: string | null;
+  isIssuedByNetwork: number;
+}
+
+export interface ApiSessionRow extends BaseRow {
+  tokenHash: string;
+  identityId: string;
+  authenticatorId: string;
+  ipAddress: string;
+  configTypes: string;
+  isMfaRequired: number;
+  isMfaComplete: number;
+  isCertExtendable: number;
+  lastActivityAt: string;
+}
+
+export interface Database {
+  identityTypes: IdentityTypeRow;
+  authPolicies: AuthPolicyRow;
+  identities: IdentityRow;
+  authenticators: AuthenticatorRow;
+  apiSessions: ApiSessionRow;
+}
