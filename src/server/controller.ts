@@ -21,7 +21,6 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   fs.chmodSync(config.dataDir, 0o700);
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
-  progress('opening the database');
   const store = await openSqlite(path.join(config.dataDir, 'ztc.db'));
   const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock };
   const boot = await bootstrap(ctx);

@@ -43,11 +43,14 @@ export function serverNames(hostnames: string[]): string[] {
   return [...new Set([...hostnames, 'localhost', '127.0.0.1', '::1'].filter(Boolean))];
 }
 
+/** One spelling per name: Node prints IPv6 SANs expanded (0:0:0:0:0:0:0:1), configs use ::1. */
+const canonical = (name: string) => (name.includes(':') ? new URL(`http://[${name}]`).hostname.slice(1, -1) : name.toLowerCase());
+
 function certNames(pem: string): string[] {
   const san = new X509Certificate(pem).subjectAltName ?? '';
   return san
     .split(', ')
-    .map((s) => s.replace(/^(DNS|IP Address):/, ''))
+    .map((s) => canonical(s.replace(/^(DNS|IP Address):/, '')))
     .filter(Boolean);
 }
 
@@ -81,7 +84,7 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   }
   const names = serverNames(hostnames);
   const current = fs.existsSync(f('server')) ? certNames(read('server')) : [];
-  if (!names.every((n) => current.includes(n))) {
+  if (!names.every((n) => current.includes(canonical(n)))) {
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
     const key = newRsaKey(2048);
     const pem = issueCertificate({

@@ -1,0 +1,192 @@
+// `ztc <resource> list|get|create|update|delete`, generated from the resource declarations:
+// flags come from the create/patch schemas, table columns from the declaration.
+import { Command, Option } from 'commander';
+import type { ResourceDecl } from '../../model/resource.js';
+import { print, parseFormat, progress } from '../output.js';
+import { CliError, expectOk, openTransport, type Transport } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+
+const API = '/edge/management/v1';
+
+interface PropSchema {
+  type?: string | string[];
+  anyOf?: PropSchema[];
+  const?: unknown;
+  enum?: unknown[];
+  description?: string;
+}
+
+const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+function kind(s: PropSchema): 'boolean' | 'number' | 'list' | 'map' | 'string' {
+  const types = new Set<string>();
+  const walk = (x: PropSchema) => {
+    if (x.anyOf) x.anyOf.forEach(walk);
+    if (Array.isArray(x.type)) x.type.forEach((t) => types.add(t));
+    else if (x.type) types.add(x.type);
+    else if (typeof x.const === 'string') types.add('string');
+  };
+  walk(s);
+  if (types.has('boolean')) return 'boolean';
+  if (types.has('integer') || types.has('number')) return 'number';
+  if (types.has('array')) return 'list';
+  if (types.has('object')) return 'map';
+  return 'string';
+}
+
+function choices(s: PropSchema): string[] | undefined {
+  const out = (s.anyOf ?? []).map((x) => x.const).filter((c): c is string => typeof c === 'string');
+  return out.length ? out : undefined;
+}
+
+/** key=value,key2=value2 or a JSON object. */
+function parseMap(text: string): Record<string, unknown> {
+  if (text.trim().startsWith('{')) {
+    try {
+      return JSON.parse(text) as Record<string, unknown>;
+    } catch (e) {
+      throw new CliError(`not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  return Object.fromEntries(
+    text.split(',').filter(Boolean).map((pair) => {
+      const i = pair.indexOf('=');
+      if (i < 1) throw new CliError(`expected key=value, got '${pair}'`);
+      const v = pair.slice(i + 1);
+      return [pair.slice(0, i), v === 'true' ? true : v === 'false' ? false : v === 'null' ? null : v];
+    }),
+  );
+}
+
+function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
+  if (k === 'boolean') return raw === true || raw === 'true';
+  if (k === 'number') {
+    const n = Number(raw);
+    if (!Number.isFinite(n)) throw new CliError(`expected a number, got '${raw}'`);
+    return n;
+  }
+  if (k === 'list') return String(raw).split(',').map((s) => s.trim()).filter(Boolean);
+  if (k === 'map') return parseMap(String(raw));
+  return raw;
+}
+
+/** Add one flag per schema property; returns a reader that turns parsed options into a request body. */
+function schemaFlags(cmd: Command, schema: { properties?: Record<string, PropSchema> }, skip: string[]) {
+  const props = Object.entries(schema.properties ?? {}).filter(([name]) => !skip.includes(name));
+  for (const [name, s] of props) {
+    const k = kind(s);
+    const flag = `--${kebab(name)}`;
+    const opt =
+      k === 'boolean'
+        ? new Option(`${flag} [bool]`, `set ${name} (true when given alone)`).argParser((v) => v)
+        : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, `set ${name}`);
+    const c = choices(s);
+    if (c) opt.choices(c);
+    cmd.addOption(opt);
+  }
+  return (opts: Record<string, unknown>) => {
+    const body: Record<string, unknown> = {};
+    for (const [name, s] of props) {
+      const v = opts[camel(kebab(name))];
+      if (v === undefined) continue;
+      try {
+        body[name] = convert(kind(s), v);
+      } catch (e) {
+        throw new CliError(`--${kebab(name)}: ${(e as Error).message}`);
+      }
+    }
+    return body;
+  };
+}
+
+export async function withTransport<T>(opts: CommonOpts, fn: (t: Transport) => Promise<T>): Promise<T> {
+  const t = await openTransport(opts, progress);
+  try {
+    return await fn(t);
+  } finally {
+    await t.close();
+  }
+}
+
+/** Accept an id or a unique name. */
+async function resolveId(t: Transport, decl: ResourceDecl, ref: string): Promise<string> {
+  const direct = await t.request('GET', `${API}/${decl.plural}/${encodeURIComponent(ref)}`);
+  if (direct.status === 200) return ref;
+  if (!('name' in decl.filterable)) return ref;
+  const filter = `name = "${ref.replace(/["\\]/g, '\\$&')}"`;
+  const found = expectOk(await t.request('GET', `${API}/${decl.plural}?filter=${encodeURIComponent(filter)}&limit=2`), `Looking up ${decl.name} '${ref}'`);
+  const rows = (found?.data as { id: string }[]) ?? [];
+  if (rows.length === 1) return rows[0].id;
+  throw new CliError(rows.length ? `More than one ${decl.name} is named '${ref}': use its id` : `No ${decl.name} has the id or name '${ref}': see \`ztc ${kebab(decl.name.replace(/ /g, '-'))} list\``);
+}
+
+export function resourceCommand(decl: ResourceDecl, defaults: Record<string, unknown> = {}): Command {
+  const noun = decl.name.replace(/ /g, '-');
+  const cmd = new Command(noun).description(decl.description);
+  const base = `${API}/${decl.plural}`;
+  const has = (op: ResourceDecl['ops'][number]) => decl.ops.includes(op);
+
+  if (has('list')) {
+    targetOptions(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`))
+      .argument('[filter]', 'filter expression')
+      .option('--limit <n>', 'page size (at most 500)')
+      .option('--offset <n>', 'skip this many')
+      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string }) => {
+        const format = parseFormat(opts.output);
+        const q = new URLSearchParams();
+        if (filter) q.set('filter', filter);
+        if (opts.limit) q.set('limit', opts.limit);
+        if (opts.offset) q.set('offset', opts.offset);
+        const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`));
+        const p = body?.meta?.pagination as { offset: number; totalCount: number } | undefined;
+        const rows = (body?.data as unknown[]) ?? [];
+        print(rows, format, { columns: decl.cli.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
+      });
+  }
+  if (has('get')) {
+    targetOptions(cmd.command('get').description(`show one ${decl.name}`))
+      .argument('<id-or-name>')
+      .action(async (ref: string, opts: CommonOpts) => {
+        const format = parseFormat(opts.output);
+        const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Reading ${decl.name} '${ref}'`));
+        print(body?.data, format);
+      });
+  }
+  if (has('create') && decl.schemas.create) {
+    const schema = decl.schemas.create as { properties?: Record<string, PropSchema> };
+    const named = 'name' in (schema.properties ?? {});
+    const c = targetOptions(cmd.command('create').description(`create ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`));
+    if (named) c.argument('<name>');
+    const read = schemaFlags(c, schema, named ? ['name'] : []);
+    c.action(async (...args: unknown[]) => {
+      const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
+      const format = parseFormat(opts.output);
+      const body = { ...defaults, ...read(opts), ...(named ? { name: args[0] } : {}) };
+      const created = await withTransport(opts, async (t) => expectOk(await t.request('POST', base, body), `Creating ${decl.name}`));
+      const data = created?.data as { id: string };
+      if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
+      else print(data, format);
+    });
+  }
+  if (has('patch') && decl.schemas.patch) {
+    const u = targetOptions(cmd.command('update').description(`change fields of ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
+    const read = schemaFlags(u, decl.schemas.patch as { properties?: Record<string, PropSchema> }, []);
+    u.action(async (ref: string, opts: CommonOpts & Record<string, unknown>) => {
+      parseFormat(opts.output);
+      const body = read(opts);
+      if (!Object.keys(body).length) throw new CliError('Nothing to change: give at least one field flag (see --help)');
+      await withTransport(opts, async (t) => expectOk(await t.request('PATCH', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`, body), `Updating ${decl.name} '${ref}'`));
+      process.stdout.write(`updated ${decl.name} ${ref}\n`);
+    });
+  }
+  if (has('delete')) {
+    targetOptions(cmd.command('delete').description(`delete ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`))
+      .argument('<id-or-name>')
+      .action(async (ref: string, opts: CommonOpts) => {
+        await withTransport(opts, async (t) => expectOk(await t.request('DELETE', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Deleting ${decl.name} '${ref}'`));
+        process.stdout.write(`deleted ${decl.name} ${ref}\n`);
+      });
+  }
+  return cmd;
+}

@@ -1,0 +1,64 @@
+import { Command, Option } from 'commander';
+import { loadConfig } from '../../config.js';
+import { startController } from '../../server/controller.js';
+import { VERSION } from '../../version.js';
+import { progress } from '../output.js';
+
+/** Request log lines without secrets: one-time tokens travel in query strings. */
+const redactUrl = (url: string) => url.replace(/([?&](?:token|password)=)[^&]*/gi, '$1[redacted]');
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('run the controller: both Edge APIs over HTTPS on one port')
+    .option('-d, --data-dir <dir>', 'where the database and PKI live (env ZTC_DATA_DIR; default ./.ztc-data)')
+    .option('--config <file>', 'YAML or JSON config file (default: ztc.yaml in the data dir, if present)')
+    .option('-p, --port <port>', 'HTTPS port (env ZTC_PORT; default 1280)')
+    .option('--bind <address>', 'address to listen on (env ZTC_BIND; default 0.0.0.0)')
+    .option('--hostnames <names>', 'comma-separated names for the server certificate (env ZTC_HOSTNAMES)')
+    .option('--admin-username <name>', 'default admin username at first start (default admin)')
+    .option('--admin-password <password>', 'default admin password at first start (env ZTC_ADMIN_PASSWORD; generated when absent)')
+    .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .action(async (opts: Record<string, string | undefined>) => {
+      const config = loadConfig({
+        dataDir: opts.dataDir,
+        config: opts.config,
+        port: opts.port,
+        bind: opts.bind,
+        hostnames: opts.hostnames,
+        adminUsername: opts.adminUsername,
+        adminPassword: opts.adminPassword,
+        sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
+        logLevel: opts.logLevel,
+      });
+      const running = await startController(config, {
+        progress,
+        logger: {
+          level: config.logLevel,
+          redact: { paths: ['req.headers["zt-session"]', 'req.headers.authorization', 'req.headers["mfa-validation-code"]'], censor: '[redacted]' },
+          serializers: {
+            req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+          },
+        },
+      });
+      const out = process.stdout;
+      out.write(`ztc controller v${VERSION}\n`);
+      out.write(`  data dir      ${config.dataDir}\n`);
+      out.write(`  listening     https://${config.bind}:${config.port}\n`);
+      out.write(`  client API    ${running.url}/edge/client/v1\n`);
+      out.write(`  management    ${running.url}/edge/management/v1\n`);
+      if (running.boot.generatedPassword) {
+        out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
+      } else if (running.boot.adminCreated) {
+        out.write(`  admin         ${config.adminUsername} (password as given)\n`);
+      }
+      out.write(`log in with:   ztc login ${running.url} -u ${config.adminUsername} -p <password>\n`);
+      const stop = async (signal: string) => {
+        running.app.log.info({ signal }, 'shutting down');
+        await running.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+      process.once('SIGINT', () => void stop('SIGINT'));
+    });
+}

@@ -1,0 +1,48 @@
+// The ztc program: `serve` runs the controller, every other command manages it (locally or remotely).
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config.js';
+import { ApiError } from '../model/errors.js';
+import { authenticators } from '../model/resources/authenticators.js';
+import { identities } from '../model/resources/identities.js';
+import { identityTypes } from '../model/resources/identity-types.js';
+import { VERSION } from '../version.js';
+import { resourceCommand } from './commands/resources.js';
+import { serveCommand } from './commands/serve.js';
+import { loginCommand, logoutCommand, versionCommand } from './commands/session.js';
+import { CliError } from './transport.js';
+
+export function program(): Command {
+  const p = new Command('ztc')
+    .description('ztc: the control plane of a zero-trust overlay network (OpenZiti Edge APIs)')
+    .version(VERSION, '-V, --version')
+    .showHelpAfterError()
+    .exitOverride();
+  p.addCommand(serveCommand());
+  p.addCommand(loginCommand());
+  p.addCommand(logoutCommand());
+  p.addCommand(versionCommand());
+  p.addCommand(resourceCommand(identities, { type: 'User', isAdmin: false }));
+  p.addCommand(resourceCommand(identityTypes));
+  p.addCommand(resourceCommand(authenticators));
+  return p;
+}
+
+export async function main(argv = process.argv) {
+  try {
+    await program().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) process.exit(err.exitCode);
+    if (err instanceof CliError || err instanceof ConfigError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exit(err instanceof CliError ? err.exitCode : 2);
+    }
+    if (err instanceof ApiError) {
+      process.stderr.write(`error: ${err.message} [${err.code}]\n`);
+      process.exit(1);
+    }
+    process.stderr.write(`error: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+await main();

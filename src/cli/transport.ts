@@ -1,0 +1,136 @@
+// The CLI speaks the Management API through one of two transports with the same interface:
+// remote (HTTPS to a saved profile, CA pinned) or local (fastify inject on a data dir, no server).
+import { randomBytes } from 'node:crypto';
+import https from 'node:https';
+import { loadConfig, type Config } from '../config.js';
+import type { Progress } from '../model/pki/pki.js';
+import { buildApp, type App } from '../server/app.js';
+import { openDataDir } from '../server/controller.js';
+import { loadProfile, type Profile } from './profile.js';
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  text: string;
+  json?: { data?: unknown; meta?: Record<string, unknown>; error?: { code: string; message: string; cause?: unknown } };
+}
+
+export interface Transport {
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+  close(): Promise<void>;
+  describe: string;
+}
+
+export class CliError extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+  }
+}
+
+const parse = (text: string) => {
+  try {
+    return JSON.parse(text) as Reply['json'];
+  } catch {
+    return undefined;
+  }
+};
+
+/** One HTTPS call that trusts exactly `caPem` (or nothing, when fetching the CA to pin it). */
+export function httpsCall(url: string, o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string> }): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+    const req = https.request(
+      url,
+      {
+        method: o.method ?? 'GET',
+        ca: o.caPem,
+        rejectUnauthorized: !o.insecure,
+        headers: {
+          accept: 'application/json',
+          ...(payload !== undefined ? { 'content-type': typeof o.body === 'string' ? 'text/plain' : 'application/json' } : {}),
+          ...o.headers,
+        },
+        timeout: 30_000,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text) }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 30 s`)));
+    req.on('error', (err) => reject(new CliError(`cannot reach ${url}: ${err.message}`)));
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
+}
+
+export class RemoteTransport implements Transport {
+  readonly describe: string;
+  constructor(private profile: Profile) {
+    this.describe = profile.url;
+  }
+  request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
+  }
+  async close() {}
+}
+
+export class LocalTransport implements Transport {
+  readonly describe: string;
+  private constructor(private app: App, private token: string, private done: () => Promise<void>, dataDir: string) {
+    this.describe = `data dir ${dataDir}`;
+  }
+
+  static async open(config: Config, progress?: Progress): Promise<LocalTransport> {
+    const opened = await openDataDir(config, { progress });
+    const admin = await opened.ctx.store.db.selectFrom('identities').select(['id', 'name']).where('isDefaultAdmin', '=', 1).executeTakeFirstOrThrow();
+    const token = randomBytes(32).toString('base64url');
+    const app = await buildApp(opened.ctx, { localAdmin: { token, identityId: admin.id, identityName: admin.name } });
+    return new LocalTransport(app, token, async () => {
+      await app.close();
+      await opened.close();
+    }, config.dataDir);
+  }
+
+  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const res = await this.app.inject({
+      method: method as 'GET',
+      url: path,
+      headers: { 'zt-session': this.token, accept: 'application/json', ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+    return { status: res.statusCode, headers: res.headers, text: res.body, json: parse(res.body) };
+  }
+
+  close() {
+    return this.done();
+  }
+}
+
+export interface TargetOptions {
+  dataDir?: string;
+  profile?: string;
+  config?: string;
+}
+
+/** --data-dir means local; otherwise the saved profile. */
+export async function openTransport(o: TargetOptions, progress?: Progress): Promise<Transport> {
+  if (o.dataDir || o.config) return LocalTransport.open(loadConfig({ dataDir: o.dataDir, config: o.config }), progress);
+  const profile = loadProfile(o.profile);
+  if (!profile) throw new CliError('Not logged in: run `ztc login <url> -u <user> -p <password>`, or pass --data-dir DIR to work on a local data dir');
+  if (!profile.token) throw new CliError(`Logged out of ${profile.url}: run \`ztc login ${profile.url} -u ${profile.username}\` again`);
+  return new RemoteTransport(profile);
+}
+
+/** The body of a 2xx answer, or a CliError carrying the server's message. */
+export function expectOk(reply: Reply, what: string): Reply['json'] {
+  if (reply.status >= 200 && reply.status < 300) return reply.json ?? {};
+  const e = reply.json?.error;
+  if (e) {
+    const hint = reply.status === 401 && what !== 'Login' ? ' (log in again with `ztc login`, or check that the identity is an admin)' : '';
+    throw new CliError(`${what} failed: ${e.message} [${e.code}, HTTP ${reply.status}]${hint}`);
+  }
+  throw new CliError(`${what} failed: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);
+}
