@@ -85,6 +85,9 @@ export class LocalTransport implements Transport {
 
   static async open(config: Config, progress?: Progress): Promise<LocalTransport> {
     const opened = await openDataDir(config, { progress });
+    if (opened.boot.generatedPassword) {
+      progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
+    }
     const admin = await opened.ctx.store.db.selectFrom('identities').select(['id', 'name']).where('isDefaultAdmin', '=', 1).executeTakeFirstOrThrow();
     const token = randomBytes(32).toString('base64url');
     const app = await buildApp(opened.ctx, { localAdmin: { token, identityId: admin.id, identityName: admin.name } });

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { selfSignedCert } from '../helpers/certs.js';
+
+let c: TestController;
+let admin: string;
+beforeAll(async () => {
+  c = await startTestController();
+  admin = await c.login();
+});
+afterAll(() => c.close());
+
+const identity = async (name: string) => (await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name, type: 'User', isAdmin: false } })).body.data.id as string;
+const loginStatus = async (username: string, password: string) =>
+  (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username, password } })).status;
+
+describe('admin authenticators', () => {
+  it('creates a updb authenticator that logs in, and keeps only a hash', async () => {
+    const id = await identity('alice');
+    const r = await c.call('POST', `${MGMT}/authenticators`, { token: admin, body: { identityId: id, method: 'updb', username: 'alice', password: 'alice-pass' } });
+    expect(r.status).toBe(201);
+    const aid = r.body.data.id;
+    const detail = (await c.call('GET', `${MGMT}/authenticators/${aid}`, { token: admin })).body.data;
+    expect(detail).toMatchObject({ id: aid, method: 'updb', username: 'alice', identityId: id, identity: { id, name: 'alice' }, isIssuedByNetwork: false });
+    expect(detail).not.toHaveProperty('password');
+    expect(detail).not.toHaveProperty('passwordHash');
+    expect(await loginStatus('alice', 'alice-pass')).toBe(200);
+    const row = await c.opened.ctx.store.db.selectFrom('authenticators').selectAll().where('id', '=', aid).executeTakeFirstOrThrow();
+    expect(row.passwordHash).toMatch(/^scrypt\$/);
+    expect(row.passwordHash).not.toContain('alice-pass');
+    // The identity shows it.
+    expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data.authenticators.updb).toEqual({ id: aid, username: 'alice' });
+    const listed = await c.call('GET', `${MGMT}/identities/${id}/authenticators`, { token: admin });
+    expect(listed.body.data.map((a: { id: string }) => a.id)).toEqual([aid]);
+  });
+
+  it('replaces, patches and deletes', async () => {
+    const id = await identity('bob');
+    const aid = (await c.call('POST', `${MGMT}/authenticators`, { token: admin, body: { identityId: id, method: 'updb', username: 'bob1', password: 'bob-pass-1' } })).body.data.id;
+    expect((await c.call('PUT', `${MGMT}/authenticators/${aid}`, { token: admin, body: { username: 'bob2', password: 'bob-pass-2' } })).status).toBe(200);
+    expect(await loginStatus('bob1', 'bob-pass-1')).toBe(401);
+    expect(await loginStatus('bob2', 'bob-pass-2')).toBe(200);
+    expect((await c.call('PATCH', `${MGMT}/authenticators/${aid}`, { token: admin, body: { password: 'bob-pass-3' } })).status).toBe(200);
+    expect(await loginStatus('bob2', 'bob-pass-2')).toBe(401);
+    expect(await loginStatus('bob2', 'bob-pass-3')).toBe(200);
+    expect((await c.call('DELETE', `${MGMT}/authenticators/${aid}`, { token: admin })).status).toBe(200);
+    expect(await loginStatus('bob2', 'bob-pass-3')).toBe(401);
+    expectError(await c.call('GET', `${MGMT}/authenticators/${aid}`, { token: admin }), 404, 'NOT_FOUND');
+  });
+
+  it('creates a cert authenticator from a real certificate', async () => {
+    const id = await identity('carol');
+    const { certPem } = selfSignedCert('carol');
+    const r = await c.call('POST', `${MGMT}/authenticators`, { token: admin, body: { identityId: id, method: 'cert', certPem } });
+    expect(r.status).toBe(201);
+    const detail = (await c.call('GET', `${MGMT}/authenticators/${r.body.data.id}`, { token: admin })).body.data;
+    expect(detail.method).toBe('cert');
+    expect(detail.fingerprint).toMatch(/^[0-9a-f]{40}$/);
+    expect(detail.certPem).toBe(certPem);
+    expect(detail.isIssuedByNetwork).toBe(false);
+    const other = await identity('carol-2');
+    expectError(await c.call('POST', `${MGMT}/authenticators`, { token: admin, body: { identityId: other, method: 'cert', certPem } }), 409, 'CERT_IN_USE');
+    expectError(await c.call('PUT', `${MGMT}/authenticators/${r.body.data.id}`, { token: admin, body: { username: 'carol', password: 'whatever' } }), 409, 'CANNOT_UPDATE_AUTHENTICATOR');
+  });
+
+  it('refuses what does not fit the method', async () => {
+    const id = await identity('dave');
+    const post = (body: unknown) => c.call('POST', `${MGMT}/authenticators`, { token: admin, body });
+    expectError(await post({ identityId: id, method: 'updb', username: 'dave', password: 'dave-pass', certPem: 'x' }), 400, 'INVALID_AUTHENTICATOR_PROPERTIES');
+    expectError(await post({ identityId: id, method: 'cert', username: 'dave' }), 400, 'INVALID_AUTHENTICATOR_PROPERTIES');
+    expect(expectError(await post({ identityId: id, method: 'updb', username: 'dave' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('password');
+    expect(expectError(await post({ identityId: id, method: 'updb', username: 'dav', password: 'dave-pass' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('username');
+    expect(expectError(await post({ identityId: id, method: 'updb', username: 'dave', password: 'dave' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('password');
+    expect(expectError(await post({ identityId: id, method: 'updb', username: 'dave', password: 'p'.repeat(101) }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('password');
+    expect(expectError(await post({ identityId: id, method: 'otp', username: 'dave', password: 'dave-pass' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('method');
+    expectError(await post({ identityId: id, method: 'cert', certPem: 'not a certificate' }), 400, 'COULD_NOT_PARSE_BODY');
+    expect(expectError(await post({ identityId: 'nope', method: 'updb', username: 'dave', password: 'dave-pass' }), 400, 'INVALID_FIELD').cause.field).toBe('identityId');
+    expect(expectError(await post({ identityId: id, method: 'updb', username: 'admin', password: 'dave-pass' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('username');
+    expect((await post({ identityId: id, method: 'updb', username: 'dave', password: 'dave-pass' })).status).toBe(201);
+    expectError(await post({ identityId: id, method: 'updb', username: 'dave-2', password: 'dave-pass' }), 409, 'MAX_AUTHENTICATOR_METHODS_REACHED');
+    const count = await c.opened.ctx.store.db.selectFrom('authenticators').select((eb) => eb.fn.countAll().as('n')).where('identityId', '=', id).executeTakeFirstOrThrow();
+    expect(Number(count.n)).toBe(1);
+  });
+
+  it('removes authenticators with their identity', async () => {
+    const id = await c.user('erin');
+    expect((await c.call('DELETE', `${MGMT}/identities/${id}`, { token: admin })).status).toBe(200);
+    expect(await c.opened.ctx.store.db.selectFrom('authenticators').select('id').where('identityId', '=', id).execute()).toEqual([]);
+    expect(await loginStatus('erin', 'password1')).toBe(401);
+  });
+});
+
+describe('own authenticators (client API)', () => {
+  it('lists and reads only the caller’s own', async () => {
+    await c.user('frank');
+    await c.user('grace');
+    const frank = await c.login('frank', 'password1');
+    const mine = await c.call('GET', `${CLIENT}/current-identity/authenticators`, { token: frank });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.map((a: { username: string }) => a.username)).toEqual(['frank']);
+    expect(mine.body.meta.pagination.totalCount).toBe(1);
+    const graceAuth = (await c.call('GET', `${MGMT}/authenticators?filter=${encodeURIComponent('username = "grace"')}`, { token: admin })).body.data[0].id;
+    expectError(await c.call('GET', `${CLIENT}/current-identity/authenticators/${graceAuth}`, { token: frank }), 404, 'NOT_FOUND');
+    expectError(await c.call('PATCH', `${CLIENT}/current-identity/authenticators/${graceAuth}`, { token: frank, body: { password: 'stolen-1', currentPassword: 'password1' } }), 404, 'NOT_FOUND');
+    expect(await loginStatus('grace', 'password1')).toBe(200);
+    expect((await c.call('GET', `${CLIENT}/current-identity/authenticators/${mine.body.data[0].id}`, { token: frank })).body.data.username).toBe('frank');
+  });
+
+  it('changes the password only with the current one', async () => {
+    await c.user('heidi');
+    const token = await c.login('heidi', 'password1');
+    const aid = (await c.call('GET', `${CLIENT}/current-identity/authenticators`, { token })).body.data[0].id;
+    expectError(await c.call('PATCH', `${CLIENT}/current-identity/authenticators/${aid}`, { token, body: { password: 'new-pass-1', currentPassword: 'wrong-pass' } }), 401, 'UNAUTHORIZED');
+    expect(expectError(await c.call('PATCH', `${CLIENT}/current-identity/authenticators/${aid}`, { token, body: { password: 'new-pass-1' } }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('currentPassword');
+    expect(await loginStatus('heidi', 'password1')).toBe(200);
+    expect((await c.call('PATCH', `${CLIENT}/current-identity/authenticators/${aid}`, { token, body: { password: 'new-pass-1', currentPassword: 'password1' } })).status).toBe(200);
+    expect(await loginStatus('heidi', 'password1')).toBe(401);
+    expect(await loginStatus('heidi', 'new-pass-1')).toBe(200);
+    expect((await c.call('PUT', `${CLIENT}/current-identity/authenticators/${aid}`, { token, body: { username: 'heidi-2', password: 'new-pass-2', currentPassword: 'new-pass-1' } })).status).toBe(200);
+    expect(await loginStatus('heidi-2', 'new-pass-2')).toBe(200);
+    expect(expectError(await c.call('PUT', `${CLIENT}/current-identity/authenticators/${aid}`, { token, body: { password: 'new-pass-3', currentPassword: 'new-pass-2' } }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('username');
+  });
+});

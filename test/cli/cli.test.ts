@@ -1,0 +1,109 @@
+// The built program, run as a user would: bin/ztc in local mode (a data dir) and remote mode (a profile).
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startController, type Running } from '../../src/server/controller.js';
+import { ADMIN, tempDataDir, testConfig } from '../helpers/controller.js';
+
+const bin = path.resolve('bin/ztc');
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
+
+function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '' }, timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('ztc on a local data dir', () => {
+  const dir = tempDataDir();
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('initialises the data dir and shows the generated admin password once', async () => {
+    const first = await ztc('identity', 'list', '-d', dir);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toMatch(/default admin 'admin', password \S{8,}/);
+    expect(first.stdout).toMatch(/^ID\s+NAME\s+TYPE ID\s+IS ADMIN/m);
+    expect(first.stdout).toMatch(/Default Admin\s+User\s+true/);
+    expect(first.stdout).toMatch(/1-1 of 1/);
+    const second = await ztc('identity', 'list', '-d', dir);
+    expect(second.stderr).not.toMatch(/password/);
+  });
+
+  it('creates, lists with a filter, reads, updates and deletes identities', async () => {
+    const made = await ztc('identity', 'create', 'web-01', '-d', dir, '--role-attributes', 'web,prod', '--tags', 'env=prod', '--type', 'Device');
+    expect(made.stderr).toBe('');
+    expect(made.code).toBe(0);
+    const id = /created identity (\w+)/.exec(made.stdout)![1];
+
+    const json = await ztc('identity', 'list', 'name contains "web"', '-d', dir, '-o', 'json');
+    expect(json.code).toBe(0);
+    const rows = JSON.parse(json.stdout);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id, name: 'web-01', typeId: 'Device', roleAttributes: ['web', 'prod'], tags: { env: 'prod' } });
+
+    const yaml = await ztc('identity', 'get', 'web-01', '-d', dir, '-o', 'yaml');
+    expect(yaml.stdout).toMatch(new RegExp(`^id: ${id}$`, 'm'));
+    const table = await ztc('identity', 'get', id, '-d', dir);
+    expect(table.stdout).toMatch(/^name\s+web-01$/m);
+
+    expect((await ztc('identity', 'update', 'web-01', '-d', dir, '--is-admin', '--role-attributes', 'db')).code).toBe(0);
+    const after = JSON.parse((await ztc('identity', 'get', id, '-d', dir, '-o', 'json')).stdout);
+    expect(after).toMatchObject({ isAdmin: true, roleAttributes: ['db'] });
+
+    expect((await ztc('identity', 'delete', 'web-01', '-d', dir)).code).toBe(0);
+    const gone = await ztc('identity', 'get', id, '-d', dir);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/No identity has the id or name/);
+  });
+
+  it('exits non-zero with the server message on refused input', async () => {
+    const bad = await ztc('identity', 'create', 'x', '-d', dir, '--default-hosting-cost', '70000');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/defaultHostingCost.*65535.*COULD_NOT_VALIDATE/);
+    const dflt = await ztc('identity', 'delete', 'Default Admin', '-d', dir);
+    expect(dflt.code).toBe(1);
+    expect(dflt.stderr).toMatch(/ENTITY_CAN_NOT_BE_DELETED/);
+    const format = await ztc('identity', 'list', '-d', dir, '-o', 'xml');
+    expect(format.code).toBe(1);
+    expect(format.stderr).toMatch(/table, json or yaml/);
+  });
+});
+
+describe('ztc against a running controller', () => {
+  let running: Running;
+  beforeAll(async () => {
+    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1' }));
+  });
+  afterAll(() => running.close());
+
+  it('logs in with a pinned CA, works remotely and logs out', async () => {
+    const url = `https://127.0.0.1:${running.ctx.config.port}`;
+    const unsure = await ztc('login', url, '-u', ADMIN.username, '-p', ADMIN.password);
+    expect(unsure.code).toBe(1);
+    expect(unsure.stderr).toMatch(/SHA-256 ([0-9a-f]{2}:){31}[0-9a-f]{2}\) is not trusted yet.*--yes/);
+    const wrong = await ztc('login', url, '-u', ADMIN.username, '-p', 'wrong-password', '--yes');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/INVALID_AUTH/);
+
+    const ok = await ztc('login', url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
+    expect(ok.stdout).toMatch(/logged in to/);
+    const profile = JSON.parse(fs.readFileSync(path.join(home, 'profiles.json'), 'utf8'));
+    expect(profile.profiles.default.caPem).toContain(running.ctx.pki.rootPem.trim());
+    expect(fs.statSync(path.join(home, 'profiles.json')).mode & 0o777).toBe(0o600);
+
+    expect((await ztc('identity', 'create', 'remote-1')).code).toBe(0);
+    const rows = JSON.parse((await ztc('identity', 'list', '-o', 'json')).stdout);
+    expect(rows.map((r: { name: string }) => r.name)).toContain('remote-1');
+    const version = JSON.parse((await ztc('version', '-o', 'json')).stdout);
+    expect(version).toMatchObject({ controller: expect.stringMatching(/^v\d/), target: url });
+
+    expect((await ztc('logout')).stdout).toMatch(/logged out/);
+    const after = await ztc('identity', 'list');
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/Logged out of/);
+  });
+});

@@ -1,0 +1,33 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { VERSION } from '../../src/version.js';
+
+describe('configuration layers', () => {
+  it('takes flags over environment over file over defaults', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-cfg-'));
+    fs.writeFileSync(path.join(dir, 'ztc.yaml'), 'port: 2000\nadminUsername: fileadmin\nhostnames: [a.example, b.example]\nsessionTimeoutMinutes: 5\n');
+    const env = { ZTC_DATA_DIR: dir, ZTC_PORT: '3000' };
+    const cfg = loadConfig({ adminUsername: 'flagadmin' }, env);
+    expect(cfg).toMatchObject({ dataDir: dir, port: 3000, adminUsername: 'flagadmin', hostnames: ['a.example', 'b.example'], sessionTimeoutMinutes: 5, bind: '0.0.0.0' });
+    expect(loadConfig({ port: '4000' }, env).port).toBe(4000);
+    expect(loadConfig({}, { ZTC_DATA_DIR: dir }).port).toBe(2000);
+    expect(loadConfig({}, { ZTC_DATA_DIR: dir, ZTC_HOSTNAMES: 'x.example,y.example' }).hostnames).toEqual(['x.example', 'y.example']);
+  });
+
+  it('explains bad settings', () => {
+    expect(() => loadConfig({ port: 'many' }, {})).toThrow(ConfigError);
+    expect(() => loadConfig({ port: 70000 }, {})).toThrow(/65535/);
+    expect(() => loadConfig({ sessionTimeoutMinutes: 0 }, {})).toThrow(/at least 1/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-cfg-'));
+    fs.writeFileSync(path.join(dir, 'ztc.json'), '{"colour": "red"}');
+    expect(() => loadConfig({ dataDir: dir }, {})).toThrow(/unknown setting 'colour'/);
+  });
+
+  it('reports the package version', () => {
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    expect(VERSION).toBe(pkg.version);
+  });
+});
