@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../store/db.js';
 import { listPage, type ListParams, type ListSource } from '../store/list.js';
+import { first, precompile, type Precompiled } from '../store/precompiled.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { ApiError, couldNotValidate, notFound } from './errors.js';
@@ -22,9 +23,15 @@ export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListPar
   return { items: page.rows.map((r) => decl.toDetail(r, ctx)), pagination: page.pagination };
 }
 
+const byIdQueries = new WeakMap<ResourceDecl, Precompiled<Row>>();
+
 export async function findRow(ctx: Ctx | { store: Ctx['store'] }, decl: ResourceDecl, id: string, tx?: Tx): Promise<Row | undefined> {
-  const db = tx ?? ctx.store.db;
-  return listSource(decl).detailQuery(db).where(sql.ref('e.id'), '=', id).executeTakeFirst();
+  let q = byIdQueries.get(decl);
+  if (!q) {
+    q = precompile((db, p) => listSource(decl).detailQuery(db).where(sql.ref('e.id'), '=', p(0)));
+    byIdQueries.set(decl, q);
+  }
+  return first(tx ?? ctx.store.db, q, [id]);
 }
 
 export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string) {

@@ -29,10 +29,29 @@ export async function openSqlite(file: string): Promise<Store> {
   conn.pragma('busy_timeout = 5000');
   // Makes LIKE case-sensitive, as it is on PostgreSQL; case-insensitive matching uses lower().
   conn.pragma('case_sensitive_like = ON');
+  cachePreparedStatements(conn);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()] });
   const store: Store = { db, dialect: dialects.sqlite, file, close: () => db.destroy() };
   await migrate(store);
   return store;
+}
+
+/**
+ * Kysely's SQLite driver prepares every query anew, which costs more than running it. Kysely always
+ * binds values as parameters, so the SQL texts repeat and a bounded cache by text is safe.
+ */
+function cachePreparedStatements(conn: { prepare: (sql: string) => unknown }) {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let stmt = cache.get(sql);
+    if (!stmt) {
+      if (cache.size >= 2000) cache.clear();
+      stmt = prepare(sql);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
 }
 
 export async function migrate(store: Store): Promise<void> {

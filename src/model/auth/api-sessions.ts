@@ -6,6 +6,7 @@ import { unauthorized } from '../errors.js';
 import { hashSecret, newId, newSecret } from '../ids.js';
 import { entityRef, selfLink } from '../resource.js';
 import { fromJson, isSet } from '../../store/json.js';
+import { first, precompile } from '../../store/precompiled.js';
 import type { ApiSessionRow } from '../../store/schema.js';
 
 export interface SessionWithIdentity extends ApiSessionRow {
@@ -48,15 +49,18 @@ export async function createApiSession(
   return { id, token };
 }
 
-/** The session behind a token, or a 401. Refreshes lastActivityAt when it has grown stale. */
-export async function resolveSession(ctx: Ctx, token: string): Promise<SessionWithIdentity> {
-  const row = (await ctx.store.db
+const sessionByTokenHash = precompile((db, p) =>
+  db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
     .selectAll('s')
     .select(['i.name as identityName', 'i.isAdmin', 'i.disabled', 'i.disabledUntil'])
-    .where('s.tokenHash', '=', hashSecret(token))
-    .executeTakeFirst()) as SessionWithIdentity | undefined;
+    .where('s.tokenHash', '=', p(0)),
+);
+
+/** The session behind a token, or a 401. Refreshes lastActivityAt when it has grown stale. */
+export async function resolveSession(ctx: Ctx, token: string): Promise<SessionWithIdentity> {
+  const row = (await first(ctx.store.db, sessionByTokenHash, [hashSecret(token)])) as SessionWithIdentity | undefined;
   if (!row) throw unauthorized();
   const now = ctx.clock.now();
   const last = Date.parse(row.lastActivityAt);
