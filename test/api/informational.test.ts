@@ -30,13 +30,13 @@ describe('informational routes (no session needed)', () => {
     expect((await c.call('GET', `${CLIENT}/specs/edge-client`)).body.data.name).toBe('Edge Client API');
     expectError(await c.call('GET', `${CLIENT}/specs/nope`), 404, 'NOT_FOUND');
 
-    const mgmt = (await c.call('GET', `${MGMT}/specs/edge-management/spec`)).body.data;
+    const mgmt = JSON.parse((await c.call('GET', `${MGMT}/specs/edge-management/spec`)).body.data);
     expect(mgmt.openapi).toMatch(/^3\./);
     expect(Object.keys(mgmt.paths)).toEqual(expect.arrayContaining([`${MGMT}/identities`, `${MGMT}/identities/{id}`, `${MGMT}/authenticators`, `${MGMT}/identity-types`]));
     expect(mgmt.paths[`${MGMT}/identities`].post.operationId).toBe('createIdentity');
     expect(mgmt.paths[`${MGMT}/identities`].get.security).toEqual([{ ztSession: [] }]);
     expect(mgmt.paths[`${MGMT}/version`].get.security).toBeUndefined();
-    const client = (await c.call('GET', `${CLIENT}/specs/edge-client/spec`)).body.data;
+    const client = JSON.parse((await c.call('GET', `${CLIENT}/specs/edge-client/spec`)).body.data);
     expect(Object.keys(client.paths)).toContain(`${CLIENT}/authenticate`);
     expect(Object.keys(client.paths)).not.toContain(`${CLIENT}/identities`);
     const yaml = await c.call('GET', `${MGMT}/specs/edge-management/spec?format=yaml`);

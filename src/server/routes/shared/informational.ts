@@ -83,7 +83,7 @@ export function registerInformational(app: FastifyInstance, ctx: Ctx, specs: Spe
     '/specs/:id/spec',
     {
       config: pub,
-      schema: { operationId: 'detailSpecBody', tags: ['Informational'], summary: 'The OpenAPI document of a specification (JSON; ?format=yaml for YAML)', params: IdParams },
+      schema: { operationId: 'detailSpecBody', tags: ['Informational'], summary: 'The OpenAPI document of a specification, as JSON text in data (?format=yaml: the YAML file itself)', params: IdParams },
     },
     async (req, reply) => {
       const { id } = req.params as { id: string };
@@ -92,7 +92,8 @@ export function registerInformational(app: FastifyInstance, ctx: Ctx, specs: Spe
       if ((req.query as { format?: string }).format === 'yaml' || /yaml/.test(String(req.headers.accept ?? ''))) {
         return reply.type('text/yaml').send(specs.yaml(id));
       }
-      return ok(doc);
+      // Upstream answers the document as a string in data; clients parse it.
+      return ok(JSON.stringify(doc));
     },
   );
 }
