@@ -1,5 +1,5 @@
 // Every difference between SQLite and PostgreSQL lives here, so queries elsewhere stay portable.
-import { sql, type RawBuilder, type Expression } from 'kysely';
+import { sql, type RawBuilder, type Expression, type SqlBool } from 'kysely';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -9,6 +9,12 @@ export interface DialectHelpers {
   jsonText(column: Expression<unknown> | RawBuilder<unknown>, key: string): RawBuilder<string | null>;
   /** A query that may take OFFSET without a LIMIT (SQLite needs LIMIT -1 for that). */
   withoutLimit<Q extends { limit(n: number): Q }>(q: Q): Q;
+  /** A JSON boolean at a top-level key equals b; false (never NULL) when the key is missing. */
+  jsonIsBool(column: Expression<unknown> | RawBuilder<unknown>, key: string, b: boolean): RawBuilder<SqlBool>;
+  /** The elements of a JSON array of strings column, as a FROM item whose text column is `je.value`. */
+  setElements(column: Expression<unknown> | RawBuilder<unknown>): RawBuilder<unknown>;
+  /** The number of elements of a JSON array column. */
+  setLength(column: Expression<unknown> | RawBuilder<unknown>): RawBuilder<number>;
   /** Which field a unique-constraint violation was about, or undefined if the error is something else. */
   uniqueViolation(err: unknown): string | undefined;
 }
@@ -16,7 +22,10 @@ export interface DialectHelpers {
 const sqlite: DialectHelpers = {
   name: 'sqlite',
   withoutLimit: (q) => q.limit(-1),
-  jsonText: (column, key) => sql<string | null>`json_extract(${column}, ${'$."' + key.replace(/["\\]/g, '') + '"'})`,
+  jsonText: (column, key) => sql<string | null>`json_extract(${column}, ${sqlitePath(key)})`,
+  jsonIsBool: (column, key, b) => sql<SqlBool>`((json_type(${column}, ${sqlitePath(key)}) = ${b ? 'true' : 'false'}) is true)`,
+  setElements: (column) => sql`json_each(${column}) as je`,
+  setLength: (column) => sql<number>`json_array_length(${column})`,
   uniqueViolation(err) {
     const e = err as { code?: string; message?: string };
     if (e?.code !== 'SQLITE_CONSTRAINT_UNIQUE' && e?.code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') return undefined;
@@ -30,6 +39,9 @@ const postgres: DialectHelpers = {
   name: 'postgres',
   withoutLimit: (q) => q,
   jsonText: (column, key) => sql<string | null>`(${column}::jsonb ->> ${key})`,
+  jsonIsBool: (column, key, b) => sql<SqlBool>`(((${column}::jsonb -> ${key}) = ${b ? 'true' : 'false'}::jsonb) is true)`,
+  setElements: (column) => sql`jsonb_array_elements_text(${column}::jsonb) as je(value)`,
+  setLength: (column) => sql<number>`jsonb_array_length(${column}::jsonb)`,
   uniqueViolation(err) {
     const e = err as { code?: string; detail?: string };
     if (e?.code !== '23505') return undefined;
@@ -38,6 +50,9 @@ const postgres: DialectHelpers = {
     return m ? snakeToCamel(m[1]) : 'id';
   },
 };
+
+/** A JSON path for one top-level key; the filter compiler admits no quote or backslash in keys. */
+const sqlitePath = (key: string) => '$."' + key + '"';
 
 export const dialects: Record<DialectName, DialectHelpers> = { sqlite, postgres };
 

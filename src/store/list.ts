@@ -46,7 +46,7 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   const { limit, offset } = resolvePaging(params, compiled);
   let base = src.source(db);
   if (scope) base = scope(base);
-  if (compiled.where) base = base.where(compiled.where);
+  if (compiled.where) base = base.where(compiled.where as never);
 
   const counted = await base.select(sql<number>`count(*)`.as('n')).executeTakeFirst();
   const totalCount = Number(counted?.n ?? 0);

@@ -133,6 +133,8 @@ export const identities = defineResource({
     authPolicyId: { column: 'e.auth_policy_id', type: 'string', sortable: true },
     externalId: { column: 'e.external_id', type: 'string', sortable: true },
     disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
+    defaultHostingCost: { column: 'e.default_hosting_cost', type: 'number', sortable: true },
+    defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set' },
     createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
     updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
