@@ -13,6 +13,7 @@ export function listSource(decl: ResourceDecl): ListSource {
   const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
   return {
     filterable: decl.filterable,
+    roleColumn: decl.roleAttributes ? decl.filterable[decl.roleAttributes]?.column : undefined,
     source,
     detailQuery: decl.detailQuery ?? ((db) => source(db).selectAll('e' as never) as never),
   };

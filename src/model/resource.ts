@@ -35,6 +35,8 @@ export interface ResourceDecl {
   description: string;
   schemas: { detail: TSchema; create?: TSchema; update?: TSchema; patch?: TSchema };
   filterable: Record<string, FieldSpec>;
+  /** The filterable set field holding role attributes: enables roleFilter/roleSemantic on the list. */
+  roleAttributes?: string;
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */

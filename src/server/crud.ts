@@ -1,6 +1,6 @@
 // Mounts a resource declaration as its standard routes: list, create, detail, update, patch, delete.
 import type { FastifyInstance } from 'fastify';
-import type { TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
 import { createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
 import { selfLink, type ResourceDecl, type Row } from '../model/resource.js';
@@ -23,7 +23,13 @@ export function filterableFields(decl: ResourceDecl): string[] {
   return Object.keys(decl.filterable);
 }
 
+const RoleQuery = {
+  roleFilter: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100, description: 'roles: #attribute, @id or #all' })),
+  roleSemantic: Type.Optional(Type.Union([Type.Literal('AllOf'), Type.Literal('AnyOf')])),
+};
+
 export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl, extraQuery: Record<string, TSchema> = {}) {
+  if (decl.roleAttributes) extraQuery = { ...RoleQuery, ...extraQuery };
   const ids = opIds(decl);
   const tags = [pascal(decl.plural).replace(/([a-z])([A-Z])/g, '$1 $2')];
   const base = `/${decl.plural}`;

@@ -5,8 +5,10 @@ export type DialectName = 'sqlite' | 'postgres';
 
 export interface DialectHelpers {
   name: DialectName;
-  /** A text value read from a JSON object column at a top-level key (tags.env). */
-  jsonText(column: Expression<unknown> | RawBuilder<unknown>, key: string): RawBuilder<string | null>;
+  /** The string at a top-level key of a JSON object column (tags.env); NULL when absent or not a string. */
+  jsonString(column: Expression<unknown> | RawBuilder<unknown>, key: string): RawBuilder<string | null>;
+  /** True when the key is absent or holds JSON null. */
+  jsonIsNull(column: Expression<unknown> | RawBuilder<unknown>, key: string): RawBuilder<SqlBool>;
   /** A query that may take OFFSET without a LIMIT (SQLite needs LIMIT -1 for that). */
   withoutLimit<Q extends { limit(n: number): Q }>(q: Q): Q;
   /** A JSON boolean at a top-level key equals b; false (never NULL) when the key is missing. */
@@ -22,7 +24,8 @@ export interface DialectHelpers {
 const sqlite: DialectHelpers = {
   name: 'sqlite',
   withoutLimit: (q) => q.limit(-1),
-  jsonText: (column, key) => sql<string | null>`json_extract(${column}, ${sqlitePath(key)})`,
+  jsonString: (column, key) => sql<string | null>`(case when json_type(${column}, ${sqlitePath(key)}) = 'text' then json_extract(${column}, ${sqlitePath(key)}) end)`,
+  jsonIsNull: (column, key) => sql<SqlBool>`(coalesce(json_type(${column}, ${sqlitePath(key)}), 'null') = 'null')`,
   jsonIsBool: (column, key, b) => sql<SqlBool>`((json_type(${column}, ${sqlitePath(key)}) = ${b ? 'true' : 'false'}) is true)`,
   setElements: (column) => sql`json_each(${column}) as je`,
   setLength: (column) => sql<number>`json_array_length(${column})`,
@@ -38,7 +41,8 @@ const sqlite: DialectHelpers = {
 const postgres: DialectHelpers = {
   name: 'postgres',
   withoutLimit: (q) => q,
-  jsonText: (column, key) => sql<string | null>`(${column}::jsonb ->> ${key})`,
+  jsonString: (column, key) => sql<string | null>`(case when jsonb_typeof(${column}::jsonb -> ${key}) = 'string' then ${column}::jsonb ->> ${key} end)`,
+  jsonIsNull: (column, key) => sql<SqlBool>`(coalesce(jsonb_typeof(${column}::jsonb -> ${key}), 'null') = 'null')`,
   jsonIsBool: (column, key, b) => sql<SqlBool>`(((${column}::jsonb -> ${key}) = ${b ? 'true' : 'false'}::jsonb) is true)`,
   setElements: (column) => sql`jsonb_array_elements_text(${column}::jsonb) as je(value)`,
   setLength: (column) => sql<number>`jsonb_array_length(${column}::jsonb)`,

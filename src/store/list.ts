@@ -5,6 +5,7 @@ import type { ResourceDecl, Row, AnyQuery } from '../model/resource.js';
 import type { Db } from './db.js';
 import type { DialectHelpers } from './dialect.js';
 import { compileFilter } from './filter/index.js';
+import { rolesCondition } from './filter/roles.js';
 
 export const PAGE_DEFAULT = 10;
 export const PAGE_MAX = 500;
@@ -14,6 +15,9 @@ export interface ListParams {
   limit?: number;
   offset?: number;
   filter?: string;
+  /** Roles (#attr, @id, #all) on lists whose source declares a role-attribute column. */
+  roleFilter?: string[];
+  roleSemantic?: string;
 }
 
 export interface Page {
@@ -23,6 +27,8 @@ export interface Page {
 
 export interface ListSource {
   filterable: ResourceDecl['filterable'];
+  /** The role-attributes column, when roleFilter applies. */
+  roleColumn?: string;
   source: (db: Db) => AnyQuery;
   detailQuery: (db: Db) => AnyQuery;
 }
@@ -47,6 +53,10 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   let base = src.source(db);
   if (scope) base = scope(base);
   if (compiled.where) base = base.where(compiled.where as never);
+  if (src.roleColumn && params.roleFilter) {
+    const roles = rolesCondition(params.roleFilter, params.roleSemantic, src.roleColumn, dialect);
+    if (roles) base = base.where(roles as never);
+  }
 
   const counted = await base.select(sql<number>`count(*)`.as('n')).executeTakeFirst();
   const totalCount = Number(counted?.n ?? 0);

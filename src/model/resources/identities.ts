@@ -123,6 +123,7 @@ export const identities = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Identities: the users, devices, services and routers that authenticate to the network',
   schemas: { detail: identityDetail, create: identityCreate, update: identityUpdate, patch: identityPatch },
+  roleAttributes: 'roleAttributes',
   filterable: {
     id: { column: 'e.id', type: 'string', sortable: true },
     name: { column: 'e.name', type: 'string', sortable: true },

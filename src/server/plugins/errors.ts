@@ -22,6 +22,9 @@ function fromValidation(errors: AjvError[], context: string | undefined, request
   if (e.keyword === 'additionalProperties') reason = 'is not a known field';
   if (e.keyword === 'required') reason = 'is required';
   if (e.keyword === 'enum' && Array.isArray(e.params?.allowedValues)) reason = `must be one of ${(e.params!.allowedValues as unknown[]).join(', ')}`;
+  // A union of literals fails as one 'const' error per member: name them all.
+  const consts = errors.filter((x) => x.keyword === 'const' && x.instancePath === e.instancePath).map((x) => x.params?.allowedValue);
+  if (e.keyword === 'const' && consts.length) reason = `must be one of ${consts.join(', ')}`;
   if (!field) field = context === 'body' ? '(body)' : String(context ?? 'request');
   const where = context && context !== 'body' ? `${context} ` : '';
   const source = (context === 'querystring' ? request.query : context === 'params' ? request.params : request.body) as Record<string, unknown> | undefined;

@@ -1,6 +1,7 @@
 // Query AST -> SQL through Kysely, checked against a resource's declared fields. Nothing is evaluated
 // in memory. Comparisons are two-valued: a comparison with a missing (NULL) value is false, so
-// `not` means what it says.
+// `not` means what it says. Tags are typed: a string literal matches string values only, true/false
+// boolean values only, null a missing key or JSON null.
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { FieldSpec } from '../../model/resource.js';
 import type { DialectHelpers } from '../dialect.js';
@@ -40,7 +41,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
       const tagKey = name.slice(dot + 1);
       // The key becomes part of a JSON path: keep it to plain text.
       if (/["\\\x00-\x1f]/.test(tagKey)) throw new FilterError(pos, 'tag keys in filters may not contain quotes, backslashes or control characters');
-      return { spec: parent, ref: d.jsonText(sql.ref(parent.column), tagKey), type: 'tag', tagKey, name };
+      return { spec: parent, ref: d.jsonString(sql.ref(parent.column), tagKey), type: 'tag', tagKey, name };
     }
     throw new FilterError(pos, `unknown field '${name}': the filterable fields are ${known()}`);
   }
@@ -132,16 +133,18 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
           if (op !== '=' && op !== '!=') throw new FilterError(e.pos, 'null can only be compared with = or !=');
           const f = resolve(e.lhs.name, e.lhs.pos);
           if (f.type === 'set') throw new FilterError(e.lhs.pos, `'${f.name}' is a list: use isEmpty(${f.name})`);
+          if (f.type === 'tag') {
+            const isNull = d.jsonIsNull(sql.ref(f.spec.column), f.tagKey!);
+            return op === '=' ? isNull : sql<SqlBool>`(not ${isNull})`;
+          }
           return op === '=' ? sql<SqlBool>`(${f.ref} is null)` : sql<SqlBool>`(${f.ref} is not null)`;
         }
         const ordered = op !== '=' && op !== '!=';
         return onOperand(
           e.lhs, e.pos, ordered ? 'ordered' : 'any',
           (ref, f) => {
-            if (f.type === 'tag' && rhs.kind === 'bool') {
-              const is = d.jsonIsBool(f.spec && sql.ref(f.spec.column), f.tagKey!, rhs.value);
-              return op === '=' ? is : sql<SqlBool>`(not ${is})`;
-            }
+            // A boolean tag matches only boolean values: != true means "is false".
+            if (f.type === 'tag' && rhs.kind === 'bool') return d.jsonIsBool(sql.ref(f.spec.column), f.tagKey!, op === '=' ? rhs.value : !rhs.value);
             return NOT_NULL(ref, sql<SqlBool>`${ref} ${sqlOp(op)} ${lit(rhs)}`);
           },
           (f) => checkValue(f, rhs, e.pos, !ordered),
