@@ -123,6 +123,7 @@ describe('filter parser: errors name the position and what was expected', () => 
     ['12abc = 1', 1, /is not a number/],
     ["'x = 1", 1, /quoted field name is never closed/],
     ['x = 1e999', 5, /out of range/],
+    ['constructor(x) = 1', 12, /expected an operator .* after constructor, found '\('/],
   ];
   for (const [text, pos, message] of cases) {
     it(`${text}`, () => {

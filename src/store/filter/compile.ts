@@ -25,18 +25,21 @@ export interface CompiledFilter {
   limit?: number | 'none';
 }
 
+/** Field lookup by own property only: a filter naming `toString` must not find Object.prototype's. */
+const own = (fields: Record<string, FieldSpec>, name: string): FieldSpec | undefined => (Object.hasOwn(fields, name) ? fields[name] : undefined);
+
 export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: DialectHelpers): CompiledFilter {
   let conditions = 0;
   const known = () => Object.keys(fields).map((f) => (fields[f].type === 'tags' ? `${f}.<key>` : f)).join(', ');
 
   function resolve(name: string, pos: number): Resolved {
-    const spec = fields[name];
+    const spec = own(fields, name);
     if (spec) {
       if (spec.type === 'tags') throw new FilterError(pos, `'${name}' is a map: compare one key, e.g. ${name}.env = "prod"`);
       return { spec, ref: sql.ref(spec.column), type: spec.type, name };
     }
     const dot = name.indexOf('.');
-    const parent = dot > 0 ? fields[name.slice(0, dot)] : undefined;
+    const parent = dot > 0 ? own(fields, name.slice(0, dot)) : undefined;
     if (parent?.type === 'tags' && dot < name.length - 1) {
       const tagKey = name.slice(dot + 1);
       // The key becomes part of a JSON path: keep it to plain text.
@@ -69,7 +72,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
 
   /** For set functions: the condition on one element (je.value), and how elements combine. */
   function setCondition(lhs: Extract<Operand, { kind: 'set' }>, element: (value: RawBuilder<unknown>) => Sql): Sql {
-    const spec = fields[lhs.name];
+    const spec = own(fields, lhs.name);
     if (!spec) throw new FilterError(lhs.pos, `unknown field '${lhs.name}': the filterable fields are ${known()}`);
     if (spec.type !== 'set') throw new FilterError(lhs.pos, `${lhs.fn}() takes a list field such as roleAttributes; '${lhs.name}' is not one`);
     const value = sql.ref('je.value');
@@ -79,7 +82,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
   }
 
   function countRef(lhs: Extract<Operand, { kind: 'set' }>) {
-    const spec = fields[lhs.name];
+    const spec = own(fields, lhs.name);
     if (!spec) throw new FilterError(lhs.pos, `unknown field '${lhs.name}': the filterable fields are ${known()}`);
     if (spec.type !== 'set') throw new FilterError(lhs.pos, `count() takes a list field such as roleAttributes; '${lhs.name}' is not one`);
     return d.setLength(sql.ref(spec.column));
@@ -89,12 +92,12 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
   function onOperand(lhs: Operand, pos: number, kinds: 'string' | 'ordered' | 'any', build: (ref: RawBuilder<unknown>, f: Resolved) => Sql, check: (f: Resolved) => void): Sql {
     if (lhs.kind === 'set') {
       if (lhs.fn === 'count') {
-        const f: Resolved = { spec: fields[lhs.name], ref: countRef(lhs), type: 'number', name: `count(${lhs.name})` };
+        const f: Resolved = { spec: own(fields, lhs.name)!, ref: countRef(lhs), type: 'number', name: `count(${lhs.name})` };
         check(f);
         if (kinds === 'string') throw new FilterError(pos, 'count() is a number: use =, !=, <, <=, >, >=, in or between');
         return build(f.ref, f);
       }
-      const f: Resolved = { spec: fields[lhs.name], ref: sql.ref('je.value'), type: 'string', name: `${lhs.fn}(${lhs.name})` };
+      const f: Resolved = { spec: own(fields, lhs.name)!, ref: sql.ref('je.value'), type: 'string', name: `${lhs.fn}(${lhs.name})` };
       check(f);
       return setCondition(lhs, (v) => build(v, f));
     }
@@ -107,7 +110,8 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
   }
 
   function expr(e: Expr): Sql {
-    if (++conditions > MAX_CONDITIONS) throw new FilterError(1, `the filter has more than ${MAX_CONDITIONS} conditions`);
+    const leaf = e.kind !== 'and' && e.kind !== 'or' && e.kind !== 'not';
+    if (leaf && ++conditions > MAX_CONDITIONS) throw new FilterError(1, `the filter has more than ${MAX_CONDITIONS} conditions`);
     switch (e.kind) {
       case 'and':
       case 'or':
@@ -122,7 +126,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
         return sql<SqlBool>`(${f.ref} = 1)`;
       }
       case 'isEmpty': {
-        const spec = fields[e.name];
+        const spec = own(fields, e.name);
         if (!spec) throw new FilterError(e.pos, `unknown field '${e.name}': the filterable fields are ${known()}`);
         if (spec.type !== 'set') throw new FilterError(e.pos, `isEmpty() takes a list field such as roleAttributes; '${e.name}' is not one`);
         return sql<SqlBool>`(${d.setLength(sql.ref(spec.column))} = 0)`;
@@ -188,7 +192,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
   }
 
   const sort = q.sort.map((s) => {
-    const spec = fields[s.name];
+    const spec = own(fields, s.name);
     if (!spec) throw new FilterError(s.pos, `cannot sort by unknown field '${s.name}': the sortable fields are ${sortable(fields)}`, 'INVALID_SORT_IDENTIFIER');
     if (!spec.sortable) throw new FilterError(s.pos, `cannot sort by '${s.name}': the sortable fields are ${sortable(fields)}`, 'INVALID_SORT_IDENTIFIER');
     return { column: spec.column, desc: s.desc };

@@ -51,7 +51,7 @@ export function tokenize(src: string): Token[] {
             i += 6;
             continue;
           }
-          if (e === undefined || !(e in ESCAPES)) throw new FilterError(at(i), `unknown escape '\\${e ?? ''}' in string: use \\" \\\\ \\n \\r \\t \\f \\b or \\uXXXX`);
+          if (e === undefined || !Object.hasOwn(ESCAPES, e)) throw new FilterError(at(i), `unknown escape '\\${e ?? ''}' in string: use \\" \\\\ \\n \\r \\t \\f \\b or \\uXXXX`);
           value += ESCAPES[e];
           i += 2;
           continue;

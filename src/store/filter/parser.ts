@@ -151,7 +151,8 @@ class Parser {
 
   private operand(): Operand {
     const tok = this.t;
-    const fn = tok.kind === 'ident' && !tok.quoted ? SET_FNS[tok.value.toLowerCase()] : undefined;
+    const word = tok.value.toLowerCase();
+    const fn = tok.kind === 'ident' && !tok.quoted && Object.hasOwn(SET_FNS, word) ? SET_FNS[word] : undefined;
     if (fn) {
       this.i++;
       this.punct('(', `'(' after ${fn}`);
