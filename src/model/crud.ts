@@ -1,6 +1,7 @@
 // Generic create / read / update / delete over a resource declaration. Every write runs in one transaction.
 import { sql } from 'kysely';
 import type { Tx } from '../store/db.js';
+import { indexRoleAttributes, indexTags, unindexEntity } from '../store/entity-index.js';
 import { listPage, type ListParams, type ListSource } from '../store/list.js';
 import { first, precompile, type Precompiled } from '../store/precompiled.js';
 import { iso } from './clock.js';
@@ -13,7 +14,7 @@ export function listSource(decl: ResourceDecl): ListSource {
   const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
   return {
     filterable: decl.filterable,
-    roleColumn: decl.roleAttributes ? decl.filterable[decl.roleAttributes]?.column : undefined,
+    hasRoles: !!decl.roleAttributes,
     source,
     detailQuery: decl.detailQuery ?? ((db) => source(db).selectAll('e' as never) as never),
   };
@@ -67,6 +68,7 @@ export async function createResource(ctx: Ctx, decl: ResourceDecl, body: Row) {
       .insertInto(decl.table)
       .values({ id, createdAt: now, updatedAt: now, ...tagsColumn(input, 'create'), ...values } as never)
       .execute();
+    await indexEntity(tx, decl, id, input, 'create');
     const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
     await decl.hooks?.afterWrite?.(tx, id, ctx);
     return { id, ...extra };
@@ -93,8 +95,16 @@ export async function updateResource(
       .set({ updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values } as never)
       .where('id', '=', id)
       .execute();
+    await indexEntity(tx, decl, id, input, mode);
     await decl.hooks?.afterWrite?.(tx, id, ctx);
   });
+}
+
+/** Tags and role attributes also go to their indexes (store/entity-index.ts), in the same transaction. */
+async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, mode: WriteMode) {
+  if (mode !== 'patch' || 'tags' in input) await indexTags(tx, id, input.tags);
+  const roles = decl.roleAttributes;
+  if (roles && (mode !== 'patch' || roles in input)) await indexRoleAttributes(tx, id, input[roles]);
 }
 
 export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
@@ -102,6 +112,7 @@ export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
     const existing = await findRow(ctx, decl, id, tx);
     if (!existing) throw notFound(decl.name, id);
     await decl.hooks?.beforeDelete?.(tx, existing, ctx);
+    await unindexEntity(tx, id);
     const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
     if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
   });

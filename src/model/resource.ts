@@ -13,6 +13,8 @@ export interface FieldSpec {
   column: string;
   type: FieldType;
   sortable?: boolean;
+  /** For a set field: backed by the entity_role_attributes index (the resource's role attributes). */
+  indexed?: boolean;
 }
 
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'patch' | 'delete';

@@ -1,18 +1,12 @@
 // Every difference between SQLite and PostgreSQL lives here, so queries elsewhere stay portable.
-import { sql, type RawBuilder, type Expression, type SqlBool } from 'kysely';
+import { sql, type RawBuilder, type Expression } from 'kysely';
 
 export type DialectName = 'sqlite' | 'postgres';
 
 export interface DialectHelpers {
   name: DialectName;
-  /** The string at a top-level key of a JSON object column (tags.env); NULL when absent or not a string. */
-  jsonString(column: Expression<unknown> | RawBuilder<unknown>, key: string): RawBuilder<string | null>;
-  /** True when the key is absent or holds JSON null. */
-  jsonIsNull(column: Expression<unknown> | RawBuilder<unknown>, key: string): RawBuilder<SqlBool>;
   /** A query that may take OFFSET without a LIMIT (SQLite needs LIMIT -1 for that). */
   withoutLimit<Q extends { limit(n: number): Q }>(q: Q): Q;
-  /** A JSON boolean at a top-level key equals b; false (never NULL) when the key is missing. */
-  jsonIsBool(column: Expression<unknown> | RawBuilder<unknown>, key: string, b: boolean): RawBuilder<SqlBool>;
   /** The elements of a JSON array of strings column, as a FROM item whose text column is `je.value`. */
   setElements(column: Expression<unknown> | RawBuilder<unknown>): RawBuilder<unknown>;
   /** The number of elements of a JSON array column. */
@@ -24,9 +18,6 @@ export interface DialectHelpers {
 const sqlite: DialectHelpers = {
   name: 'sqlite',
   withoutLimit: (q) => q.limit(-1),
-  jsonString: (column, key) => sql<string | null>`(case when json_type(${column}, ${sqlitePath(key)}) = 'text' then json_extract(${column}, ${sqlitePath(key)}) end)`,
-  jsonIsNull: (column, key) => sql<SqlBool>`(coalesce(json_type(${column}, ${sqlitePath(key)}), 'null') = 'null')`,
-  jsonIsBool: (column, key, b) => sql<SqlBool>`((json_type(${column}, ${sqlitePath(key)}) = ${b ? 'true' : 'false'}) is true)`,
   setElements: (column) => sql`json_each(${column}) as je`,
   setLength: (column) => sql<number>`json_array_length(${column})`,
   uniqueViolation(err) {
@@ -41,9 +32,6 @@ const sqlite: DialectHelpers = {
 const postgres: DialectHelpers = {
   name: 'postgres',
   withoutLimit: (q) => q,
-  jsonString: (column, key) => sql<string | null>`(case when jsonb_typeof(${column}::jsonb -> ${key}) = 'string' then ${column}::jsonb ->> ${key} end)`,
-  jsonIsNull: (column, key) => sql<SqlBool>`(coalesce(jsonb_typeof(${column}::jsonb -> ${key}), 'null') = 'null')`,
-  jsonIsBool: (column, key, b) => sql<SqlBool>`(((${column}::jsonb -> ${key}) = ${b ? 'true' : 'false'}::jsonb) is true)`,
   setElements: (column) => sql`jsonb_array_elements_text(${column}::jsonb) as je(value)`,
   setLength: (column) => sql<number>`jsonb_array_length(${column}::jsonb)`,
   uniqueViolation(err) {
@@ -54,9 +42,6 @@ const postgres: DialectHelpers = {
     return m ? snakeToCamel(m[1]) : 'id';
   },
 };
-
-/** A JSON path for one top-level key; the filter compiler admits no quote or backslash in keys. */
-const sqlitePath = (key: string) => '$."' + key + '"';
 
 export const dialects: Record<DialectName, DialectHelpers> = { sqlite, postgres };
 

@@ -27,8 +27,8 @@ export interface Page {
 
 export interface ListSource {
   filterable: ResourceDecl['filterable'];
-  /** The role-attributes column, when roleFilter applies. */
-  roleColumn?: string;
+  /** roleFilter applies (the resource has indexed role attributes). */
+  hasRoles?: boolean;
   source: (db: Db) => AnyQuery;
   detailQuery: (db: Db) => AnyQuery;
 }
@@ -53,8 +53,8 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   let base = src.source(db);
   if (scope) base = scope(base);
   if (compiled.where) base = base.where(compiled.where as never);
-  if (src.roleColumn && params.roleFilter) {
-    const roles = rolesCondition(params.roleFilter, params.roleSemantic, src.roleColumn, dialect);
+  if (src.hasRoles && params.roleFilter) {
+    const roles = rolesCondition(params.roleFilter, params.roleSemantic);
     if (roles) base = base.where(roles as never);
   }
 

@@ -62,7 +62,21 @@ export interface ApiSessionRow extends BaseRow {
   lastActivityAt: string;
 }
 
+export interface EntityRoleAttributeRow {
+  entityId: string;
+  attribute: string;
+}
+
+export interface EntityTagRow {
+  entityId: string;
+  tagKey: string;
+  kind: string;
+  value: string | null;
+}
+
 export interface Database {
+  entityRoleAttributes: EntityRoleAttributeRow;
+  entityTags: EntityTagRow;
   identityTypes: IdentityTypeRow;
   authPolicies: AuthPolicyRow;
   identities: IdentityRow;

@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Expr, Literal, Operand } from '../../src/store/filter/ast.js';
+import { indexRoleAttributes, indexTags } from '../../src/store/entity-index.js';
 import { parseFilter } from '../../src/store/filter/parser.js';
 import { MGMT, startTestController, type TestController } from '../helpers/controller.js';
 import { evaluate, printExpr } from '../helpers/zitiql-reference.js';
@@ -72,6 +73,8 @@ async function load(rows: fc.infer<typeof rowArb>[]) {
   const db = c.opened.ctx.store.db;
   await db.transaction().execute(async (tx) => {
     await tx.deleteFrom('identities').where('isDefaultAdmin', '=', 0).execute();
+    await tx.deleteFrom('entityTags').execute();
+    await tx.deleteFrom('entityRoleAttributes').execute();
     let i = 0;
     for (const r of rows) {
       i++;
@@ -83,6 +86,8 @@ async function load(rows: fc.infer<typeof rowArb>[]) {
           roleAttributes: JSON.stringify(r.roleAttributes), tags: JSON.stringify(r.tags), createdAt: r.createdAt, updatedAt: r.createdAt,
         } as never)
         .execute();
+      await indexTags(tx, `id${String(i).padStart(3, '0')}`, r.tags);
+      await indexRoleAttributes(tx, `id${String(i).padStart(3, '0')}`, r.roleAttributes);
     }
   });
 }

@@ -136,7 +136,7 @@ export const identities = defineResource({
     disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
     defaultHostingCost: { column: 'e.default_hosting_cost', type: 'number', sortable: true },
     defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
-    roleAttributes: { column: 'e.role_attributes', type: 'set' },
+    roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
     createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
     updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
     tags: { column: 'e.tags', type: 'tags' },

@@ -44,7 +44,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
       const tagKey = name.slice(dot + 1);
       // The key becomes part of a JSON path: keep it to plain text.
       if (/["\\\x00-\x1f]/.test(tagKey)) throw new FilterError(pos, 'tag keys in filters may not contain quotes, backslashes or control characters');
-      return { spec: parent, ref: d.jsonString(sql.ref(parent.column), tagKey), type: 'tag', tagKey, name };
+      return { spec: parent, ref: sql.ref('t.value'), type: 'tag', tagKey, name };
     }
     throw new FilterError(pos, `unknown field '${name}': the filterable fields are ${known()}`);
   }
@@ -70,34 +70,51 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
 
   const lit = (v: Literal) => (v.kind === 'bool' ? (v.value ? 1 : 0) : v.kind === 'null' ? null : v.value);
 
-  /** For set functions: the condition on one element (je.value), and how elements combine. */
-  function setCondition(lhs: Extract<Operand, { kind: 'set' }>, element: (value: RawBuilder<unknown>) => Sql): Sql {
+  function setSpec(lhs: { name: string; pos: number }, fn: string): FieldSpec {
     const spec = own(fields, lhs.name);
     if (!spec) throw new FilterError(lhs.pos, `unknown field '${lhs.name}': the filterable fields are ${known()}`);
-    if (spec.type !== 'set') throw new FilterError(lhs.pos, `${lhs.fn}() takes a list field such as roleAttributes; '${lhs.name}' is not one`);
-    const value = sql.ref('je.value');
-    const from = d.setElements(sql.ref(spec.column));
-    if (lhs.fn === 'anyOf') return sql<SqlBool>`exists (select 1 from ${from} where ${element(value)})`;
-    return sql<SqlBool>`not exists (select 1 from ${from} where not (${element(value)}))`;
+    if (spec.type !== 'set') throw new FilterError(lhs.pos, `${fn}() takes a list field such as roleAttributes; '${lhs.name}' is not one`);
+    return spec;
   }
 
-  function countRef(lhs: Extract<Operand, { kind: 'set' }>) {
-    const spec = own(fields, lhs.name);
-    if (!spec) throw new FilterError(lhs.pos, `unknown field '${lhs.name}': the filterable fields are ${known()}`);
-    if (spec.type !== 'set') throw new FilterError(lhs.pos, `count() takes a list field such as roleAttributes; '${lhs.name}' is not one`);
-    return d.setLength(sql.ref(spec.column));
+  /** A set's elements: the role-attribute index when the field has one, else the JSON array itself. */
+  function elements(spec: FieldSpec) {
+    if (spec.indexed) {
+      return {
+        value: sql.ref('r.attribute'),
+        any: (cond: Sql) => sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where ${cond}))`,
+        count: sql<number>`(select count(*) from entity_role_attributes r where r.entity_id = ${sql.ref('e.id')})`,
+      };
+    }
+    const from = d.setElements(sql.ref(spec.column));
+    return {
+      value: sql.ref('je.value'),
+      any: (cond: Sql) => sql<SqlBool>`exists (select 1 from ${from} where ${cond})`,
+      count: d.setLength(sql.ref(spec.column)),
+    };
   }
+
+  /** For set functions: the condition on one element, and how elements combine. */
+  function setCondition(lhs: Extract<Operand, { kind: 'set' }>, element: (value: RawBuilder<unknown>) => Sql): Sql {
+    const el = elements(setSpec(lhs, lhs.fn));
+    if (lhs.fn === 'anyOf') return el.any(element(el.value));
+    return sql<SqlBool>`(not ${el.any(sql<SqlBool>`not (${element(el.value)})`)})`;
+  }
+
+  /** A condition on one tag's value (t.value), for entities whose tag has that kind. */
+  const tagCondition = (f: Resolved, kind: 'string' | 'bool', cond: Sql) =>
+    sql<SqlBool>`(${sql.ref('e.id')} in (select t.entity_id from entity_tags t where t.tag_key = ${f.tagKey!} and t.kind = ${kind} and ${cond}))`;
 
   /** A comparison-like condition applied to an operand: a plain field, a set's elements, or a set's count. */
   function onOperand(lhs: Operand, pos: number, kinds: 'string' | 'ordered' | 'any', build: (ref: RawBuilder<unknown>, f: Resolved) => Sql, check: (f: Resolved) => void): Sql {
     if (lhs.kind === 'set') {
       if (lhs.fn === 'count') {
-        const f: Resolved = { spec: own(fields, lhs.name)!, ref: countRef(lhs), type: 'number', name: `count(${lhs.name})` };
+        const f: Resolved = { spec: own(fields, lhs.name)!, ref: elements(setSpec(lhs, 'count')).count, type: 'number', name: `count(${lhs.name})` };
         check(f);
         if (kinds === 'string') throw new FilterError(pos, 'count() is a number: use =, !=, <, <=, >, >=, in or between');
         return build(f.ref, f);
       }
-      const f: Resolved = { spec: own(fields, lhs.name)!, ref: sql.ref('je.value'), type: 'string', name: `${lhs.fn}(${lhs.name})` };
+      const f: Resolved = { spec: setSpec(lhs, lhs.fn), ref: sql.ref('r.attribute'), type: 'string', name: `${lhs.fn}(${lhs.name})` };
       check(f);
       return setCondition(lhs, (v) => build(v, f));
     }
@@ -106,7 +123,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
     if (kinds === 'string' && f.type !== 'string' && f.type !== 'tag') throw new FilterError(pos, `contains and icontains apply to text fields; '${f.name}' is a ${f.type} field`);
     if (kinds === 'ordered' && f.type === 'boolean') throw new FilterError(pos, `'${f.name}' is a boolean field: use = or !=`);
     check(f);
-    return build(f.ref, f);
+    return f.type === 'tag' ? tagCondition(f, 'string', build(f.ref, f)) : build(f.ref, f);
   }
 
   function expr(e: Expr): Sql {
@@ -126,10 +143,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
         return sql<SqlBool>`(${f.ref} = 1)`;
       }
       case 'isEmpty': {
-        const spec = own(fields, e.name);
-        if (!spec) throw new FilterError(e.pos, `unknown field '${e.name}': the filterable fields are ${known()}`);
-        if (spec.type !== 'set') throw new FilterError(e.pos, `isEmpty() takes a list field such as roleAttributes; '${e.name}' is not one`);
-        return sql<SqlBool>`(${d.setLength(sql.ref(spec.column))} = 0)`;
+        return sql<SqlBool>`(${elements(setSpec(e, 'isEmpty')).count} = 0)`;
       }
       case 'cmp': {
         const { op, rhs } = e;
@@ -138,17 +152,20 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
           const f = resolve(e.lhs.name, e.lhs.pos);
           if (f.type === 'set') throw new FilterError(e.lhs.pos, `'${f.name}' is a list: use isEmpty(${f.name})`);
           if (f.type === 'tag') {
-            const isNull = d.jsonIsNull(sql.ref(f.spec.column), f.tagKey!);
-            return op === '=' ? isNull : sql<SqlBool>`(not ${isNull})`;
+            const hasValue = sql<SqlBool>`(${sql.ref('e.id')} in (select t.entity_id from entity_tags t where t.tag_key = ${f.tagKey!} and t.kind <> 'null'))`;
+            return op === '=' ? sql<SqlBool>`(not ${hasValue})` : hasValue;
           }
           return op === '=' ? sql<SqlBool>`(${f.ref} is null)` : sql<SqlBool>`(${f.ref} is not null)`;
         }
         const ordered = op !== '=' && op !== '!=';
+        if (rhs.kind === 'bool' && e.lhs.kind === 'field' && !ordered) {
+          const f = resolve(e.lhs.name, e.lhs.pos);
+          // A boolean tag matches only boolean values: != true means "is false".
+          if (f.type === 'tag') return tagCondition(f, 'bool', sql<SqlBool>`t.value = ${String(op === '=' ? rhs.value : !rhs.value)}`);
+        }
         return onOperand(
           e.lhs, e.pos, ordered ? 'ordered' : 'any',
           (ref, f) => {
-            // A boolean tag matches only boolean values: != true means "is false".
-            if (f.type === 'tag' && rhs.kind === 'bool') return d.jsonIsBool(sql.ref(f.spec.column), f.tagKey!, op === '=' ? rhs.value : !rhs.value);
             return NOT_NULL(ref, sql<SqlBool>`${ref} ${sqlOp(op)} ${lit(rhs)}`);
           },
           (f) => checkValue(f, rhs, e.pos, !ordered),

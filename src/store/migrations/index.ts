@@ -2,9 +2,11 @@
 import type { Migration } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import { foundation } from './0001-foundation.js';
+import { entityIndex } from './0002-entity-index.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
+    '0002-entity-index': entityIndex(),
   };
 }

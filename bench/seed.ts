@@ -1,0 +1,30 @@
+// Bulk rows for the benchmarks, written straight to the store (the API path is measured, not seeding).
+import { iso } from '../src/model/clock.js';
+import { newId } from '../src/model/ids.js';
+import type { Db } from '../src/store/db.js';
+
+const ATTRS = ['web', 'db', 'eu', 'us', 'staff', 'contractor', 'prod', 'dev'];
+
+export async function seedIdentities(db: Db, count: number, progress: (done: number) => void = () => {}) {
+  const start = Date.now() - count * 1000;
+  for (let done = 0; done < count; ) {
+    const batch = Math.min(500, count - done);
+    await db.transaction().execute(async (tx) => {
+      const rows = Array.from({ length: batch }, (_, k) => {
+        const i = done + k;
+        const at = iso(new Date(start + i * 1000));
+        return {
+          id: newId(), name: `user-${String(i).padStart(6, '0')}`, typeId: i % 10 === 0 ? 'Device' : 'User', authPolicyId: 'default',
+          isAdmin: 0, isDefaultAdmin: 0, disabled: i % 50 === 0 ? 1 : 0, defaultHostingCost: i % 100,
+          roleAttributes: JSON.stringify([ATTRS[i % 8], ATTRS[(i * 7) % 8]].filter((v, j, a) => a.indexOf(v) === j)),
+          tags: JSON.stringify({ env: i % 3 === 0 ? 'prod' : 'dev', shard: String(i % 16) }), createdAt: at, updatedAt: at,
+        };
+      });
+      await tx.insertInto('identities').values(rows as never).execute();
+      await tx.insertInto('entityTags').values(rows.flatMap((r) => Object.entries(JSON.parse(r.tags) as Record<string, string>).map(([tagKey, value]) => ({ entityId: r.id, tagKey, kind: 'string', value })))).execute();
+      await tx.insertInto('entityRoleAttributes').values(rows.flatMap((r) => (JSON.parse(r.roleAttributes) as string[]).map((attribute) => ({ entityId: r.id, attribute })))).execute();
+    });
+    done += batch;
+    progress(done);
+  }
+}
