@@ -1,19 +1,19 @@
 // A server for the benchmarks, in its own process so the load generator does not share its CPU time.
 //   node dist/bench/server.js hello PORT         bare fastify over HTTPS, same certificate
-//   node dist/bench/server.js ztc PORT DATADIR   the controller
+//   node dist/bench/server.js ztc PORT DATADIR [DB]   the controller (DB: a postgres:// URL)
 import fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { loadOrCreatePki } from '../src/model/pki/pki.js';
 import { startController } from '../src/server/controller.js';
 
-const [kind, port, dataDir] = process.argv.slice(2);
+const [kind, port, dataDir, db] = process.argv.slice(2);
 if (kind === 'hello') {
   const pki = await loadOrCreatePki(dataDir, ['localhost']);
   const app = fastify({ https: { key: pki.serverKeyPem, cert: pki.serverPem + pki.intermediatePem } });
   app.get('/', async () => ({ hello: 'world' }));
   await app.listen({ port: Number(port), host: '127.0.0.1' });
 } else {
-  await startController(loadConfig({ dataDir, port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost' }, {}));
+  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost' }, {}));
 }
 process.stdout.write('ready\n');
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));

@@ -42,14 +42,23 @@ export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string) {
   return decl.toDetail(row, ctx);
 }
 
-/** Run a write; a unique-constraint race becomes the same 400 the pre-checks give. */
+/**
+ * Run a write in one transaction. A transaction that lost a race with another controller is run again
+ * (a few times, with jitter); a unique-constraint race becomes the same 400 the pre-checks give.
+ */
 export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  try {
-    return await ctx.store.db.transaction().execute(fn);
-  } catch (err) {
-    const field = ctx.store.dialect.uniqueViolation(err);
-    if (field) throw couldNotValidate(field, 'must be unique: another entity already uses this value');
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.store.db.transaction().execute(fn);
+    } catch (err) {
+      const field = ctx.store.dialect.uniqueViolation(err);
+      if (field) throw couldNotValidate(field, 'must be unique: another entity already uses this value');
+      if (attempt < 5 && ctx.store.dialect.retryable(err)) {
+        await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+        continue;
+      }
+      throw err;
+    }
   }
 }
 

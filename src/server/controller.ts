@@ -7,7 +7,7 @@ import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
-import { openSqlite } from '../store/db.js';
+import { openStore } from '../store/db.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 
 export interface Opened {
@@ -21,7 +21,8 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   fs.chmodSync(config.dataDir, 0o700);
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
-  const store = await openSqlite(path.join(config.dataDir, 'ztc.db'));
+  const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
+  for (const w of store.warnings) progress(`warning: ${w}`);
   const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock };
   const boot = await bootstrap(ctx);
   return { ctx, boot, close: () => store.close() };

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { CamelCasePlugin, Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
 import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -14,8 +15,41 @@ export interface Store {
   dialect: DialectHelpers;
   /** The SQLite file, when the store is SQLite. */
   file?: string;
+  /** Why the store may behave differently from SQLite (shown at start), if anything. */
+  warnings: string[];
   close(): Promise<void>;
 }
+
+/** PostgreSQL when `url` is given, else the data dir's SQLite file. */
+export function openStore(o: { url?: string; file: string; poolSize?: number }): Promise<Store> {
+  return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file);
+}
+
+// int8 (count(*)) as a JS number: counts here stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // A pool error (server restart) must not crash the process: the next query reconnects.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  const store: Store = { db, dialect: dialects.postgres, warnings: [], close: () => db.destroy() };
+  try {
+    await sql`select 1`.execute(db);
+  } catch (err) {
+    await db.destroy();
+    throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(err as Error).message}`);
+  }
+  const { rows } = await sql<{ collate: string }>`select datcollate as collate from pg_database where datname = current_database()`.execute(db);
+  const collate = rows[0]?.collate ?? '';
+  if (!/^(C|POSIX)(\.|$)/.test(collate)) {
+    store.warnings.push(`the database collation is ${collate}: text sorts and compares by that locale, not byte-wise as on SQLite (create the database with LC_COLLATE 'C' for identical results)`);
+  }
+  await migrate(store);
+  return store;
+}
+
+export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
 export async function openSqlite(file: string): Promise<Store> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -31,7 +65,7 @@ export async function openSqlite(file: string): Promise<Store> {
   conn.pragma('case_sensitive_like = ON');
   cachePreparedStatements(conn);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()] });
-  const store: Store = { db, dialect: dialects.sqlite, file, close: () => db.destroy() };
+  const store: Store = { db, dialect: dialects.sqlite, file, warnings: [], close: () => db.destroy() };
   await migrate(store);
   return store;
 }

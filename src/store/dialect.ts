@@ -11,6 +11,8 @@ export interface DialectHelpers {
   setElements(column: Expression<unknown> | RawBuilder<unknown>): RawBuilder<unknown>;
   /** The number of elements of a JSON array column. */
   setLength(column: Expression<unknown> | RawBuilder<unknown>): RawBuilder<number>;
+  /** A transaction that lost a race (serialization failure, deadlock, busy) and may simply be run again. */
+  retryable(err: unknown): boolean;
   /** Which field a unique-constraint violation was about, or undefined if the error is something else. */
   uniqueViolation(err: unknown): string | undefined;
 }
@@ -18,6 +20,7 @@ export interface DialectHelpers {
 const sqlite: DialectHelpers = {
   name: 'sqlite',
   withoutLimit: (q) => q.limit(-1),
+  retryable: (err) => (err as { code?: string })?.code === 'SQLITE_BUSY',
   setElements: (column) => sql`json_each(${column}) as je`,
   setLength: (column) => sql<number>`json_array_length(${column})`,
   uniqueViolation(err) {
@@ -32,6 +35,7 @@ const sqlite: DialectHelpers = {
 const postgres: DialectHelpers = {
   name: 'postgres',
   withoutLimit: (q) => q,
+  retryable: (err) => ['40001', '40P01'].includes((err as { code?: string })?.code ?? ''),
   setElements: (column) => sql`jsonb_array_elements_text(${column}::jsonb) as je(value)`,
   setLength: (column) => sql<number>`jsonb_array_length(${column}::jsonb)`,
   uniqueViolation(err) {

@@ -3,7 +3,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
-import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig } from '../helpers/controller.js';
+import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const dataDir = tempDataDir();
 let running: Running | undefined;
@@ -25,7 +25,8 @@ function call(base: string, ca: string, method: string, path: string, o: { token
 
 describe('ztc serve over TLS', () => {
   it('serves HTTPS with a certificate for localhost and 127.0.0.1, and keeps data across a restart', async () => {
-    running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1' }));
+    const db = await testDatabase();
+    running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', db }));
     const ca = running.ctx.pki.caBundlePem;
     const port = running.ctx.config.port;
     for (const host of ['localhost', '127.0.0.1']) {
@@ -48,7 +49,7 @@ describe('ztc serve over TLS', () => {
     const fingerprint = running.ctx.pki.serverFingerprint;
     await running.close();
 
-    running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', adminPassword: 'a-different-one' }));
+    running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', adminPassword: 'a-different-one', db }));
     expect(running.boot.adminCreated).toBe(false);
     expect(running.ctx.pki.serverFingerprint).toBe(fingerprint);
     const base2 = `https://127.0.0.1:${running.ctx.config.port}`;

@@ -5,14 +5,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
-import { ADMIN, tempDataDir, testConfig } from '../helpers/controller.js';
+import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const bin = path.resolve('bin/ztc');
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
+/** The local-mode database (ZTC_DB) for these runs: SQLite in the data dir, or a fresh PostgreSQL one. */
+let localDb = '';
 
 function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '' }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: localDb }, timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -20,6 +22,9 @@ function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr:
 
 describe('ztc on a local data dir', () => {
   const dir = tempDataDir();
+  beforeAll(async () => {
+    localDb = await testDatabase();
+  });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('initialises the data dir and shows the generated admin password once', async () => {
@@ -76,7 +81,7 @@ describe('ztc on a local data dir', () => {
 describe('ztc against a running controller', () => {
   let running: Running;
   beforeAll(async () => {
-    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1' }));
+    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
   });
   afterAll(() => running.close());
 

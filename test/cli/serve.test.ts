@@ -4,7 +4,7 @@ import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempDataDir } from '../helpers/controller.js';
+import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -26,7 +26,8 @@ describe('bin/ztc serve', () => {
   it('starts from flags, answers /version when ready, and stops cleanly on SIGTERM', async () => {
     const dir = tempDataDir();
     const port = await freePort();
-    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn'], {
+    const db = await testDatabase();
+    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
       env: { ...process.env, ZTC_DATA_DIR: '' },
     });
     let out = '';

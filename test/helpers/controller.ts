@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ManualClock } from '../../src/model/clock.js';
@@ -23,6 +24,26 @@ export function testConfig(dataDir: string, extra: Partial<Config> = {}): Config
   return { ...loadConfig({ dataDir, adminPassword: ADMIN.password }, {}), hostnames: ['localhost'], ...extra };
 }
 
+/**
+ * The database of one test: '' (the data dir's SQLite file) unless ZTC_TEST_DB names a PostgreSQL
+ * server, in which case a fresh database is created there, so test files stay independent.
+ */
+export async function testDatabase(): Promise<string> {
+  const server = process.env.ZTC_TEST_DB;
+  if (!server) return '';
+  const name = `ztc_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const client = new pg.Client({ connectionString: server });
+  await client.connect();
+  try {
+    await client.query(`create database ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
 export interface TestController {
   app: App;
   opened: Opened;
@@ -38,7 +59,7 @@ export interface TestController {
 
 export async function startTestController(o: { dataDir?: string; config?: Partial<Config> } = {}): Promise<TestController> {
   const dataDir = o.dataDir ?? tempDataDir();
-  const config = testConfig(dataDir, o.config);
+  const config = testConfig(dataDir, { db: await testDatabase(), ...o.config });
   const clock = new ManualClock();
   const opened = await openDataDir(config, { clock });
   const app = await buildApp(opened.ctx);

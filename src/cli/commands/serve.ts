@@ -1,11 +1,12 @@
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config.js';
 import { startController } from '../../server/controller.js';
+import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { progress } from '../output.js';
 
 /** Request log lines without secrets: one-time tokens travel in query strings. */
-const redactUrl = (url: string) => url.replace(/([?&](?:token|password)=)[^&]*/gi, '$1[redacted]');
+const redactRequestUrl = (url: string) => url.replace(/([?&](?:token|password)=)[^&]*/gi, '$1[redacted]');
 
 export function serveCommand(): Command {
   return new Command('serve')
@@ -13,6 +14,7 @@ export function serveCommand(): Command {
     .option('-d, --data-dir <dir>', 'where the database and PKI live (env ZTC_DATA_DIR; default ./.ztc-data)')
     .option('--config <file>', 'YAML or JSON config file (default: ztc.yaml in the data dir, if present)')
     .option('-p, --port <port>', 'HTTPS port (env ZTC_PORT; default 1280)')
+    .option('--db <url>', 'postgres://user:pass@host:port/db to use PostgreSQL instead of the data dir\'s SQLite file (env ZTC_DB)')
     .option('--bind <address>', 'address to listen on (env ZTC_BIND; default 0.0.0.0)')
     .option('--hostnames <names>', 'comma-separated names for the server certificate (env ZTC_HOSTNAMES)')
     .option('--admin-username <name>', 'default admin username at first start (default admin)')
@@ -24,6 +26,7 @@ export function serveCommand(): Command {
         dataDir: opts.dataDir,
         config: opts.config,
         port: opts.port,
+        db: opts.db,
         bind: opts.bind,
         hostnames: opts.hostnames,
         adminUsername: opts.adminUsername,
@@ -37,13 +40,14 @@ export function serveCommand(): Command {
           level: config.logLevel,
           redact: { paths: ['req.headers["zt-session"]', 'req.headers.authorization', 'req.headers["mfa-validation-code"]'], censor: '[redacted]' },
           serializers: {
-            req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+            req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactRequestUrl(req.url), remoteAddress: req.ip }),
           },
         },
       });
       const out = process.stdout;
       out.write(`ztc controller v${VERSION}\n`);
       out.write(`  data dir      ${config.dataDir}\n`);
+      out.write(`  database      ${config.db ? redactUrl(config.db) : 'SQLite, ' + config.dataDir + '/ztc.db'}\n`);
       out.write(`  listening     https://${config.bind}:${config.port}\n`);
       out.write(`  client API    ${running.url}/edge/client/v1\n`);
       out.write(`  management    ${running.url}/edge/management/v1\n`);

@@ -1,0 +1,78 @@
+// Several controllers on one PostgreSQL database (runs when ZTC_TEST_DB names a server).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type App } from '../../src/server/app.js';
+import { openDataDir, type Opened } from '../../src/server/controller.js';
+import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+
+const onPostgres = !!process.env.ZTC_TEST_DB;
+
+describe.skipIf(!onPostgres)('two controllers on one PostgreSQL database', () => {
+  const nodes: { app: App; opened: Opened }[] = [];
+  beforeAll(async () => {
+    const db = await testDatabase();
+    // Started together: migrations and first-start rows must be safe when raced.
+    const opened = await Promise.all([0, 1].map(() => openDataDir(testConfig(tempDataDir(), { db }))));
+    for (const o of opened) nodes.push({ opened: o, app: await buildApp(o.ctx) });
+  });
+  afterAll(async () => {
+    for (const n of nodes) {
+      await n.app.close();
+      await n.opened.close();
+    }
+  });
+
+  const call = async (n: number, method: string, url: string, token?: string, body?: unknown) => {
+    const r = await nodes[n].app.inject({ method: method as 'GET', url, headers: { ...(token ? { 'zt-session': token } : {}), ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { payload: JSON.stringify(body) } : {}) });
+    return { status: r.statusCode, body: JSON.parse(r.body || '{}') };
+  };
+
+  it('runs on PostgreSQL, with one default admin after a raced first start', async () => {
+    expect(nodes[0].opened.ctx.store.dialect.name).toBe('postgres');
+    expect(nodes.filter((n) => n.opened.boot.adminCreated)).toHaveLength(1);
+    const admins = await nodes[0].opened.ctx.store.db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).execute();
+    expect(admins).toHaveLength(1);
+  });
+
+  it('sees a change made through one controller at once through the other, with shared sessions', async () => {
+    const login = await call(0, 'POST', `${CLIENT}/authenticate?method=password`, undefined, ADMIN);
+    const token = login.body.data.token;
+    // The session opened on controller 0 works on controller 1.
+    expect((await call(1, 'GET', `${CLIENT}/current-api-session`, token)).status).toBe(200);
+    const made = await call(0, 'POST', `${MGMT}/identities`, token, { name: 'seen-everywhere', type: 'User', isAdmin: false, tags: { site: 'a' }, roleAttributes: ['x'] });
+    expect(made.status).toBe(201);
+    const got = await call(1, 'GET', `${MGMT}/identities/${made.body.data.id}`, token);
+    expect(got.body.data).toMatchObject({ name: 'seen-everywhere', tags: { site: 'a' } });
+    expect((await call(1, 'GET', `${MGMT}/identities?filter=${encodeURIComponent('tags.site = "a" and anyOf(roleAttributes) = "x"')}`, token)).body.data).toHaveLength(1);
+    // Logging out on controller 1 ends the session on controller 0 too.
+    expect((await call(1, 'DELETE', `${CLIENT}/current-api-session`, token)).status).toBe(200);
+    expect((await call(0, 'GET', `${CLIENT}/current-api-session`, token)).status).toBe(401);
+  });
+
+  it('lets exactly one of two racing creates of one name win', async () => {
+    const token = (await call(0, 'POST', `${CLIENT}/authenticate?method=password`, undefined, ADMIN)).body.data.token;
+    for (let round = 0; round < 10; round++) {
+      const name = `race-${round}`;
+      const results = await Promise.all([0, 1, 0, 1].map((n) => call(n, 'POST', `${MGMT}/identities`, token, { name, type: 'User', isAdmin: false })));
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([201, 400, 400, 400]);
+      for (const r of results.filter((x) => x.status === 400)) expect(r.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'name' } });
+      const rows = await nodes[0].opened.ctx.store.db.selectFrom('identities').select('id').where('name', '=', name).execute();
+      expect(rows).toHaveLength(1);
+    }
+  });
+
+  it('keeps an entity and its indexes consistent under concurrent changes from both controllers', async () => {
+    const token = (await call(0, 'POST', `${CLIENT}/authenticate?method=password`, undefined, ADMIN)).body.data.token;
+    const id = (await call(0, 'POST', `${MGMT}/identities`, token, { name: 'contended', type: 'User', isAdmin: false })).body.data.id;
+    const writes = Array.from({ length: 20 }, (_, i) => call(i % 2, 'PATCH', `${MGMT}/identities/${id}`, token, { roleAttributes: [`r${i}`, 'common'], tags: { writer: String(i) } }));
+    const results = await Promise.all(writes);
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const final = (await call(1, 'GET', `${MGMT}/identities/${id}`, token)).body.data;
+    // Whichever write came last, the row and its index rows agree.
+    const db = nodes[0].opened.ctx.store.db;
+    const attrs = (await db.selectFrom('entityRoleAttributes').select('attribute').where('entityId', '=', id).execute()).map((r) => r.attribute).sort();
+    const tags = await db.selectFrom('entityTags').select(['tagKey', 'value']).where('entityId', '=', id).execute();
+    expect(attrs).toEqual([...final.roleAttributes].sort());
+    expect(tags).toEqual([{ tagKey: 'writer', value: final.tags.writer }]);
+  });
+});
