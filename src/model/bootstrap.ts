@@ -10,7 +10,8 @@ import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
 
 export const DEFAULT_AUTH_POLICY = {
   primary: {
-    cert: { allowed: true, allowExpiredCerts: true },
+    // Upstream allows expired certificates by default; we refuse them unless a policy says otherwise.
+    cert: { allowed: true, allowExpiredCerts: false },
     updb: { allowed: true, minPasswordLength: 5, requireSpecialChar: false, requireNumberChar: false, requireMixedCase: false, maxAttempts: 0, lockoutDurationMinutes: 0 },
     extJwt: { allowed: true, allowedSigners: [] as string[] },
   },

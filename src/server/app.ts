@@ -12,6 +12,9 @@ import { RouteTable } from './route-table.js';
 import { registerManagement } from './routes/management/index.js';
 import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
 import { registerSessionRoutes } from './routes/shared/session.js';
+import { registerExtend } from './routes/shared/extend.js';
+import { registerEnroll } from './routes/client/enroll.js';
+import { registerSessionCertificates } from './routes/client/session-certificates.js';
 import { SpecRegistry } from './specs.js';
 import { VERSION } from '../version.js';
 
@@ -59,7 +62,12 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       specs.add(`edge-${api}`, title, () => child.swagger() as unknown as Record<string, unknown>);
       registerInformational(child, ctx, specs);
       registerSessionRoutes(child, ctx);
+      registerExtend(child, ctx);
       if (api === 'management') registerManagement(child, ctx);
+      if (api === 'client') {
+        registerEnroll(child, ctx);
+        registerSessionCertificates(child, ctx);
+      }
     },
     { prefix: API_PATHS[api] },
   );

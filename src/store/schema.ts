@@ -48,6 +48,42 @@ export interface AuthenticatorRow extends BaseRow {
   certPem: string | null;
   fingerprint: string | null;
   isIssuedByNetwork: number;
+  caId: string | null;
+  unverifiedCertPem: string | null;
+  unverifiedFingerprint: string | null;
+}
+
+export interface CaRow extends BaseRow {
+  name: string;
+  certPem: string;
+  fingerprint: string;
+  verificationToken: string;
+  identityNameFormat: string;
+  externalIdClaim: string | null;
+  isVerified: number;
+  isAutoCaEnrollmentEnabled: number;
+  isOttCaEnrollmentEnabled: number;
+  isAuthEnabled: number;
+  identityRoles: string;
+}
+
+export interface EnrollmentRow extends BaseRow {
+  identityId: string | null;
+  method: string;
+  tokenHash: string;
+  jwt: string;
+  expiresAt: string;
+  caId: string | null;
+  username: string | null;
+}
+
+export interface ApiSessionCertificateRow extends BaseRow {
+  apiSessionId: string;
+  certPem: string;
+  fingerprint: string;
+  subject: string;
+  validFrom: string;
+  validTo: string;
 }
 
 export interface ApiSessionRow extends BaseRow {
@@ -75,6 +111,9 @@ export interface EntityTagRow {
 }
 
 export interface Database {
+  cas: CaRow;
+  enrollments: EnrollmentRow;
+  apiSessionCertificates: ApiSessionCertificateRow;
   entityRoleAttributes: EntityRoleAttributeRow;
   entityTags: EntityTagRow;
   identityTypes: IdentityTypeRow;

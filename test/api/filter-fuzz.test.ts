@@ -55,7 +55,7 @@ describe('filter fuzzing', () => {
           expect(r.body.error.requestId).toBeTruthy();
         }
       }),
-      { numRuns: Number(process.env.FILTER_FUZZ_RUNS ?? 3000) },
+      { numRuns: Number(process.env.FILTER_FUZZ_RUNS ?? 5000) },
     );
     expect(seen.ok).toBeGreaterThan(50);
     expect(seen.bad).toBeGreaterThan(500);

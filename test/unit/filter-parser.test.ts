@@ -121,6 +121,8 @@ describe('filter parser: errors name the position and what was expected', () => 
     ['name = "x" # y', 12, /unexpected character '#'/],
     ['name ! "x"', 6, /'!='/],
     ['12abc = 1', 1, /is not a number/],
+    ['-.', 1, /'-\.' is not a number/],
+    ['x = -.e', 5, /is not a number/],
     ["'x = 1", 1, /quoted field name is never closed/],
     ['x = 1e999', 5, /out of range/],
     ['constructor(x) = 1', 12, /expected an operator .* after constructor, found '\('/],

@@ -13,7 +13,7 @@ import { targetOptions, type CommonOpts } from './common.js';
 export function certsFromPkcs7(b64: string): string[] {
   const der = forge.util.decode64(b64.replace(/\s+/g, ''));
   const p7 = forge.pkcs7.messageFromAsn1(forge.asn1.fromDer(der)) as unknown as { certificates: forge.pki.Certificate[] };
-  return p7.certificates.map((c) => forge.pki.certificateToPem(c));
+  return p7.certificates.map((c) => forge.pki.certificateToPem(c).replace(/\r\n/g, '\n'));
 }
 
 const sha256 = (pem: string) =>

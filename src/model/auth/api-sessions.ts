@@ -23,7 +23,7 @@ const touchEvery = (ctx: Ctx) => Math.min(60_000, timeoutMs(ctx) / 10);
 
 export async function createApiSession(
   ctx: Ctx,
-  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean },
+  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean; isCertExtendable?: boolean },
 ) {
   const token = newSecret();
   const now = iso(ctx.clock.now());
@@ -42,7 +42,7 @@ export async function createApiSession(
       configTypes: JSON.stringify(o.configTypes),
       isMfaRequired: o.isMfaRequired ? 1 : 0,
       isMfaComplete: 0,
-      isCertExtendable: 0,
+      isCertExtendable: o.isCertExtendable ? 1 : 0,
       lastActivityAt: now,
     })
     .execute();

@@ -1,5 +1,8 @@
 // POST /authenticate: checks credentials by method and opens an API session.
+import { X509Certificate } from 'node:crypto';
 import type { Ctx } from '../context.js';
+import { fingerprintOf } from '../pki/certs.js';
+import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
 import { ApiError, invalidAuth } from '../errors.js';
 import { isSet } from '../../store/json.js';
 import { createApiSession, resolveSession } from './api-sessions.js';
@@ -15,8 +18,9 @@ export interface AuthenticateInput {
 
 export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
 
-export async function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string) {
+export async function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[] = []) {
   if (method === 'password') return authenticatePassword(ctx, input, ipAddress);
+  if (method === 'cert') return authenticateCert(ctx, input, ipAddress, presented);
   if ((AUTH_METHODS as readonly string[]).includes(method)) {
     throw new ApiError(400, 'INVALID_AUTH_METHOD', `The authentication method '${method}' is not enabled on this controller yet; use method=password`);
   }
@@ -52,6 +56,41 @@ async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddres
     authenticatorId: row.id,
     ipAddress,
     configTypes: input.configTypes ?? [],
+  });
+  return { token, session: await resolveSession(ctx, token) };
+}
+
+/** The certificate presented on the TLS connection (the handshake proved its key) matched to a cert authenticator. */
+async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[]) {
+  const leaf = presented[0];
+  if (!leaf) throw new ApiError(401, 'INVALID_AUTH', 'The cert method needs a client certificate presented on the TLS connection');
+  const row = await ctx.store.db
+    .selectFrom('authenticators as a')
+    .innerJoin('identities as i', 'i.id', 'a.identityId')
+    .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
+    .leftJoin('cas as c', 'c.id', 'a.caId')
+    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'i.disabled', 'i.disabledUntil', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth'])
+    .where('a.method', '=', 'cert')
+    .where('a.fingerprint', '=', fingerprintOf(leaf.toString()))
+    .executeTakeFirst();
+  if (!row) throw invalidAuth();
+  const now = ctx.clock.now();
+  const primary = JSON.parse(row.primaryJson || '{}') as { cert?: { allowed?: boolean; allowExpiredCerts?: boolean } };
+  if (primary.cert?.allowed === false) throw invalidAuth();
+  if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw invalidAuth();
+  if (isSet(row.isIssuedByNetwork)) {
+    if (!issuedByNetwork(ctx, leaf, presented)) throw invalidAuth();
+  } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem))) {
+    throw invalidAuth();
+  }
+  if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) throw invalidAuth();
+  await recordClientInfo(ctx, row.identityId, input);
+  const { token } = await createApiSession(ctx, {
+    identityId: row.identityId,
+    authenticatorId: row.id,
+    ipAddress,
+    configTypes: input.configTypes ?? [],
+    isCertExtendable: isSet(row.isIssuedByNetwork),
   });
   return { token, session: await resolveSession(ctx, token) };
 }

@@ -3,6 +3,7 @@
 import { createHash, createPrivateKey, generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
 import { newId } from '../ids.js';
+import { keyIdentifier } from './csr.js';
 
 export interface KeyPair {
   privatePem: string;
@@ -21,7 +22,8 @@ export function newRsaKey(bits = 2048): KeyPair {
 export interface IssueOptions {
   commonName: string;
   organization?: string;
-  publicKey: forge.pki.PublicKey;
+  /** The subject's key: a forge RSA key, or the SubjectPublicKeyInfo of a CSR (any key type). */
+  publicKey: forge.pki.PublicKey | { spki: forge.asn1.Asn1 };
   /** The issuer's certificate; omitted for a self-signed root. */
   issuerPem?: string;
   issuerKeyPem: string;
@@ -34,18 +36,34 @@ export interface IssueOptions {
 
 const IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:]*)$/i;
 
-function signTbs(cert: forge.pki.Certificate, keyPem: string): string {
+const { asn1 } = forge;
+
+/** Sign the certificate's TBS natively and assemble the DER; `spki` replaces forge's key when given. */
+function signTbs(cert: forge.pki.Certificate, keyPem: string, spki?: forge.asn1.Asn1): string {
   cert.siginfo.algorithmOid = forge.pki.oids.sha256WithRSAEncryption;
-  cert.signatureOid = forge.pki.oids.sha256WithRSAEncryption;
-  const tbs = forge.asn1.toDer((forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate(cert)).getBytes();
-  const signature = sign('sha256', Buffer.from(tbs, 'binary'), createPrivateKey(keyPem));
-  cert.signature = signature.toString('binary');
-  return forge.pki.certificateToPem(cert);
+  const tbs = (forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate(cert);
+  // TBSCertificate: version, serial, signature, issuer, validity, subject, subjectPublicKeyInfo, ...
+  if (spki) (tbs.value as forge.asn1.Asn1[])[6] = spki;
+  const tbsDer = asn1.toDer(tbs).getBytes();
+  const signature = sign('sha256', Buffer.from(tbsDer, 'binary'), createPrivateKey(keyPem)).toString('binary');
+  const algorithm = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(forge.pki.oids.sha256WithRSAEncryption).getBytes()),
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, ''),
+  ]);
+  const certAsn1 = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+    tbs,
+    algorithm,
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.BITSTRING, false, String.fromCharCode(0) + signature),
+  ]);
+  const der = asn1.toDer(certAsn1).getBytes();
+  return `-----BEGIN CERTIFICATE-----\n${forge.util.encode64(der, 64)}\n-----END CERTIFICATE-----\n`;
 }
 
 export function issueCertificate(o: IssueOptions): string {
   const cert = forge.pki.createCertificate();
-  cert.publicKey = o.publicKey;
+  const spki = 'spki' in o.publicKey ? o.publicKey.spki : undefined;
+  // With a CSR's key, forge holds the issuer's key as a stand-in; signTbs swaps the real one in.
+  cert.publicKey = spki ? forge.pki.certificateFromPem(o.issuerPem!).publicKey : (o.publicKey as forge.pki.PublicKey);
   // Positive 128-bit serial from the CSPRNG.
   cert.serialNumber = '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
   const now = Date.now();
@@ -55,7 +73,9 @@ export function issueCertificate(o: IssueOptions): string {
   cert.setSubject(subject);
   const issuer = o.issuerPem ? forge.pki.certificateFromPem(o.issuerPem) : undefined;
   cert.setIssuer(issuer ? issuer.subject.attributes : subject);
-  const exts: Record<string, unknown>[] = [{ name: 'subjectKeyIdentifier' }];
+  const exts: Record<string, unknown>[] = [
+    spki ? { name: 'subjectKeyIdentifier', subjectKeyIdentifier: forge.util.bytesToHex(keyIdentifier(spki)) } : { name: 'subjectKeyIdentifier' },
+  ];
   if (issuer) {
     const ski = issuer.getExtension('subjectKeyIdentifier') as { subjectKeyIdentifier?: string } | null;
     if (ski?.subjectKeyIdentifier) exts.push({ name: 'authorityKeyIdentifier', keyIdentifier: forge.util.hexToBytes(ski.subjectKeyIdentifier) });
@@ -72,7 +92,7 @@ export function issueCertificate(o: IssueOptions): string {
     exts.push({ name: 'subjectAltName', altNames: o.sans.map((n) => (IP.test(n) ? { type: 7, ip: n } : { type: 2, value: n })) });
   }
   cert.setExtensions(exts);
-  return signTbs(cert, o.issuerKeyPem);
+  return signTbs(cert, o.issuerKeyPem, spki);
 }
 
 /** Upstream's fingerprint form: SHA-1 of the DER, lower-case hex without separators. */

@@ -1,10 +1,13 @@
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson } from '../../store/json.js';
-import { ApiError, cannotDelete, invalidField } from '../errors.js';
+import { cannotDelete, invalidField } from '../errors.js';
+import { newId } from '../ids.js';
+import { tokenOf } from '../pki/jwt.js';
+import { insertEnrollment } from './enrollments.js';
 import { defineResource, entityRef, selfLink, type Row, type WriteMode } from '../resource.js';
 import {
-  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags,
+  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
 import { IDENTITY_TYPES } from './identity-types.js';
 
@@ -28,8 +31,8 @@ const writable = {
 const Enrollment = Type.Object(
   {
     ott: Type.Optional(Type.Boolean()),
-    ottca: Type.Optional(Type.String()),
-    updb: Type.Optional(Type.String()),
+    ottca: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    updb: Type.Optional(Username),
   },
   { additionalProperties: false },
 );
@@ -44,7 +47,7 @@ export const identityPatch = Type.Object(
   { additionalProperties: false },
 );
 
-const Stamped = (extra: Record<string, ReturnType<typeof Type.String>> = {}) =>
+const Stamped = (extra: Record<string, ReturnType<typeof Type.String> | typeof EntityRef> = {}) =>
   Type.Object({ id: Type.String(), expiresAt: Type.String(), jwt: Type.String(), token: Type.String(), ...extra });
 
 export const identityDetail = Type.Object({
@@ -61,7 +64,7 @@ export const identityDetail = Type.Object({
     cert: Type.Optional(Type.Object({ id: Type.String(), fingerprint: Type.String() })),
     updb: Type.Optional(Type.Object({ id: Type.String(), username: Type.String() })),
   }),
-  enrollment: Type.Object({ ott: Type.Optional(Stamped()), ottca: Type.Optional(Stamped({ caId: Type.String() })), updb: Type.Optional(Stamped()) }),
+  enrollment: Type.Object({ ott: Type.Optional(Stamped()), ottca: Type.Optional(Stamped({ caId: Type.String(), ca: EntityRef })), updb: Type.Optional(Stamped()) }),
   appData: AnyMap,
   defaultHostingCost: Type.Integer(),
   defaultHostingPrecedence: Type.String(),
@@ -148,7 +151,12 @@ export const identities = defineResource({
       .innerJoin('authPolicies as p', 'p.id', 'e.authPolicyId')
       .leftJoin('authenticators as au', (j) => j.onRef('au.identityId', '=', 'e.id').on('au.method', '=', 'updb'))
       .leftJoin('authenticators as ac', (j) => j.onRef('ac.identityId', '=', 'e.id').on('ac.method', '=', 'cert'))
+      .leftJoin('enrollments as eo', (j) => j.onRef('eo.identityId', '=', 'e.id').on('eo.method', '=', 'ott'))
+      .leftJoin('enrollments as eca', (j) => j.onRef('eca.identityId', '=', 'e.id').on('eca.method', '=', 'ottca'))
+      .leftJoin('enrollments as eu', (j) => j.onRef('eu.identityId', '=', 'e.id').on('eu.method', '=', 'updb'))
+      .leftJoin('cas as ecac', 'ecac.id', 'eca.caId')
       .selectAll('e')
+      .select(['eo.id as ottId', 'eo.jwt as ottJwt', 'eo.expiresAt as ottExpiresAt', 'eca.id as ottcaId', 'eca.jwt as ottcaJwt', 'eca.expiresAt as ottcaExpiresAt', 'eca.caId as ottcaCaId', 'ecac.name as ottcaCaName', 'eu.id as updbEnrollmentId', 'eu.jwt as updbJwt', 'eu.expiresAt as updbExpiresAt'])
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
   toDetail: (r) => ({
@@ -169,7 +177,11 @@ export const identities = defineResource({
       ...(r.updbId ? { updb: { id: r.updbId, username: r.updbUsername } } : {}),
       ...(r.certId ? { cert: { id: r.certId, fingerprint: r.certFingerprint ?? '' } } : {}),
     },
-    enrollment: {},
+    enrollment: {
+      ...(r.ottId ? { ott: { id: r.ottId, jwt: r.ottJwt, token: tokenOf(r.ottJwt), expiresAt: r.ottExpiresAt } } : {}),
+      ...(r.ottcaId ? { ottca: { id: r.ottcaId, jwt: r.ottcaJwt, token: tokenOf(r.ottcaJwt), expiresAt: r.ottcaExpiresAt, caId: r.ottcaCaId, ca: entityRef('cas', r.ottcaCaId, r.ottcaCaName ?? '') } } : {}),
+      ...(r.updbEnrollmentId ? { updb: { id: r.updbEnrollmentId, jwt: r.updbJwt, token: tokenOf(r.updbJwt), expiresAt: r.updbExpiresAt } } : {}),
+    },
     appData: fromJson(r.appData, {}),
     defaultHostingCost: Number(r.defaultHostingCost),
     defaultHostingPrecedence: r.defaultHostingPrecedence,
@@ -187,10 +199,14 @@ export const identities = defineResource({
   }),
   toRow,
   hooks: {
-    afterCreate: async (_tx, _id, input) => {
-      if (input.enrollment && Object.keys(input.enrollment).length) {
-        throw new ApiError(400, 'INVALID_ENROLL_METHOD', 'Enrollment at identity creation is not available yet: create the identity, then add an updb authenticator');
-      }
+    // `enrollment` starts the identity's enrollments in the same transaction (ott, ottca: a CA id, updb: a username).
+    afterCreate: async (tx, id, input, ctx) => {
+      const e = input.enrollment as { ott?: boolean; ottca?: string; updb?: string } | undefined;
+      if (!e) return;
+      const expiresAt = new Date(ctx.clock.now().getTime() + ctx.config.enrollmentTtlMinutes * 60_000);
+      if (e.ott) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'ott', expiresAt });
+      if (e.ottca) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'ottca', expiresAt, caId: e.ottca });
+      if (e.updb) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'updb', expiresAt, username: e.updb });
     },
     beforeDelete: async (_tx, existing) => {
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');

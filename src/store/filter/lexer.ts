@@ -69,7 +69,8 @@ export function tokenize(src: string): Token[] {
       out.push({ kind: 'ident', text: src.slice(start, end + 1), value: name, pos: at(start), quoted: true });
       i = end + 1;
     } else if (/[0-9]/.test(ch) || (ch === '-' && /[0-9.]/.test(src[i + 1] ?? '')) || (ch === '.' && /[0-9]/.test(src[i + 1] ?? ''))) {
-      const m = /^-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/.exec(src.slice(i))!;
+      const m = /^-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/.exec(src.slice(i));
+      if (!m) throw new FilterError(at(start), `'${src.slice(start, start + 3)}' is not a number`);
       i += m[0].length;
       if (i < src.length && IDENT_PART.test(src[i])) throw new FilterError(at(start), `'${src.slice(start, i + 1)}' is not a number`);
       out.push({ kind: 'number', text: m[0], value: m[0], pos: at(start) });

@@ -5,16 +5,20 @@ import { notFound } from '../../../model/errors.js';
 import { authenticatorDetail, authenticators } from '../../../model/resources/authenticators.js';
 import { identities } from '../../../model/resources/identities.js';
 import { identityTypes } from '../../../model/resources/identity-types.js';
+import { cas } from '../../../model/resources/cas.js';
+import { enrollments } from '../../../model/resources/enrollments.js';
+import { registerPkiManagement } from './pki.js';
 import { IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf } from '../../envelope.js';
 
 /** Every declared resource the management API serves. */
-export const managementResources = [identities, identityTypes, authenticators];
+export const managementResources = [identities, identityTypes, authenticators, cas, enrollments];
 
 export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   for (const decl of managementResources) mountResource(app, ctx, decl);
+  registerPkiManagement(app, ctx);
 
   app.get(
     '/identities/:id/authenticators',

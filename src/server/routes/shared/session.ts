@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { apiSessionDetail, deleteApiSession } from '../../../model/auth/api-sessions.js';
 import { authenticate, AUTH_METHODS } from '../../../model/auth/authenticate.js';
+import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { verifyPassword } from '../../../model/auth/password.js';
 import type { Ctx } from '../../../model/context.js';
 import { getResource, listResource, updateResource } from '../../../model/crud.js';
@@ -70,7 +71,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     },
     async (req, reply) => {
       const { method } = req.query as { method: string };
-      const { token, session: s } = await authenticate(ctx, method, (req.body ?? {}) as Row, req.ip);
+      const { token, session: s } = await authenticate(ctx, method, (req.body ?? {}) as Row, req.ip, presentedCertificates(req.raw.socket));
       reply.header('zt-session', token);
       return ok(apiSessionDetail(ctx, s, token));
     },

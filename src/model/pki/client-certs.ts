@@ -1,0 +1,66 @@
+// Client certificates: issuing from CSRs, and deciding whether a presented certificate may be used.
+import { X509Certificate } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
+import type { Ctx } from '../context.js';
+import { ApiError } from '../errors.js';
+import { fingerprintOf, issueCertificate } from './certs.js';
+import { parseCsr } from './csr.js';
+import type { CaRow } from '../../store/schema.js';
+
+export const CLIENT_CERT_DAYS = 365;
+
+/** Sign a CSR with the intermediate: the CSR's key, our subject (CN = the identity id). */
+export function signClientCsr(ctx: Ctx, csrPem: string, commonName: string, o: { days?: number; hours?: number; usage?: 'client' | 'server' | 'server+client'; sans?: string[] } = {}) {
+  const csr = parseCsr(csrPem);
+  const pem = issueCertificate({
+    commonName,
+    publicKey: { spki: csr.spki },
+    issuerPem: ctx.pki.intermediatePem,
+    issuerKeyPem: ctx.pki.intermediateKeyPem,
+    days: o.days ?? (o.hours ? o.hours / 24 : CLIENT_CERT_DAYS),
+    usage: o.usage ?? 'client',
+    sans: o.sans,
+  });
+  return { pem, fingerprint: fingerprintOf(pem), csr };
+}
+
+/** The leaf and any further certificates the client presented on this TLS connection. */
+export function presentedCertificates(socket: unknown): X509Certificate[] {
+  const s = socket as TLSSocket | undefined;
+  if (!s || typeof s.getPeerCertificate !== 'function') return [];
+  const out: X509Certificate[] = [];
+  let c = s.getPeerCertificate(true) as { raw?: Buffer; issuerCertificate?: unknown; fingerprint256?: string } | null;
+  const seen = new Set<string>();
+  while (c && c.raw && !seen.has(c.fingerprint256 ?? '')) {
+    seen.add(c.fingerprint256 ?? '');
+    out.push(new X509Certificate(c.raw));
+    c = c.issuerCertificate as typeof c;
+  }
+  return out;
+}
+
+const signedBy = (cert: X509Certificate, issuer: X509Certificate) => cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
+
+export function isCurrent(cert: X509Certificate, now: Date) {
+  return Date.parse(cert.validFrom) <= now.getTime() && now.getTime() <= Date.parse(cert.validTo);
+}
+
+/** True when `leaf` chains to `anchor`, directly or through one presented intermediate. */
+export function chainsTo(leaf: X509Certificate, presented: X509Certificate[], anchor: X509Certificate): boolean {
+  if (signedBy(leaf, anchor)) return true;
+  return presented.some((mid) => mid !== leaf && mid.ca && signedBy(leaf, mid) && signedBy(mid, anchor));
+}
+
+export const issuedByNetwork = (ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[] = []) =>
+  chainsTo(leaf, presented, new X509Certificate(ctx.pki.intermediatePem));
+
+/** The verified CA (with the given flag on) that issued the certificate, if any. */
+export async function issuingCa(ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[], flag: 'isAuthEnabled' | 'isAutoCaEnrollmentEnabled' | 'isOttCaEnrollmentEnabled'): Promise<CaRow | undefined> {
+  const cas = await ctx.store.db.selectFrom('cas').selectAll().where('isVerified', '=', 1).where(flag, '=', 1).execute();
+  return cas.find((ca) => chainsTo(leaf, presented, new X509Certificate(ca.certPem)));
+}
+
+export function requireClientCert(presented: X509Certificate[]): X509Certificate {
+  if (!presented.length) throw new ApiError(401, 'INVALID_AUTH', 'This operation needs a client certificate presented on the TLS connection');
+  return presented[0];
+}

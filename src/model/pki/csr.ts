@@ -1,0 +1,83 @@
+// PKCS#10 requests of any key type (RSA, EC, Ed25519). node-forge's CSR object only knows RSA, so the
+// ASN.1 is read with forge and the request's signature is checked with Node's native crypto.
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import forge from 'node-forge';
+import { ApiError } from '../errors.js';
+
+export interface ParsedCsr {
+  /** SubjectPublicKeyInfo, kept as ASN.1 so it can be copied into the certificate unchanged. */
+  spki: forge.asn1.Asn1;
+  publicKey: KeyObject;
+  commonName?: string;
+}
+
+const SIGNATURE_HASH: Record<string, string | null> = {
+  '1.2.840.113549.1.1.5': 'sha1',
+  '1.2.840.113549.1.1.11': 'sha256',
+  '1.2.840.113549.1.1.12': 'sha384',
+  '1.2.840.113549.1.1.13': 'sha512',
+  '1.2.840.10045.4.3.2': 'sha256',
+  '1.2.840.10045.4.3.3': 'sha384',
+  '1.2.840.10045.4.3.4': 'sha512',
+  '1.3.101.112': null,
+};
+
+const bad = (why: string) => new ApiError(400, 'COULD_NOT_PROCESS_CSR', `The certificate signing request could not be used: ${why}`);
+
+/** DER bytes of a CSR given as PEM (either header) or as bare base64. */
+function csrDer(text: string): string {
+  const pem = /-----BEGIN (NEW )?CERTIFICATE REQUEST-----([\s\S]+?)-----END (NEW )?CERTIFICATE REQUEST-----/.exec(text);
+  const b64 = (pem ? pem[2] : text).replace(/\s+/g, '');
+  if (!b64 || !/^[A-Za-z0-9+/]+=*$/.test(b64)) throw bad('expected a PEM "CERTIFICATE REQUEST"');
+  return forge.util.decode64(b64);
+}
+
+export function parseCsr(text: string): ParsedCsr {
+  if (typeof text !== 'string' || !text.trim()) throw bad('the request is empty');
+  let root: forge.asn1.Asn1;
+  try {
+    root = forge.asn1.fromDer(csrDer(text), { decodeBitStrings: false } as never);
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    throw bad('it is not DER-encoded ASN.1');
+  }
+  const parts = root.value as forge.asn1.Asn1[];
+  const info = parts?.[0];
+  const infoParts = info?.value as forge.asn1.Asn1[] | undefined;
+  if (!Array.isArray(parts) || parts.length !== 3 || !Array.isArray(infoParts) || infoParts.length < 3) throw bad('it is not a PKCS#10 request');
+  const spki = infoParts[2];
+  const algOid = forge.asn1.derToOid(((parts[1].value as forge.asn1.Asn1[])[0].value as string) ?? '');
+  if (!(algOid in SIGNATURE_HASH)) throw bad(`its signature algorithm ${algOid} is not supported (use RSA, ECDSA or Ed25519 with SHA-2)`);
+  let publicKey: KeyObject;
+  try {
+    publicKey = createPublicKey({ key: Buffer.from(forge.asn1.toDer(spki).getBytes(), 'binary'), format: 'der', type: 'spki' });
+  } catch {
+    throw bad('its public key cannot be read');
+  }
+  const signature = Buffer.from((parts[2].value as string).slice(1), 'binary');
+  const signed = Buffer.from(forge.asn1.toDer(info).getBytes(), 'binary');
+  let ok = false;
+  try {
+    ok = verify(SIGNATURE_HASH[algOid], signed, { key: publicKey, dsaEncoding: 'der' }, signature);
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw bad('its signature does not match its public key');
+  return { spki, publicKey, commonName: commonNameOf(infoParts[1]) };
+}
+
+function commonNameOf(name: forge.asn1.Asn1): string | undefined {
+  for (const rdn of (name.value as forge.asn1.Asn1[]) ?? []) {
+    for (const atv of (rdn.value as forge.asn1.Asn1[]) ?? []) {
+      const [oid, value] = atv.value as forge.asn1.Asn1[];
+      if (forge.asn1.derToOid(oid.value as string) === forge.pki.oids.commonName) return forge.util.decodeUtf8(value.value as string);
+    }
+  }
+  return undefined;
+}
+
+/** RFC 5280 key identifier: SHA-1 of the subjectPublicKey bits. */
+export function keyIdentifier(spki: forge.asn1.Asn1): string {
+  const bits = ((spki.value as forge.asn1.Asn1[])[1].value as string).slice(1);
+  return createHash('sha1').update(Buffer.from(bits, 'binary')).digest('binary');
+}

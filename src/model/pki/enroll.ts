@@ -1,0 +1,109 @@
+// The enrollment flows: a one-time token (or a trusted CA's certificate) becomes an authenticator.
+// A token works once: the enrollment row is deleted in the same transaction that creates the
+// authenticator, and only the transaction that deleted it goes on.
+import type { X509Certificate } from 'node:crypto';
+import type { Tx } from '../../store/db.js';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { writeTx } from '../crud.js';
+import { ApiError, conflict } from '../errors.js';
+import { hashSecret, newId } from '../ids.js';
+import { hashPassword } from '../auth/password.js';
+import { DEFAULT_AUTH_POLICY_ID } from '../resources/identities.js';
+import { indexRoleAttributes } from '../../store/entity-index.js';
+import { fromJson } from '../../store/json.js';
+import type { EnrollmentRow } from '../../store/schema.js';
+import { fingerprintOf } from './certs.js';
+import { chainsTo, issuingCa, requireClientCert, signClientCsr } from './client-certs.js';
+import { X509Certificate as X509 } from 'node:crypto';
+
+const unknownToken = () => new ApiError(404, 'NOT_FOUND', 'The enrollment token is unknown or has already been used');
+
+/** Claim the enrollment behind a token, once. */
+export async function takeEnrollment(tx: Tx, ctx: Ctx, token: unknown, methods: string[]): Promise<EnrollmentRow> {
+  if (typeof token !== 'string' || !token) throw new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', 'An enrollment token is required (query parameter token, or token in the body)');
+  const row = await tx.selectFrom('enrollments').selectAll().where('tokenHash', '=', hashSecret(token)).executeTakeFirst();
+  if (!row) throw unknownToken();
+  if (!methods.includes(row.method)) throw new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', `This token is for ${row.method} enrollment, not ${methods.join('/')}`);
+  if (Date.parse(row.expiresAt) <= ctx.clock.now().getTime()) throw new ApiError(400, 'ENROLLMENT_EXPIRED', `This enrollment expired at ${row.expiresAt}: ask an administrator to refresh it`);
+  const gone = await tx.deleteFrom('enrollments').where('id', '=', row.id).where('tokenHash', '=', row.tokenHash).executeTakeFirst();
+  if (Number(gone.numDeletedRows) !== 1) throw unknownToken();
+  return row;
+}
+
+async function addCertAuthenticator(tx: Tx, ctx: Ctx, identityId: string, pem: string, o: { network: boolean; caId?: string | null }) {
+  const fingerprint = fingerprintOf(pem);
+  const inUse = await tx.selectFrom('authenticators').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
+  if (inUse) throw conflict('CERT_IN_USE', 'This certificate is already bound to an authenticator');
+  const exists = await tx.selectFrom('authenticators').select('id').where('identityId', '=', identityId).where('method', '=', 'cert').executeTakeFirst();
+  if (exists) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', 'The identity already has a certificate authenticator');
+  const now = iso(ctx.clock.now());
+  await tx
+    .insertInto('authenticators')
+    .values({ id: newId(), createdAt: now, updatedAt: now, tags: '{}', identityId, method: 'cert', certPem: pem, fingerprint, isIssuedByNetwork: o.network ? 1 : 0, caId: o.caId ?? null } as never)
+    .execute();
+}
+
+/** One-time token + CSR: a client certificate from the intermediate CA. */
+export async function enrollOtt(ctx: Ctx, token: unknown, csrPem: unknown) {
+  if (typeof csrPem !== 'string' || !csrPem.trim()) throw new ApiError(400, 'COULD_NOT_PROCESS_CSR', 'A PEM certificate signing request is required');
+  return writeTx(ctx, async (tx) => {
+    const e = await takeEnrollment(tx, ctx, token, ['ott']);
+    const { pem } = signClientCsr(ctx, csrPem, e.identityId!);
+    await addCertAuthenticator(tx, ctx, e.identityId!, pem, { network: true });
+    return { cert: pem, ca: ctx.pki.caBundlePem };
+  });
+}
+
+/** One-time token + password: the username the administrator chose, the password the user chooses. */
+export async function enrollUpdb(ctx: Ctx, token: unknown, password: string) {
+  const passwordHash = await hashPassword(password);
+  await writeTx(ctx, async (tx) => {
+    const e = await takeEnrollment(tx, ctx, token, ['updb']);
+    const now = iso(ctx.clock.now());
+    await tx
+      .insertInto('authenticators')
+      .values({ id: newId(), createdAt: now, updatedAt: now, tags: '{}', identityId: e.identityId!, method: 'updb', username: e.username, passwordHash, isIssuedByNetwork: 0 } as never)
+      .execute();
+  });
+}
+
+/** One-time token + a certificate from the enrollment's CA, presented on the TLS connection. */
+export async function enrollOttCa(ctx: Ctx, token: unknown, presented: X509Certificate[]) {
+  const leaf = requireClientCert(presented);
+  await writeTx(ctx, async (tx) => {
+    const e = await takeEnrollment(tx, ctx, token, ['ottca']);
+    const ca = await tx.selectFrom('cas').selectAll().where('id', '=', e.caId!).executeTakeFirst();
+    if (!ca || !ca.isVerified) throw new ApiError(400, 'ENROLLMENT_CA_NOT_VALID', 'The enrollment\'s CA is not verified: verify it first (POST /cas/{id}/verify)');
+    if (!chainsTo(leaf, presented, new X509(ca.certPem))) throw new ApiError(400, 'CERT_FAILED_VALIDATION', 'The presented certificate was not issued by the enrollment\'s CA');
+    await addCertAuthenticator(tx, ctx, e.identityId!, leaf.toString(), { network: false, caId: ca.id });
+  });
+}
+
+/** CA auto-enrollment: a certificate from a verified CA with auto-enrollment on creates its identity. */
+export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
+  const leaf = requireClientCert(presented);
+  const ca = await issuingCa(ctx, leaf, presented, 'isAutoCaEnrollmentEnabled');
+  if (!ca) throw new ApiError(400, 'ENROLLMENT_NO_VALID_CAS', 'The presented certificate was not issued by a verified CA with auto-enrollment enabled');
+  const commonName = /(?:^|\n)CN=([^\n]*)/.exec(leaf.subject)?.[1] ?? '';
+  return writeTx(ctx, async (tx) => {
+    const id = newId();
+    const base = ca.identityNameFormat
+      .replace(/\[caName\]/g, ca.name)
+      .replace(/\[caId\]/g, ca.id)
+      .replace(/\[commonName\]/g, commonName)
+      .replace(/\[identityId\]/g, id)
+      .replace(/\[requestedName\]/g, commonName);
+    let name = base || id;
+    for (let n = 1; await tx.selectFrom('identities').select('id').where('name', '=', name).executeTakeFirst(); n++) name = `${base}-${String(n).padStart(6, '0')}`;
+    const now = iso(ctx.clock.now());
+    const roles = fromJson<string[]>(ca.identityRoles, []);
+    await tx
+      .insertInto('identities')
+      .values({ id, name, typeId: 'Device', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
+      .execute();
+    await indexRoleAttributes(tx, id, roles);
+    await addCertAuthenticator(tx, ctx, id, leaf.toString(), { network: false, caId: ca.id });
+    return { id, name };
+  });
+}

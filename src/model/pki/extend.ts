@@ -1,0 +1,48 @@
+// Certificate extension of the calling identity: extend (a new certificate, the old one still valid)
+// then extend-verify (the new one replaces the old).
+import { X509Certificate } from 'node:crypto';
+import type { SessionWithIdentity } from '../auth/api-sessions.js';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { ApiError } from '../errors.js';
+import { isSet } from '../../store/json.js';
+import { fingerprintOf } from './certs.js';
+import { signClientCsr } from './client-certs.js';
+
+const refuse = (why: string) => new ApiError(401, 'UNAUTHORIZED', why);
+
+async function ownCertAuthenticator(ctx: Ctx, session: SessionWithIdentity | undefined, id: string) {
+  if (!session) throw refuse('Certificate extension needs an API session');
+  const a = await ctx.store.db.selectFrom('authenticators').selectAll().where('id', '=', id).where('identityId', '=', session.identityId).executeTakeFirst();
+  if (!a || a.method !== 'cert') throw refuse('No certificate authenticator of the calling identity has this id');
+  if (!isSet(a.isIssuedByNetwork)) throw refuse('Only certificates issued by this network can be extended');
+  return a;
+}
+
+export async function extendCertificate(ctx: Ctx, session: SessionWithIdentity | undefined, id: string, csrPem: string) {
+  await ownCertAuthenticator(ctx, session, id);
+  // The session must have been opened with this very certificate.
+  if (!isSet(session!.isCertExtendable) || session!.authenticatorId !== id) {
+    throw refuse('Authenticate with the certificate to extend (method=cert) before extending it');
+  }
+  const { pem, fingerprint } = signClientCsr(ctx, csrPem, session!.identityId);
+  await ctx.store.db.updateTable('authenticators').set({ unverifiedCertPem: pem, unverifiedFingerprint: fingerprint, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
+  return { ca: ctx.pki.caBundlePem, clientCert: pem };
+}
+
+export async function verifyExtendedCertificate(ctx: Ctx, session: SessionWithIdentity | undefined, id: string, certPem: string) {
+  const a = await ownCertAuthenticator(ctx, session, id);
+  let fingerprint: string;
+  try {
+    fingerprint = fingerprintOf(new X509Certificate(certPem).toString());
+  } catch {
+    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'clientCert is not a PEM certificate');
+  }
+  if (!a.unverifiedFingerprint || a.unverifiedFingerprint !== fingerprint) throw refuse('clientCert is not the certificate returned by the last extend request');
+  await ctx.store.db
+    .updateTable('authenticators')
+    .set({ certPem: a.unverifiedCertPem, fingerprint, unverifiedCertPem: null, unverifiedFingerprint: null, updatedAt: iso(ctx.clock.now()) })
+    .where('id', '=', id)
+    .where('unverifiedFingerprint', '=', fingerprint)
+    .execute();
+}

@@ -1,0 +1,136 @@
+import { randomUUID, X509Certificate } from 'node:crypto';
+import { Type } from 'typebox';
+import type { Tx } from '../../store/db.js';
+import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import type { Ctx } from '../context.js';
+import { ApiError } from '../errors.js';
+import { fingerprintOf } from '../pki/certs.js';
+import { defineResource, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
+
+export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
+
+const Roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 1000 });
+const ExternalIdClaim = Type.Object(
+  {
+    location: Nullable(Type.Union(['COMMON_NAME', 'SAN_URI', 'SAN_EMAIL'].map((v) => Type.Literal(v)))),
+    matcher: Nullable(Type.Union(['ALL', 'PREFIX', 'SUFFIX', 'SCHEME'].map((v) => Type.Literal(v)))),
+    matcherCriteria: Nullable(Type.String({ maxLength: 1024 })),
+    parser: Nullable(Type.Union(['NONE', 'SPLIT'].map((v) => Type.Literal(v)))),
+    parserCriteria: Nullable(Type.String({ maxLength: 1024 })),
+    index: Nullable(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+const Format = Type.String({ minLength: 1, maxLength: 255 });
+const flags = { isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean() };
+
+export const caCreate = Type.Object(
+  { name: Name, certPem: Type.String({ minLength: 1, maxLength: 65536 }), identityRoles: Roles, identityNameFormat: Type.Optional(Format), externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags },
+  { additionalProperties: false },
+);
+export const caUpdate = Type.Object(
+  { name: Name, identityRoles: Roles, identityNameFormat: Format, externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags },
+  { additionalProperties: false },
+);
+export const caPatch = Type.Object(
+  {
+    name: Type.Optional(Nullable(Name)), identityRoles: Type.Optional(Nullable(Roles)), identityNameFormat: Type.Optional(Nullable(Format)),
+    externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags),
+    isAutoCaEnrollmentEnabled: Type.Optional(Nullable(Type.Boolean())), isOttCaEnrollmentEnabled: Type.Optional(Nullable(Type.Boolean())), isAuthEnabled: Type.Optional(Nullable(Type.Boolean())),
+  },
+  { additionalProperties: false },
+);
+export const caDetail = Type.Object({
+  ...baseFields, name: Type.String(), certPem: Type.String(), fingerprint: Type.String(), isVerified: Type.Boolean(), verificationToken: Type.Optional(Type.String()),
+  identityRoles: Type.Array(Type.String()), identityNameFormat: Type.String(), externalIdClaim: Type.Optional(Nullable(Type.Unsafe({ type: 'object', additionalProperties: true }))),
+  isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean(),
+});
+
+/** A CA certificate: parses, and is marked as a CA. */
+export function parseCaCert(pem: string): X509Certificate {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pem);
+  } catch {
+    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'certPem is not a PEM-encoded X.509 certificate', { field: 'certPem', reason: 'not a certificate' });
+  }
+  if (!cert.ca) throw new ApiError(400, 'CERTIFICATE_IS_NOT_CA', 'certPem is not a CA certificate (its basic constraints do not say CA:TRUE)', { field: 'certPem', reason: 'not a CA' });
+  return cert;
+}
+
+async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
+  const out: Row = {};
+  const set = (k: string, v: unknown) => {
+    if (mode !== 'patch' || (k in input && input[k] !== null)) out[k] = v;
+  };
+  if (mode === 'create') {
+    parseCaCert(input.certPem);
+    const fingerprint = fingerprintOf(input.certPem);
+    const dup = await tx.selectFrom('cas').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
+    if (dup) throw new ApiError(409, 'CERT_IN_USE', `This certificate is already the CA '${dup.id}'`);
+    Object.assign(out, { certPem: input.certPem, fingerprint, verificationToken: randomUUID(), isVerified: 0 });
+  }
+  set('name', input.name);
+  set('identityRoles', toJson(input.identityRoles ?? [], []));
+  set('identityNameFormat', input.identityNameFormat ?? DEFAULT_IDENTITY_NAME_FORMAT);
+  if (mode !== 'patch' || 'externalIdClaim' in input) out.externalIdClaim = input.externalIdClaim ? JSON.stringify(input.externalIdClaim) : null;
+  for (const f of ['isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'isAuthEnabled']) set(f, bit(input[f]));
+  return out;
+}
+
+export const cas = defineResource({
+  name: 'ca',
+  plural: 'cas',
+  table: 'cas',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)',
+  schemas: { detail: caDetail, create: caCreate, update: caUpdate, patch: caPatch },
+  filterable: {
+    id: { column: 'e.id', type: 'string', sortable: true },
+    name: { column: 'e.name', type: 'string', sortable: true },
+    fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
+    isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true },
+    isAuthEnabled: { column: 'e.is_auth_enabled', type: 'boolean', sortable: true },
+    isAutoCaEnrollmentEnabled: { column: 'e.is_auto_ca_enrollment_enabled', type: 'boolean', sortable: true },
+    isOttCaEnrollmentEnabled: { column: 'e.is_ott_ca_enrollment_enabled', type: 'boolean', sortable: true },
+    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
+    tags: { column: 'e.tags', type: 'tags' },
+  },
+  toDetail: (r) => ({
+    id: r.id, _links: { ...selfLink('cas', r.id), verify: { href: `./cas/${r.id}/verify`, method: 'POST' }, jwt: { href: `./cas/${r.id}/jwt` } },
+    createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
+    // The token is only of use (and only shown) until the CA is verified.
+    ...(isSet(r.isVerified) ? {} : { verificationToken: r.verificationToken }),
+    identityRoles: fromJson(r.identityRoles, []), identityNameFormat: r.identityNameFormat, externalIdClaim: fromJson(r.externalIdClaim, null),
+    isAutoCaEnrollmentEnabled: isSet(r.isAutoCaEnrollmentEnabled), isOttCaEnrollmentEnabled: isSet(r.isOttCaEnrollmentEnabled), isAuthEnabled: isSet(r.isAuthEnabled),
+  }),
+  toRow,
+  cli: { columns: ['id', 'name', 'isVerified', 'isAuthEnabled', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'fingerprint'] },
+});
+
+/** POST /cas/{id}/verify: a certificate signed by the CA whose common name is the verification token. */
+export async function verifyCa(ctx: Ctx, id: string, pem: unknown) {
+  const ca = await ctx.store.db.selectFrom('cas').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!ca) throw new ApiError(404, 'NOT_FOUND', `The ca with id '${id}' was not found`);
+  if (isSet(ca.isVerified)) throw new ApiError(409, 'CA_ALREADY_VERIFIED', 'This CA is already verified');
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(String(pem ?? ''));
+  } catch {
+    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'The body must be a PEM certificate (Content-Type text/plain) signed by the CA');
+  }
+  const anchor = new X509Certificate(ca.certPem);
+  if (!cert.checkIssued(anchor) || !cert.verify(anchor.publicKey)) {
+    throw new ApiError(400, 'CERT_FAILED_VALIDATION', 'The verification certificate is not signed by this CA');
+  }
+  const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1];
+  if (cn !== ca.verificationToken) {
+    throw new ApiError(400, 'INVALID_COMMON_NAME', `The verification certificate's common name must be the CA's verificationToken, got '${cn ?? ''}'`);
+  }
+  const res = await ctx.store.db.updateTable('cas').set({ isVerified: 1, updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).where('isVerified', '=', 0).executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) throw new ApiError(409, 'CA_ALREADY_VERIFIED', 'This CA is already verified');
+}

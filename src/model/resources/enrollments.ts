@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { Tx } from '../../store/db.js';
+import { fromJson } from '../../store/json.js';
+import type { Ctx } from '../context.js';
+import { ApiError, conflict, invalidField } from '../errors.js';
+import { hashSecret } from '../ids.js';
+import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
+import { defineResource, entityRef, selfLink, type Row } from '../resource.js';
+import { baseFields, DateTime, EntityRef, Nullable, Username } from '../schemas/common.js';
+
+const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
+export const enrollmentCreate = Type.Object(
+  { identityId: Type.String({ minLength: 1, maxLength: 64 }), method: Method, expiresAt: DateTime, caId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))), username: Type.Optional(Nullable(Username)) },
+  { additionalProperties: false },
+);
+export const enrollmentRefresh = Type.Object({ expiresAt: DateTime }, { additionalProperties: false });
+export const enrollmentDetail = Type.Object({
+  ...baseFields, method: Type.String(), token: Type.String(), jwt: Type.String(), expiresAt: Type.String(),
+  identityId: Type.Optional(Type.String()), identity: Type.Optional(EntityRef), caId: Nullable(Type.String()), ca: Type.Optional(EntityRef), username: Type.Optional(Type.String()),
+});
+
+/** Which authenticator method an enrollment method produces. */
+const producesMethod = (m: string) => (m === 'updb' ? 'updb' : 'cert');
+
+export interface NewEnrollment {
+  identityId: string;
+  method: 'ott' | 'ottca' | 'updb';
+  expiresAt: Date;
+  caId?: string | null;
+  username?: string | null;
+}
+
+/** Checks and column values of a new enrollment (its JWT included). One outstanding per method per identity. */
+export async function enrollmentValues(tx: Tx, ctx: Ctx, e: NewEnrollment): Promise<Row> {
+  if (e.expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', e.expiresAt.toISOString());
+  const identity = await tx.selectFrom('identities').select('id').where('id', '=', e.identityId).executeTakeFirst();
+  if (!identity) throw invalidField('identityId', `no identity has the id '${e.identityId}'`, e.identityId);
+  const outstanding = await tx.selectFrom('enrollments').select('id').where('identityId', '=', e.identityId).where('method', '=', e.method).executeTakeFirst();
+  if (outstanding) throw conflict('ENROLLMENT_EXISTS', `The identity already has an outstanding ${e.method} enrollment (${outstanding.id}): refresh or delete it`);
+  const has = await tx.selectFrom('authenticators').select('id').where('identityId', '=', e.identityId).where('method', '=', producesMethod(e.method)).executeTakeFirst();
+  if (has) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', `The identity already has a ${producesMethod(e.method)} authenticator`);
+  let caId: string | null = null;
+  let username: string | null = null;
+  if (e.method === 'ottca') {
+    if (!e.caId) throw invalidField('caId', 'is required for method ottca');
+    const ca = await tx.selectFrom('cas').select('id').where('id', '=', e.caId).executeTakeFirst();
+    if (!ca) throw invalidField('caId', `no CA has the id '${e.caId}'`, e.caId);
+    caId = e.caId;
+  } else if (e.caId) {
+    throw invalidField('caId', 'applies to method ottca only', e.caId);
+  }
+  if (e.method === 'updb') {
+    if (!e.username) throw invalidField('username', 'is required for method updb');
+    const taken = await tx.selectFrom('authenticators').select('id').where('username', '=', e.username).executeTakeFirst();
+    const pending = await tx.selectFrom('enrollments').select('id').where('username', '=', e.username).executeTakeFirst();
+    if (taken || pending) throw invalidField('username', `'${e.username}' is already taken`, e.username);
+    username = e.username;
+  } else if (e.username) {
+    throw invalidField('username', 'applies to method updb only', e.username);
+  }
+  const token = randomUUID();
+  const jwt = await signEnrollmentJwt(ctx, { subject: e.identityId, token, method: e.method as EnrollMethod, expiresAt: e.expiresAt, caId });
+  return { identityId: e.identityId, method: e.method, tokenHash: hashSecret(token), jwt, expiresAt: e.expiresAt.toISOString(), caId, username };
+}
+
+export async function insertEnrollment(tx: Tx, ctx: Ctx, id: string, e: NewEnrollment) {
+  const now = ctx.clock.now().toISOString();
+  await tx.insertInto('enrollments').values({ id, createdAt: now, updatedAt: now, tags: '{}', ...(await enrollmentValues(tx, ctx, e)) } as never).execute();
+}
+
+/** New token, JWT and window for an enrollment; the old token stops working at once. */
+export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
+  await ctx.store.db.transaction().execute(async (tx) => {
+    const row = await tx.selectFrom('enrollments').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw new ApiError(404, 'NOT_FOUND', `The enrollment with id '${id}' was not found`);
+    if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
+    const token = randomUUID();
+    const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId });
+    await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt, expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
+  });
+}
+
+export function enrollmentDetailOf(r: Row) {
+  return {
+    id: r.id, _links: { ...selfLink('enrollments', r.id), refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } },
+    createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    method: r.method, token: tokenOf(r.jwt), jwt: r.jwt, expiresAt: r.expiresAt,
+    ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
+    caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
+    ...(r.username ? { username: r.username } : {}),
+  };
+}
+
+export const enrollments = defineResource({
+  name: 'enrollment',
+  plural: 'enrollments',
+  table: 'enrollments',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'delete'],
+  description: 'Outstanding enrollments: one-time tokens (as JWTs) that let an identity obtain its certificate or password',
+  schemas: { detail: enrollmentDetail, create: enrollmentCreate },
+  filterable: {
+    id: { column: 'e.id', type: 'string', sortable: true },
+    method: { column: 'e.method', type: 'string', sortable: true },
+    identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+    caId: { column: 'e.ca_id', type: 'string', sortable: true },
+    username: { column: 'e.username', type: 'string', sortable: true },
+    expiresAt: { column: 'e.expires_at', type: 'datetime', sortable: true },
+    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
+    tags: { column: 'e.tags', type: 'tags' },
+  },
+  detailQuery: (db) =>
+    db.selectFrom('enrollments as e').leftJoin('identities as i', 'i.id', 'e.identityId').leftJoin('cas as c', 'c.id', 'e.caId').selectAll('e').select(['i.name as identityName', 'c.name as caName']) as never,
+  toDetail: (r) => enrollmentDetailOf(r),
+  toRow: async (input, _mode, tx, ctx) => enrollmentValues(tx, ctx, { ...(input as NewEnrollment), expiresAt: new Date(input.expiresAt) }),
+  cli: { columns: ['id', 'method', 'identity.name', 'username', 'expiresAt'] },
+});
+
+export const isExpired = (ctx: Ctx, r: { expiresAt: string }) => Date.parse(r.expiresAt) <= ctx.clock.now().getTime();

@@ -1,0 +1,146 @@
+// Enrollment endpoints of the client API: public (the token or the certificate is the credential).
+import { sign } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Ctx } from '../../../model/context.js';
+import { ApiError } from '../../../model/errors.js';
+import { presentedCertificates } from '../../../model/pki/client-certs.js';
+import { enrollCa, enrollOtt, enrollOttCa, enrollUpdb } from '../../../model/pki/enroll.js';
+import { Empty, Envelope, Password } from '../../../model/schemas/common.js';
+import { errors } from '../../crud.js';
+import { empty, ok } from '../../envelope.js';
+
+const pub = { access: 'public' as const };
+const tags = ['Enroll'];
+const TokenQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 255 })), method: Type.Optional(Type.String({ maxLength: 16 })) });
+const Certs = Type.Object({ ca: Type.String(), cert: Type.String() });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const tokenOf = (req: FastifyRequest) => {
+  const q = (req.query as { token?: string }).token;
+  const b = req.body && typeof req.body === 'object' ? (req.body as { token?: unknown }).token : undefined;
+  return q ?? (typeof b === 'string' ? b : undefined);
+};
+
+/** The CSR of a legacy /enroll call: a PEM body, or JSON with csr / clientCsr. */
+function csrOf(body: unknown): unknown {
+  if (typeof body === 'string') return body;
+  if (body && typeof body === 'object') return (body as { csr?: unknown; clientCsr?: unknown }).clientCsr ?? (body as { csr?: unknown }).csr;
+  return undefined;
+}
+
+export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
+  app.post(
+    '/enroll',
+    {
+      config: pub,
+      schema: {
+        operationId: 'enroll', tags, summary: 'Enroll with a one-time token (method from the token or ?method=): ott takes a PEM CSR body and answers the certificate PEM',
+        querystring: TokenQuery, consumes: ['application/pkcs10', 'application/x-pem-file', 'text/plain', 'application/json'], produces: ['application/x-pem-file', 'application/json'],
+        response: errors(400, 404, 409),
+      },
+    },
+    async (req, reply) => {
+      const { method } = req.query as { method?: string };
+      const token = tokenOf(req);
+      if (method === 'updb') {
+        const password = (req.body as { password?: unknown } | undefined)?.password;
+        if (typeof password !== 'string' || password.length < 5 || password.length > 100) throw new ApiError(400, 'COULD_NOT_VALIDATE', 'password must be a string of 5 to 100 characters', { field: 'password', reason: 'length 5 to 100' });
+        await enrollUpdb(ctx, token, password);
+        return empty();
+      }
+      if (method === 'ottca') {
+        await enrollOttCa(ctx, token, presentedCertificates(req.raw.socket));
+        return empty();
+      }
+      if (method === 'ca') {
+        await enrollCa(ctx, presentedCertificates(req.raw.socket));
+        return empty();
+      }
+      if (method && method !== 'ott') throw new ApiError(400, 'INVALID_ENROLL_METHOD', `Unknown enrollment method '${method}': use ott, ottca, updb or ca`);
+      const certs = await enrollOtt(ctx, token, csrOf(req.body));
+      const accept = String(req.headers.accept ?? '');
+      if (/application\/json/.test(accept) && !/x-pem-file|\*\/\*/.test(accept)) return ok(certs);
+      return reply.type('application/x-pem-file').send(certs.cert);
+    },
+  );
+
+  app.post(
+    '/enroll/ott',
+    {
+      config: pub,
+      schema: {
+        operationId: 'enrollOtt', tags, summary: 'Enroll with a one-time token and a CSR: answers the client certificate and the CA bundle',
+        querystring: TokenQuery,
+        body: Type.Optional(Type.Object({ token: Type.Optional(Type.String({ maxLength: 255 })), clientCsr: Type.String({ minLength: 1, maxLength: 65536 }) })),
+        response: { 200: Envelope(Certs), ...errors(400, 404, 409) },
+      },
+    },
+    async (req) => ok(await enrollOtt(ctx, tokenOf(req), csrOf(req.body))),
+  );
+
+  app.post(
+    '/enroll/updb',
+    {
+      config: pub,
+      schema: {
+        operationId: 'enrollUpdb', tags, summary: 'Enroll with a one-time token: set the password of the username the administrator chose',
+        querystring: TokenQuery, body: Type.Object({ password: Password, token: Type.Optional(Type.String({ maxLength: 255 })) }),
+        response: { 200: Envelope(Empty), ...errors(400, 404) },
+      },
+    },
+    async (req) => {
+      await enrollUpdb(ctx, tokenOf(req), (req.body as { password: string }).password);
+      return empty();
+    },
+  );
+
+  app.post(
+    '/enroll/ottca',
+    {
+      config: pub,
+      schema: { operationId: 'enrollOttCa', tags, summary: 'Enroll with a one-time token and a certificate from the enrollment\'s CA, presented over TLS', querystring: TokenQuery, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) } },
+    },
+    async (req) => {
+      await enrollOttCa(ctx, tokenOf(req), presentedCertificates(req.raw.socket));
+      return empty();
+    },
+  );
+
+  app.post(
+    '/enroll/ca',
+    {
+      config: pub,
+      schema: { operationId: 'enrollCa', tags, summary: 'CA auto-enrollment: a certificate from a verified CA, presented over TLS, creates its identity', response: { 200: Envelope(Empty), ...errors(400, 401, 409) } },
+    },
+    async (req) => {
+      await enrollCa(ctx, presentedCertificates(req.raw.socket));
+      return empty();
+    },
+  );
+
+  app.post(
+    '/enroll/challenge',
+    {
+      config: pub,
+      schema: {
+        operationId: 'enrollmentChallenge', tags, summary: 'Prove this controller holds an enrollment key: sign a nonce with the key named by keyId',
+        body: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 255 }), nonce: Type.String({ maxLength: 64 }) }),
+        response: { 200: Type.Object({ algorithm: Type.String(), caPool: Type.String(), kid: Type.String(), signature: Type.String() }), ...errors(400) },
+      },
+    },
+    async (req) => {
+      const { keyId, nonce } = req.body as { keyId: string; nonce: string };
+      if (!UUID.test(nonce)) throw new ApiError(400, 'INVALID_FIELD', 'nonce must be a UUID', { field: 'nonce', reason: 'must be a UUID', value: nonce });
+      if (keyId !== ctx.pki.signingJwk.kid) throw new ApiError(400, 'INVALID_FIELD', `No enrollment key has the id '${keyId}': see GET /enroll/jwks`, { field: 'keyId', reason: 'unknown key', value: keyId });
+      const signature = sign('sha256', Buffer.from(nonce), { key: ctx.pki.signingKey, dsaEncoding: 'ieee-p1363' });
+      return { algorithm: 'ES256', caPool: ctx.pki.caBundlePem, kid: keyId, signature: signature.toString('base64url') };
+    },
+  );
+
+  app.get(
+    '/enroll/jwks',
+    { config: pub, schema: { operationId: 'getEnrollmentJwks', tags, summary: 'The public keys that sign enrollment JWTs (no envelope)' } },
+    async () => ({ keys: [ctx.pki.signingJwk] }),
+  );
+}
