@@ -56,7 +56,7 @@ function signTbs(cert: forge.pki.Certificate, keyPem: string, spki?: forge.asn1.
     asn1.create(asn1.Class.UNIVERSAL, asn1.Type.BITSTRING, false, String.fromCharCode(0) + signature),
   ]);
   const der = asn1.toDer(certAsn1).getBytes();
-  return `-----BEGIN CERTIFICATE-----\n${forge.util.encode64(der, 64)}\n-----END CERTIFICATE-----\n`;
+  return `-----BEGIN CERTIFICATE-----\n${forge.util.encode64(der, 64).replace(/\r\n/g, '\n')}\n-----END CERTIFICATE-----\n`;
 }
 
 export function issueCertificate(o: IssueOptions): string {
