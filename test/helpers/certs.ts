@@ -1,5 +1,9 @@
-// Real X.509 fixtures made with node-forge in the test.
+// Real X.509 fixtures made in the test: keys, CSRs (EC through Node's crypto, RSA through node-forge),
+// and a third-party CA that issues certificates.
+import { createSign, generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';
+
+const a = forge.asn1;
 
 export function selfSignedCert(cn: string, o: { ca?: boolean } = {}) {
   const keys = forge.pki.rsa.generateKeyPair(1024);
@@ -13,4 +17,65 @@ export function selfSignedCert(cn: string, o: { ca?: boolean } = {}) {
   cert.setExtensions([{ name: 'basicConstraints', cA: !!o.ca }]);
   cert.sign(keys.privateKey, forge.md.sha256.create());
   return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** An EC P-256 key and a PKCS#10 request for it, as SDKs make them. */
+export function ecCsr(cn = 'client') {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const spki = a.fromDer(publicKey.export({ type: 'spki', format: 'der' }).toString('binary'));
+  const seq = (v: forge.asn1.Asn1[]) => a.create(a.Class.UNIVERSAL, a.Type.SEQUENCE, true, v);
+  const oid = (o: string) => a.create(a.Class.UNIVERSAL, a.Type.OID, false, a.oidToDer(o).getBytes());
+  const name = seq([a.create(a.Class.UNIVERSAL, a.Type.SET, true, [seq([oid('2.5.4.3'), a.create(a.Class.UNIVERSAL, a.Type.UTF8, false, cn)])])]);
+  const info = seq([a.create(a.Class.UNIVERSAL, a.Type.INTEGER, false, '\x00'), name, spki, a.create(a.Class.CONTEXT_SPECIFIC, 0, true, [])]);
+  const signer = createSign('sha256');
+  signer.update(Buffer.from(a.toDer(info).getBytes(), 'binary'));
+  const sig = signer.sign(privateKey).toString('binary');
+  const csr = seq([info, seq([oid('1.2.840.10045.4.3.2')]), a.create(a.Class.UNIVERSAL, a.Type.BITSTRING, false, '\x00' + sig)]);
+  const csrPem = `-----BEGIN CERTIFICATE REQUEST-----\n${forge.util.encode64(a.toDer(csr).getBytes(), 64)}\n-----END CERTIFICATE REQUEST-----\n`;
+  return { csrPem, keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+}
+
+/** An RSA key and CSR made by node-forge. */
+export function rsaCsr(cn = 'client') {
+  const keys = forge.pki.rsa.generateKeyPair(1024);
+  const req = forge.pki.createCertificationRequest();
+  req.publicKey = keys.publicKey;
+  req.setSubject([{ name: 'commonName', value: cn }]);
+  req.sign(keys.privateKey, forge.md.sha256.create());
+  return { csrPem: forge.pki.certificationRequestToPem(req), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** A third-party CA (as a company PKI would be) that can issue client certificates. */
+export class TestCa {
+  readonly keys = forge.pki.rsa.generateKeyPair(1024);
+  readonly cert: forge.pki.Certificate;
+  constructor(readonly name: string) {
+    const c = forge.pki.createCertificate();
+    c.publicKey = this.keys.publicKey;
+    c.serialNumber = '01' + forge.util.bytesToHex(forge.random.getBytesSync(8));
+    c.validity.notBefore = new Date(Date.now() - 60_000);
+    c.validity.notAfter = new Date(Date.now() + 10 * 86_400_000);
+    c.setSubject([{ name: 'commonName', value: name }]);
+    c.setIssuer([{ name: 'commonName', value: name }]);
+    c.setExtensions([{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true }, { name: 'subjectKeyIdentifier' }]);
+    c.sign(this.keys.privateKey, forge.md.sha256.create());
+    this.cert = c;
+  }
+  get pem() {
+    return forge.pki.certificateToPem(this.cert);
+  }
+  /** A client certificate with its key. */
+  issue(cn: string) {
+    const keys = forge.pki.rsa.generateKeyPair(1024);
+    const c = forge.pki.createCertificate();
+    c.publicKey = keys.publicKey;
+    c.serialNumber = '02' + forge.util.bytesToHex(forge.random.getBytesSync(8));
+    c.validity.notBefore = new Date(Date.now() - 60_000);
+    c.validity.notAfter = new Date(Date.now() + 5 * 86_400_000);
+    c.setSubject([{ name: 'commonName', value: cn }]);
+    c.setIssuer(this.cert.subject.attributes);
+    c.setExtensions([{ name: 'basicConstraints', cA: false }, { name: 'extKeyUsage', clientAuth: true }]);
+    c.sign(this.keys.privateKey, forge.md.sha256.create());
+    return { certPem: forge.pki.certificateToPem(c), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
+  }
 }
