@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/server/app.js';
 import { openDataDir, type Opened } from '../../src/server/controller.js';
+import { ecCsr } from '../helpers/certs.js';
 import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const onPostgres = !!process.env.ZTC_TEST_DB;
@@ -58,6 +59,19 @@ describe.skipIf(!onPostgres)('two controllers on one PostgreSQL database', () =>
       for (const r of results.filter((x) => x.status === 400)) expect(r.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'name' } });
       const rows = await nodes[0].opened.ctx.store.db.selectFrom('identities').select('id').where('name', '=', name).execute();
       expect(rows).toHaveLength(1);
+    }
+  });
+
+  it('accepts a one-time enrollment token raced through both controllers exactly once', async () => {
+    const token = (await call(0, 'POST', `${CLIENT}/authenticate?method=password`, undefined, ADMIN)).body.data.token;
+    for (let round = 0; round < 8; round++) {
+      const id = (await call(0, 'POST', `${MGMT}/identities`, token, { name: `ott-race-${round}`, type: 'Device', isAdmin: false, enrollment: { ott: true } })).body.data.id;
+      const ott = (await call(1, 'GET', `${MGMT}/identities/${id}`, token)).body.data.enrollment.ott.token;
+      const results = await Promise.all([0, 1, 0, 1].map((n) => call(n, 'POST', `${CLIENT}/enroll/ott`, undefined, { token: ott, clientCsr: ecCsr(`r${round}`).csrPem })));
+      expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+      for (const r of results.filter((x) => x.status !== 200)) expect([404, 409]).toContain(r.status);
+      const certs = await nodes[0].opened.ctx.store.db.selectFrom('authenticators').select('id').where('identityId', '=', id).execute();
+      expect(certs).toHaveLength(1);
     }
   });
 
