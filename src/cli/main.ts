@@ -3,10 +3,10 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { ApiError } from '../model/errors.js';
 import { authenticators } from '../model/resources/authenticators.js';
-import { identities } from '../model/resources/identities.js';
 import { identityTypes } from '../model/resources/identity-types.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
+import { caCommand, enrollCommand, enrollmentCommand, identityCommand } from './commands/pki.js';
 import { serveCommand } from './commands/serve.js';
 import { loginCommand, logoutCommand, versionCommand } from './commands/session.js';
 import { CliError } from './transport.js';
@@ -21,9 +21,12 @@ export function program(): Command {
   p.addCommand(loginCommand());
   p.addCommand(logoutCommand());
   p.addCommand(versionCommand());
-  p.addCommand(resourceCommand(identities, { type: 'User', isAdmin: false }));
+  p.addCommand(identityCommand());
   p.addCommand(resourceCommand(identityTypes));
   p.addCommand(resourceCommand(authenticators));
+  p.addCommand(caCommand());
+  p.addCommand(enrollmentCommand());
+  p.addCommand(enrollCommand());
   return p;
 }
 

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
+import { TestCa } from '../helpers/certs.js';
 import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const bin = path.resolve('bin/ztc');
@@ -105,6 +106,41 @@ describe('ztc against a running controller', () => {
     expect(rows.map((r: { name: string }) => r.name)).toContain('remote-1');
     const version = JSON.parse((await ztc('version', '-o', 'json')).stdout);
     expect(version).toMatchObject({ controller: expect.stringMatching(/^v\d/), target: url });
+
+    // Enrollment end to end: the admin makes a JWT, the device enrolls with it and gets an identity file.
+    const jwtFile = path.join(home, 'dev-cli.jwt');
+    const made = await ztc('identity', 'create', 'dev-cli', '--type', 'Device', '--enroll', 'ott', '-o', jwtFile);
+    expect(made.stdout).toMatch(/ott enrollment JWT written to .*dev-cli\.jwt/);
+    expect(fs.statSync(jwtFile).mode & 0o777).toBe(0o600);
+    const enrolled = await ztc('enroll', jwtFile);
+    expect(enrolled.stderr).toBe('');
+    expect(enrolled.stdout).toMatch(/identity file written to .*dev-cli\.json/);
+    const idFile = JSON.parse(fs.readFileSync(path.join(home, 'dev-cli.json'), 'utf8'));
+    expect(idFile.ztAPI).toBe(`https://localhost:${running.ctx.config.port}/edge/client/v1`);
+    expect(idFile.id.cert).toMatch(/^pem:-----BEGIN CERTIFICATE-----/);
+    expect(fs.statSync(path.join(home, 'dev-cli.json')).mode & 0o777).toBe(0o600);
+    const again = await ztc('enroll', jwtFile);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/unknown or has already been used/);
+    const shown = JSON.parse((await ztc('identity', 'get', 'dev-cli', '-o', 'json')).stdout);
+    expect(shown.authenticators.cert.fingerprint).toMatch(/^[0-9a-f]{40}$/);
+
+    // CAs and enrollments from the CLI.
+    const ca = new TestCa('CLI CA');
+    fs.writeFileSync(path.join(home, 'ca.pem'), ca.pem);
+    expect((await ztc('ca', 'create', 'cli-ca', '--cert-pem', `@${path.join(home, 'ca.pem')}`, '--is-auth-enabled')).code).toBe(0);
+    const caRow = JSON.parse((await ztc('ca', 'get', 'cli-ca', '-o', 'json')).stdout);
+    expect(caRow).toMatchObject({ isVerified: false, isAuthEnabled: true });
+    fs.writeFileSync(path.join(home, 'verify.pem'), ca.issue(caRow.verificationToken).certPem);
+    const verified = await ztc('ca', 'verify', 'cli-ca', '--cert', path.join(home, 'verify.pem'));
+    expect(verified.stdout).toMatch(/verified CA cli-ca/);
+    expect(JSON.parse((await ztc('ca', 'get', caRow.id, '-o', 'json')).stdout).isVerified).toBe(true);
+    expect((await ztc('ca', 'jwt', 'cli-ca')).stdout).toMatch(/^ey[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    expect((await ztc('identity', 'create', 'pending-user', '--enroll', 'updb')).code).toBe(0);
+    const pending = JSON.parse((await ztc('enrollment', 'list', 'method = "updb"', '-o', 'json')).stdout);
+    expect(pending.map((e: { username: string }) => e.username)).toContain('pending-user');
+    const refreshed = await ztc('enrollment', 'refresh', pending[0].id, '--minutes', '30');
+    expect(refreshed.stdout).toMatch(/refreshed enrollment/);
 
     expect((await ztc('logout')).stdout).toMatch(/logged out/);
     const after = await ztc('identity', 'list');

@@ -1,9 +1,7 @@
 // Real X.509 fixtures made in the test: keys, CSRs (EC through Node's crypto, RSA through node-forge),
 // and a third-party CA that issues certificates.
-import { createSign, generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';
-
-const a = forge.asn1;
+import { newKeyAndCsr } from '../../src/model/pki/csr.js';
 
 export function selfSignedCert(cn: string, o: { ca?: boolean } = {}) {
   const keys = forge.pki.rsa.generateKeyPair(1024);
@@ -19,21 +17,8 @@ export function selfSignedCert(cn: string, o: { ca?: boolean } = {}) {
   return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
 }
 
-/** An EC P-256 key and a PKCS#10 request for it, as SDKs make them. */
-export function ecCsr(cn = 'client') {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const spki = a.fromDer(publicKey.export({ type: 'spki', format: 'der' }).toString('binary'));
-  const seq = (v: forge.asn1.Asn1[]) => a.create(a.Class.UNIVERSAL, a.Type.SEQUENCE, true, v);
-  const oid = (o: string) => a.create(a.Class.UNIVERSAL, a.Type.OID, false, a.oidToDer(o).getBytes());
-  const name = seq([a.create(a.Class.UNIVERSAL, a.Type.SET, true, [seq([oid('2.5.4.3'), a.create(a.Class.UNIVERSAL, a.Type.UTF8, false, cn)])])]);
-  const info = seq([a.create(a.Class.UNIVERSAL, a.Type.INTEGER, false, '\x00'), name, spki, a.create(a.Class.CONTEXT_SPECIFIC, 0, true, [])]);
-  const signer = createSign('sha256');
-  signer.update(Buffer.from(a.toDer(info).getBytes(), 'binary'));
-  const sig = signer.sign(privateKey).toString('binary');
-  const csr = seq([info, seq([oid('1.2.840.10045.4.3.2')]), a.create(a.Class.UNIVERSAL, a.Type.BITSTRING, false, '\x00' + sig)]);
-  const csrPem = `-----BEGIN CERTIFICATE REQUEST-----\n${forge.util.encode64(a.toDer(csr).getBytes(), 64)}\n-----END CERTIFICATE REQUEST-----\n`;
-  return { csrPem, keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
-}
+/** An EC P-256 key and a PKCS#10 request for it, as SDKs (and `ztc enroll`) make them. */
+export const ecCsr = (cn = 'client') => newKeyAndCsr(cn);
 
 /** An RSA key and CSR made by node-forge. */
 export function rsaCsr(cn = 'client') {

@@ -1,5 +1,6 @@
 // `ztc <resource> list|get|create|update|delete`, generated from the resource declarations:
 // flags come from the create/patch schemas, table columns from the declaration.
+import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import type { ResourceDecl } from '../../model/resource.js';
 import { print, parseFormat, progress } from '../output.js';
@@ -59,7 +60,18 @@ function parseMap(text: string): Record<string, unknown> {
   );
 }
 
+/** `@path` reads a file (as curl does): `--cert-pem @ca.pem`. */
+export function fileOrValue(raw: string): string {
+  if (!raw.startsWith('@')) return raw;
+  try {
+    return fs.readFileSync(raw.slice(1), 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read ${raw.slice(1)}: ${(e as Error).message}`);
+  }
+}
+
 function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
+  if (k === 'string' && typeof raw === 'string') return fileOrValue(raw);
   if (k === 'boolean') return raw === true || raw === 'true';
   if (k === 'number') {
     const n = Number(raw);
@@ -110,7 +122,7 @@ export async function withTransport<T>(opts: CommonOpts, fn: (t: Transport) => P
 }
 
 /** Accept an id or a unique name. */
-async function resolveId(t: Transport, decl: ResourceDecl, ref: string): Promise<string> {
+export async function resolveId(t: Transport, decl: ResourceDecl, ref: string): Promise<string> {
   const direct = await t.request('GET', `${API}/${decl.plural}/${encodeURIComponent(ref)}`);
   if (direct.status === 200) return ref;
   if (!('name' in decl.filterable)) return ref;
@@ -121,7 +133,15 @@ async function resolveId(t: Transport, decl: ResourceDecl, ref: string): Promise
   throw new CliError(rows.length ? `More than one ${decl.name} is named '${ref}': use its id` : `No ${decl.name} has the id or name '${ref}': see \`ztc ${kebab(decl.name.replace(/ /g, '-'))} list\``);
 }
 
-export function resourceCommand(decl: ResourceDecl, defaults: Record<string, unknown> = {}): Command {
+/**
+ * `defaults` fill required fields a person rarely wants to type (a function: computed per call).
+ * `onCreated` may act on the new entity (e.g. write its enrollment JWT) and decide what is printed.
+ */
+export function resourceCommand(
+  decl: ResourceDecl,
+  defaults: Record<string, unknown> | (() => Record<string, unknown>) = {},
+  extend?: { createOptions?: (c: Command) => void; onCreated?: (t: Transport, id: string, opts: Record<string, unknown>) => Promise<boolean> },
+): Command {
   const noun = decl.name.replace(/ /g, '-');
   const cmd = new Command(noun).description(decl.description);
   const base = `${API}/${decl.plural}`;
@@ -159,14 +179,20 @@ export function resourceCommand(decl: ResourceDecl, defaults: Record<string, unk
     const c = targetOptions(cmd.command('create').description(`create ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`));
     if (named) c.argument('<name>');
     const read = schemaFlags(c, schema, named ? ['name'] : []);
+    extend?.createOptions?.(c);
     c.action(async (...args: unknown[]) => {
       const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
-      const format = parseFormat(opts.output);
-      const body = { ...defaults, ...read(opts), ...(named ? { name: args[0] } : {}) };
-      const created = await withTransport(opts, async (t) => expectOk(await t.request('POST', base, body), `Creating ${decl.name}`));
-      const data = created?.data as { id: string };
-      if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
-      else print(data, format);
+      // With onCreated, -o may name a file for it (identity create --enroll ott -o FILE.jwt).
+      const fileOut = !!extend?.onCreated && !!opts.output && !['table', 'json', 'yaml'].includes(String(opts.output));
+      const format = fileOut ? 'table' : parseFormat(opts.output);
+      const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...read(opts), ...(named ? { name: args[0] } : {}) };
+      await withTransport(opts, async (t) => {
+        const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
+        const data = created?.data as { id: string };
+        if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
+        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
+        else print(data, format);
+      });
     });
   }
   if (has('patch') && decl.schemas.patch) {

@@ -1,6 +1,6 @@
 // PKCS#10 requests of any key type (RSA, EC, Ed25519). node-forge's CSR object only knows RSA, so the
 // ASN.1 is read with forge and the request's signature is checked with Node's native crypto.
-import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, createSign, generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
 import { ApiError } from '../errors.js';
 
@@ -80,4 +80,19 @@ function commonNameOf(name: forge.asn1.Asn1): string | undefined {
 export function keyIdentifier(spki: forge.asn1.Asn1): string {
   const bits = ((spki.value as forge.asn1.Asn1[])[1].value as string).slice(1);
   return createHash('sha1').update(Buffer.from(bits, 'binary')).digest('binary');
+}
+
+/** A new EC P-256 key and a PKCS#10 request for it (what `ztc enroll` sends). */
+export function newKeyAndCsr(cn: string) {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const a = forge.asn1;
+  const seq = (v: forge.asn1.Asn1[]) => a.create(a.Class.UNIVERSAL, a.Type.SEQUENCE, true, v);
+  const oid = (o: string) => a.create(a.Class.UNIVERSAL, a.Type.OID, false, a.oidToDer(o).getBytes());
+  const spki = a.fromDer(publicKey.export({ type: 'spki', format: 'der' }).toString('binary'));
+  const name = seq([a.create(a.Class.UNIVERSAL, a.Type.SET, true, [seq([oid('2.5.4.3'), a.create(a.Class.UNIVERSAL, a.Type.UTF8, false, forge.util.encodeUtf8(cn))])])]);
+  const info = seq([a.create(a.Class.UNIVERSAL, a.Type.INTEGER, false, '\x00'), name, spki, a.create(a.Class.CONTEXT_SPECIFIC, 0, true, [])]);
+  const sig = createSign('sha256').update(Buffer.from(a.toDer(info).getBytes(), 'binary')).sign(privateKey).toString('binary');
+  const csr = seq([info, seq([oid('1.2.840.10045.4.3.2')]), a.create(a.Class.UNIVERSAL, a.Type.BITSTRING, false, '\x00' + sig)]);
+  const csrPem = `-----BEGIN CERTIFICATE REQUEST-----\n${forge.util.encode64(a.toDer(csr).getBytes(), 64)}\n-----END CERTIFICATE REQUEST-----\n`;
+  return { csrPem, keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
 }

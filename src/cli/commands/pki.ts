@@ -1,0 +1,132 @@
+// CA, enrollment and identity-enrollment commands beyond the generic ones, and the client-side
+// `ztc enroll`: from an enrollment JWT to an identity file.
+import fs from 'node:fs';
+import { Command, Option } from 'commander';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { newKeyAndCsr } from '../../model/pki/csr.js';
+import { cas } from '../../model/resources/cas.js';
+import { enrollments } from '../../model/resources/enrollments.js';
+import { identities } from '../../model/resources/identities.js';
+import { print, parseFormat } from '../output.js';
+import { CliError, expectOk, httpsCall, type Transport } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+import { fileOrValue, resolveId, resourceCommand, withTransport } from './resources.js';
+import { certsFromPkcs7 } from './session.js';
+
+const API = '/edge/management/v1';
+const inMinutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
+
+export function caCommand(): Command {
+  const cmd = resourceCommand(cas, { identityRoles: [], isAuthEnabled: false, isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false });
+  targetOptions(cmd.command('verify').description('verify a CA with a certificate it signed whose common name is the CA\'s verificationToken'))
+    .argument('<id-or-name>')
+    .requiredOption('--cert <file>', 'PEM certificate signed by the CA')
+    .action(async (ref: string, opts: CommonOpts & { cert: string }) => {
+      const pem = fileOrValue(`@${opts.cert}`);
+      await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/cas/${encodeURIComponent(await resolveId(t, cas, ref))}/verify`, pem, { 'content-type': 'text/plain' }), `Verifying CA '${ref}'`));
+      process.stdout.write(`verified CA ${ref}\n`);
+    });
+  targetOptions(cmd.command('jwt').description('print (or save with --file) the CA auto-enrollment JWT'))
+    .argument('<id-or-name>')
+    .option('--file <path>', 'write the JWT to this file')
+    .action(async (ref: string, opts: CommonOpts & { file?: string }) => {
+      const jwt = await withTransport(opts, async (t) => {
+        const r = await t.request('GET', `${API}/cas/${encodeURIComponent(await resolveId(t, cas, ref))}/jwt`, undefined, { accept: 'application/jwt' });
+        if (r.status !== 200) expectOk(r, `Reading the JWT of CA '${ref}'`);
+        return r.text;
+      });
+      if (opts.file) fs.writeFileSync(opts.file, jwt + '\n', { mode: 0o600 });
+      else process.stdout.write(jwt + '\n');
+    });
+  return cmd;
+}
+
+export function enrollmentCommand(): Command {
+  const cmd = resourceCommand(enrollments, () => ({ expiresAt: inMinutes(180) }));
+  targetOptions(cmd.command('refresh').description('new token and JWT for an enrollment (the old token stops working)'))
+    .argument('<id>')
+    .option('--expires-at <date-time>', 'new expiry (default: 180 minutes from now)')
+    .option('--minutes <n>', 'new expiry in minutes from now')
+    .action(async (id: string, opts: CommonOpts & { expiresAt?: string; minutes?: string }) => {
+      const format = parseFormat(opts.output);
+      const expiresAt = opts.expiresAt ?? inMinutes(Number(opts.minutes ?? 180));
+      const r = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/enrollments/${encodeURIComponent(id)}/refresh`, { expiresAt }), `Refreshing enrollment '${id}'`));
+      const data = r?.data as { id: string; expiresAt: string; jwt: string };
+      if (format === 'table') process.stdout.write(`refreshed enrollment ${data.id}, expires ${data.expiresAt}\n${data.jwt}\n`);
+      else print(data, format);
+    });
+  return cmd;
+}
+
+/** `ztc identity create NAME --enroll ott|updb [-o FILE.jwt]`: the JWT goes to the file (0600) or stdout. */
+export function identityCommand(): Command {
+  return resourceCommand(identities, { type: 'User', isAdmin: false }, {
+    createOptions: (c) => {
+      c.addOption(new Option('--enroll <method>', 'start an enrollment and print its JWT (with -o FILE.jwt: write it there)').choices(['ott', 'updb']));
+      c.option('--username <name>', 'the username of a updb enrollment (default: the identity name)');
+    },
+    onCreated: async (t: Transport, id: string, opts: Record<string, unknown>) => {
+      const method = opts.enroll as string | undefined;
+      const out = opts.output as string | undefined;
+      if (!method) {
+        if (out && !['table', 'json', 'yaml'].includes(out)) throw new CliError(`-o ${out}: use table, json or yaml (or --enroll with -o FILE.jwt)`);
+        return false;
+      }
+      const name = (expectOk(await t.request('GET', `${API}/identities/${id}`), 'Reading the new identity')?.data as { name: string }).name;
+      const body = { identityId: id, method, expiresAt: inMinutes(180), ...(method === 'updb' ? { username: (opts.username as string) ?? name } : {}) };
+      const e = expectOk(await t.request('POST', `${API}/enrollments`, body), 'Creating the enrollment');
+      const jwt = (expectOk(await t.request('GET', `${API}/enrollments/${(e?.data as { id: string }).id}`), 'Reading the enrollment')?.data as { jwt: string }).jwt;
+      if (out && !['table', 'json', 'yaml'].includes(out)) {
+        fs.writeFileSync(out, jwt + '\n', { mode: 0o600 });
+        process.stdout.write(`created identity ${id}; ${method} enrollment JWT written to ${out}\nnext: ztc enroll ${out}\n`);
+      } else {
+        process.stdout.write(`created identity ${id}\n${jwt}\n`);
+      }
+      return true;
+    },
+  });
+}
+
+export function enrollCommand(): Command {
+  return new Command('enroll')
+    .description('enroll with an enrollment JWT: make a key and CSR (ott), or set a password (updb), and write an identity file')
+    .argument('<jwt-file>', 'the enrollment JWT (from `ztc identity create NAME --enroll ott -o FILE.jwt`)')
+    .option('--out <file>', 'identity file to write (default: the JWT file name with .json)')
+    .option('--password <password>', 'the password to set, for a updb enrollment')
+    .action(async (file: string, opts: { out?: string; password?: string }) => {
+      const jwt = fileOrValue(`@${file}`).trim();
+      let claims: ReturnType<typeof decodeJwt>;
+      try {
+        claims = decodeJwt(jwt);
+      } catch {
+        throw new CliError(`${file} is not an enrollment JWT`);
+      }
+      const iss = String(claims.iss ?? '');
+      if (!/^https:\/\//.test(iss)) throw new CliError('The JWT names no https controller (iss)');
+      // Trust on first use, then proof: the controller's CA store, and the JWT's signature under its JWKS.
+      const cas = await httpsCall(`${iss}/.well-known/est/cacerts`, { insecure: true });
+      if (cas.status !== 200) throw new CliError(`${iss} did not serve its CA store (HTTP ${cas.status})`);
+      const caPem = certsFromPkcs7(cas.text).join('');
+      const jwks = await httpsCall(`${iss}/edge/client/v1/enroll/jwks`, { caPem });
+      try {
+        await jwtVerify(jwt, createLocalJWKSet(JSON.parse(jwks.text)));
+      } catch (e) {
+        throw new CliError(`The JWT is not valid for ${iss}: ${(e as Error).message}`);
+      }
+      const token = String(claims.jti);
+      if (claims.em === 'updb') {
+        if (!opts.password) throw new CliError('A updb enrollment needs --password');
+        expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/updb?token=${encodeURIComponent(token)}`, { method: 'POST', caPem, body: { password: opts.password } }), 'Enrollment');
+        process.stdout.write(`enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);
+        return;
+      }
+      if (claims.em !== 'ott') throw new CliError(`This command enrolls ott and updb JWTs; this one is ${String(claims.em)}`);
+      const { csrPem, keyPem } = newKeyAndCsr(String(claims.sub ?? 'client'));
+      const r = expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/ott`, { method: 'POST', caPem, body: { token, clientCsr: csrPem } }), 'Enrollment');
+      const certs = r?.data as { cert: string; ca: string };
+      const out = opts.out ?? file.replace(/\.jwt$/, '') + '.json';
+      const identity = { ztAPI: `${iss}/edge/client/v1`, ztAPIs: [`${iss}/edge/client/v1`], id: { key: `pem:${keyPem}`, cert: `pem:${certs.cert}`, ca: `pem:${certs.ca}` } };
+      fs.writeFileSync(out, JSON.stringify(identity, null, 2) + '\n', { mode: 0o600 });
+      process.stdout.write(`enrolled: identity file written to ${out} (keep it private)\n`);
+    });
+}
