@@ -160,6 +160,12 @@ describe('third-party CAs', () => {
     expect(r.status, r.text).toBe(200);
     expect((await detail(id)).authenticators.cert).toBeDefined();
     expect((await certLogin(mine.certPem, mine.keyPem)).body.data.identityId).toBe(id);
+    // Re-enrolling a CA-issued certificate gives an ottca enrollment with that CA.
+    const authId = (await detail(id)).authenticators.cert.id;
+    const re = await c.call('POST', `${MGMT}/authenticators/${authId}/re-enroll`, { token: admin, body: { expiresAt: new Date(c.clock.now().getTime() + 3600_000).toISOString() } });
+    expect(re.status, re.text).toBe(201);
+    expect((await c.call('GET', `${MGMT}/enrollments/${re.body.data.id}`, { token: admin })).body.data).toMatchObject({ method: 'ottca', caId });
+    expectError(await certLogin(mine.certPem, mine.keyPem), 401, 'INVALID_AUTH');
     // Auto-enrollment is off for this CA.
     const other = ca.issue('walk-in');
     expectError(await c.call('POST', `${CLIENT}/enroll/ca`, { cert: other.certPem, key: other.keyPem }), 400, 'ENROLLMENT_NO_VALID_CAS');
