@@ -13,6 +13,7 @@ import { registerManagement } from './routes/management/index.js';
 import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
 import { registerSessionRoutes } from './routes/shared/session.js';
 import { registerExtend } from './routes/shared/extend.js';
+import { registerMfa } from './routes/shared/mfa.js';
 import { registerEnroll } from './routes/client/enroll.js';
 import { registerSessionCertificates } from './routes/client/session-certificates.js';
 import { SpecRegistry } from './specs.js';
@@ -63,6 +64,7 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       registerInformational(child, ctx, specs);
       registerSessionRoutes(child, ctx);
       registerExtend(child, ctx);
+      registerMfa(child, ctx);
       if (api === 'management') registerManagement(child, ctx);
       if (api === 'client') {
         registerEnroll(child, ctx);

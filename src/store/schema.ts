@@ -51,6 +51,35 @@ export interface AuthenticatorRow extends BaseRow {
   caId: string | null;
   unverifiedCertPem: string | null;
   unverifiedFingerprint: string | null;
+  failedAttempts: number;
+  lockedUntil: string | null;
+}
+
+export interface MfaRow extends BaseRow {
+  identityId: string;
+  secret: string;
+  lastStep: number;
+  isVerified: number;
+  recoveryCodes: string;
+}
+
+export interface ExternalJwtSignerRow extends BaseRow {
+  name: string;
+  certPem: string | null;
+  fingerprint: string | null;
+  commonName: string | null;
+  notBefore: string | null;
+  notAfter: string | null;
+  jwksEndpoint: string | null;
+  kid: string | null;
+  issuer: string;
+  audience: string | null;
+  claimsProperty: string;
+  clientId: string | null;
+  externalAuthUrl: string | null;
+  enabled: number;
+  useExternalId: number;
+  scopes: string;
 }
 
 export interface CaRow extends BaseRow {
@@ -111,6 +140,8 @@ export interface EntityTagRow {
 }
 
 export interface Database {
+  mfa: MfaRow;
+  externalJwtSigners: ExternalJwtSignerRow;
   cas: CaRow;
   enrollments: EnrollmentRow;
   apiSessionCertificates: ApiSessionCertificateRow;

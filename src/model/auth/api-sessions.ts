@@ -7,6 +7,7 @@ import { hashSecret, newId, newSecret } from '../ids.js';
 import { entityRef, selfLink } from '../resource.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { first, precompile } from '../../store/precompiled.js';
+import { MFA_AUTH_QUERY } from './mfa.js';
 import type { ApiSessionRow } from '../../store/schema.js';
 
 export interface SessionWithIdentity extends ApiSessionRow {
@@ -103,7 +104,7 @@ export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string
     authenticatorId: s.authenticatorId,
     ipAddress: s.ipAddress,
     configTypes: fromJson<string[]>(s.configTypes, []),
-    authQueries: [],
+    authQueries: isSet(s.isMfaRequired) && !isSet(s.isMfaComplete) ? [MFA_AUTH_QUERY] : [],
     isMfaRequired: isSet(s.isMfaRequired),
     isMfaComplete: isSet(s.isMfaComplete),
     isCertExtendable: isSet(s.isCertExtendable),

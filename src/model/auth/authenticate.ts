@@ -1,6 +1,8 @@
 // POST /authenticate: checks credentials by method and opens an API session.
 import { X509Certificate } from 'node:crypto';
+import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
+import type { AuthPolicy } from '../resources/auth-policies.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
 import { ApiError, invalidAuth } from '../errors.js';
@@ -38,24 +40,68 @@ async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddres
     .selectFrom('authenticators as a')
     .innerJoin('identities as i', 'i.id', 'a.identityId')
     .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
-    .select(['a.id', 'a.identityId', 'a.passwordHash', 'i.disabled', 'i.disabledUntil', 'p.primaryJson'])
+    .select(['a.id', 'a.identityId', 'a.passwordHash', 'a.failedAttempts', 'a.lockedUntil', 'p.primaryJson'])
     .where('a.method', '=', 'updb')
     .where('a.username', '=', input.username)
     .executeTakeFirst();
   // verifyPassword does the full work even without a row, so timing does not reveal usernames.
   const ok = await verifyPassword(input.password, row?.passwordHash);
-  if (!row || !ok) throw invalidAuth();
-  const now = ctx.clock.now().getTime();
-  if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now)) throw invalidAuth();
-  const primary = JSON.parse(row.primaryJson || '{}') as { updb?: { allowed?: boolean } };
-  if (primary.updb && primary.updb.allowed === false) throw invalidAuth();
+  if (!row) throw invalidAuth();
+  const now = ctx.clock.now();
+  const updb = (JSON.parse(row.primaryJson || '{}') as AuthPolicy['primary']).updb;
+  if (row.lockedUntil && Date.parse(row.lockedUntil) > now.getTime()) throw invalidAuth();
+  if (!ok) {
+    await recordFailure(ctx, row.id, updb);
+    throw invalidAuth();
+  }
+  if (updb && updb.allowed === false) throw invalidAuth();
+  if (row.failedAttempts || row.lockedUntil) {
+    await ctx.store.db.updateTable('authenticators').set({ failedAttempts: 0, lockedUntil: null }).where('id', '=', row.id).execute();
+  }
+  return openSession(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input });
+}
 
-  await recordClientInfo(ctx, row.identityId, input);
+/** Count a failed password; at maxAttempts the authenticator locks (lockoutDurationMinutes 0: until the identity is enabled). */
+async function recordFailure(ctx: Ctx, authenticatorId: string, updb: AuthPolicy['primary']['updb'] | undefined) {
+  const res = await ctx.store.db
+    .updateTable('authenticators')
+    .set((eb) => ({ failedAttempts: eb('failedAttempts', '+', 1) }))
+    .where('id', '=', authenticatorId)
+    .returning('failedAttempts')
+    .executeTakeFirst();
+  const max = updb?.maxAttempts ?? 0;
+  if (max > 0 && res && res.failedAttempts >= max) {
+    const minutes = updb?.lockoutDurationMinutes ?? 0;
+    const until = minutes > 0 ? new Date(ctx.clock.now().getTime() + minutes * 60_000) : new Date('9999-12-31T00:00:00Z');
+    await ctx.store.db.updateTable('authenticators').set({ lockedUntil: iso(until), failedAttempts: 0 }).where('id', '=', authenticatorId).execute();
+  }
+}
+
+/**
+ * After a primary method succeeded: refuse disabled identities, decide whether MFA is still owed
+ * (verified TOTP, or a policy that requires it), and open the API session.
+ */
+export async function openSession(ctx: Ctx, o: { identityId: string; authenticatorId: string; ipAddress: string; input: AuthenticateInput; isCertExtendable?: boolean }) {
+  const identity = await ctx.store.db
+    .selectFrom('identities as i')
+    .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
+    .leftJoin('mfa as m', 'm.identityId', 'i.id')
+    .select(['i.disabled', 'i.disabledUntil', 'p.secondaryJson', 'm.isVerified as mfaVerified'])
+    .where('i.id', '=', o.identityId)
+    .executeTakeFirst();
+  if (!identity) throw invalidAuth();
+  const now = ctx.clock.now().getTime();
+  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw invalidAuth();
+  const secondary = JSON.parse(identity.secondaryJson || '{}') as AuthPolicy['secondary'];
+  const isMfaRequired = isSet(identity.mfaVerified) || !!secondary.requireTotp;
+  await recordClientInfo(ctx, o.identityId, o.input);
   const { token } = await createApiSession(ctx, {
-    identityId: row.identityId,
-    authenticatorId: row.id,
-    ipAddress,
-    configTypes: input.configTypes ?? [],
+    identityId: o.identityId,
+    authenticatorId: o.authenticatorId,
+    ipAddress: o.ipAddress,
+    configTypes: o.input.configTypes ?? [],
+    isCertExtendable: o.isCertExtendable,
+    isMfaRequired,
   });
   return { token, session: await resolveSession(ctx, token) };
 }
@@ -69,7 +115,7 @@ async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: s
     .innerJoin('identities as i', 'i.id', 'a.identityId')
     .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
     .leftJoin('cas as c', 'c.id', 'a.caId')
-    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'i.disabled', 'i.disabledUntil', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth'])
+    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth'])
     .where('a.method', '=', 'cert')
     .where('a.fingerprint', '=', fingerprintOf(leaf.toString()))
     .executeTakeFirst();
@@ -83,16 +129,7 @@ async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: s
   } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem))) {
     throw invalidAuth();
   }
-  if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) throw invalidAuth();
-  await recordClientInfo(ctx, row.identityId, input);
-  const { token } = await createApiSession(ctx, {
-    identityId: row.identityId,
-    authenticatorId: row.id,
-    ipAddress,
-    configTypes: input.configTypes ?? [],
-    isCertExtendable: isSet(row.isIssuedByNetwork),
-  });
-  return { token, session: await resolveSession(ctx, token) };
+  return openSession(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input, isCertExtendable: isSet(row.isIssuedByNetwork) });
 }
 
 async function recordClientInfo(ctx: Ctx, identityId: string, input: AuthenticateInput) {

@@ -10,6 +10,7 @@ import { ApiError, conflict } from '../errors.js';
 import { hashSecret, newId } from '../ids.js';
 import { hashPassword } from '../auth/password.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/identities.js';
+import { checkPassword, policyOf } from '../resources/auth-policies.js';
 import { indexRoleAttributes } from '../../store/entity-index.js';
 import { fromJson } from '../../store/json.js';
 import type { EnrollmentRow } from '../../store/schema.js';
@@ -57,9 +58,11 @@ export async function enrollOtt(ctx: Ctx, token: unknown, csrPem: unknown) {
 
 /** One-time token + password: the username the administrator chose, the password the user chooses. */
 export async function enrollUpdb(ctx: Ctx, token: unknown, password: string) {
+  // The password is checked against the policy inside the transaction; hashing comes first (slow work outside it).
   const passwordHash = await hashPassword(password);
   await writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['updb']);
+    checkPassword(await policyOf(tx, e.identityId!), password);
     const now = iso(ctx.clock.now());
     await tx
       .insertInto('authenticators')

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
+import { checkPassword, policyOf } from './auth-policies.js';
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
@@ -82,6 +83,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     const same = await tx.selectFrom('authenticators').select('id').where('identityId', '=', input.identityId).where('method', '=', input.method).executeTakeFirst();
     if (same) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', `The identity already has a ${input.method} authenticator`);
     if (input.method === 'updb') {
+      checkPassword(await policyOf(tx, input.identityId), input.password);
       await usernameFree(tx, input.username);
       return { identityId: input.identityId, method: 'updb', username: input.username, passwordHash: input.passwordHash, isIssuedByNetwork: 0 };
     }
@@ -99,7 +101,10 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     await usernameFree(tx, input.username, existing.id);
     out.username = input.username;
   }
-  if (typeof input.passwordHash === 'string') out.passwordHash = input.passwordHash;
+  if (typeof input.passwordHash === 'string') {
+    checkPassword(await policyOf(tx, existing.identityId), input.password);
+    out.passwordHash = input.passwordHash;
+  }
   return out;
 }
 

@@ -155,8 +155,9 @@ export const identities = defineResource({
       .leftJoin('enrollments as eca', (j) => j.onRef('eca.identityId', '=', 'e.id').on('eca.method', '=', 'ottca'))
       .leftJoin('enrollments as eu', (j) => j.onRef('eu.identityId', '=', 'e.id').on('eu.method', '=', 'updb'))
       .leftJoin('cas as ecac', 'ecac.id', 'eca.caId')
+      .leftJoin('mfa as m', 'm.identityId', 'e.id')
       .selectAll('e')
-      .select(['eo.id as ottId', 'eo.jwt as ottJwt', 'eo.expiresAt as ottExpiresAt', 'eca.id as ottcaId', 'eca.jwt as ottcaJwt', 'eca.expiresAt as ottcaExpiresAt', 'eca.caId as ottcaCaId', 'ecac.name as ottcaCaName', 'eu.id as updbEnrollmentId', 'eu.jwt as updbJwt', 'eu.expiresAt as updbExpiresAt'])
+      .select(['eo.id as ottId', 'eo.jwt as ottJwt', 'eo.expiresAt as ottExpiresAt', 'eca.id as ottcaId', 'eca.jwt as ottcaJwt', 'eca.expiresAt as ottcaExpiresAt', 'eca.caId as ottcaCaId', 'ecac.name as ottcaCaName', 'eu.id as updbEnrollmentId', 'eu.jwt as updbJwt', 'eu.expiresAt as updbExpiresAt', 'm.isVerified as mfaVerified'])
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
   toDetail: (r) => ({
@@ -170,7 +171,7 @@ export const identities = defineResource({
     typeId: r.typeId,
     isAdmin: isSet(r.isAdmin),
     isDefaultAdmin: isSet(r.isDefaultAdmin),
-    isMfaEnabled: false,
+    isMfaEnabled: isSet(r.mfaVerified),
     authPolicy: entityRef('auth-policies', r.authPolicyId, r.authPolicyName),
     authPolicyId: r.authPolicyId,
     authenticators: {

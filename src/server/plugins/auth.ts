@@ -7,8 +7,11 @@ import { ApiError, unauthorized } from '../../model/errors.js';
 import { safeEqual } from '../../model/ids.js';
 import { isSet } from '../../store/json.js';
 
-/** public: anyone; session: any authenticated identity; admin: identities with isAdmin. */
-export type Access = 'public' | 'session' | 'admin';
+/**
+ * public: anyone; partial: any API session, even one still owing MFA (the MFA routes, the session
+ * itself, logout); session: any fully authenticated identity; admin: identities with isAdmin.
+ */
+export type Access = 'public' | 'partial' | 'session' | 'admin';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,6 +53,9 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     const s = await resolveSession(ctx, token);
     request.apiSession = s;
     request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin: isSet(s.isAdmin), apiSessionId: s.id, token };
+    if (access !== 'partial' && isSet(s.isMfaRequired) && !isSet(s.isMfaComplete)) {
+      throw new ApiError(401, 'MFA_REQUIRED', 'This API session must complete MFA first: POST /authenticate/mfa with a code (or enroll MFA, as the auth policy requires)');
+    }
     if (access === 'admin' && !request.principal.isAdmin) {
       throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
     }

@@ -4,11 +4,13 @@ import type { DialectHelpers } from '../dialect.js';
 import { foundation } from './0001-foundation.js';
 import { entityIndex } from './0002-entity-index.js';
 import { pki } from './0003-pki.js';
+import { auth } from './0004-auth.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
     '0002-entity-index': entityIndex(),
     '0003-pki': pki(),
+    '0004-auth': auth(),
   };
 }

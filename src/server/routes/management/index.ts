@@ -8,17 +8,21 @@ import { identityTypes } from '../../../model/resources/identity-types.js';
 import { cas } from '../../../model/resources/cas.js';
 import { enrollments } from '../../../model/resources/enrollments.js';
 import { registerPkiManagement } from './pki.js';
+import { registerIdentityActions } from './identity-actions.js';
+import { authPolicies } from '../../../model/resources/auth-policies.js';
+import { apiSessions } from '../../../model/resources/api-sessions.js';
 import { IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf } from '../../envelope.js';
 
 /** Every declared resource the management API serves. */
-export const managementResources = [identities, identityTypes, authenticators, cas, enrollments];
+export const managementResources = [identities, identityTypes, authenticators, cas, enrollments, authPolicies, apiSessions];
 
 export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   for (const decl of managementResources) mountResource(app, ctx, decl);
   registerPkiManagement(app, ctx);
+  registerIdentityActions(app, ctx);
 
   app.get(
     '/identities/:id/authenticators',

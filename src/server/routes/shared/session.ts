@@ -13,6 +13,7 @@ import {
   authenticatorDetail, authenticators, ownAuthenticatorPatch, ownAuthenticatorUpdate,
 } from '../../../model/resources/authenticators.js';
 import { identities, identityDetail } from '../../../model/resources/identities.js';
+import { apiSessionSchema } from '../../../model/schemas/api-session.js';
 import { EntityRef, Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username, baseFields } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields } from '../../crud.js';
@@ -31,31 +32,8 @@ const AuthenticateBody = Type.Object({
   sdkInfo: Type.Optional(ClientInfo),
 });
 
-const AuthQuery = Type.Object({
-  typeId: Type.String(), provider: Type.String(), httpMethod: Type.Optional(Type.String()), httpUrl: Type.Optional(Type.String()),
-  minLength: Type.Optional(Type.Integer()), maxLength: Type.Optional(Type.Integer()), format: Type.Optional(Type.String()),
-});
-
-export const apiSessionSchema = Type.Object({
-  ...baseFields,
-  token: Type.String(),
-  identity: EntityRef,
-  identityId: Type.String(),
-  authenticatorId: Type.String(),
-  ipAddress: Type.String(),
-  configTypes: Type.Array(Type.String()),
-  authQueries: Type.Array(AuthQuery),
-  isMfaRequired: Type.Boolean(),
-  isMfaComplete: Type.Boolean(),
-  isCertExtendable: Type.Boolean(),
-  lastActivityAt: Type.String(),
-  cachedLastActivityAt: Type.String(),
-  cachedUpdatedAt: Type.String(),
-  expiresAt: Type.String(),
-  expirationSeconds: Type.Integer(),
-});
-
 const session = { access: 'session' as const };
+const partial = { access: 'partial' as const };
 
 export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
   app.post(
@@ -79,7 +57,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
 
   app.get(
     '/current-api-session',
-    { config: session, schema: { operationId: 'getCurrentAPISession', tags: ['Current API Session'], summary: 'The API session of this request', response: { 200: Envelope(apiSessionSchema), ...errors(401) } } },
+    { config: partial, schema: { operationId: 'getCurrentAPISession', tags: ['Current API Session'], summary: 'The API session of this request', response: { 200: Envelope(apiSessionSchema), ...errors(401) } } },
     async (req) => {
       if (!req.apiSession) throw unauthorized('The local administrator has no API session');
       return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token));
@@ -87,7 +65,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
   );
   app.delete(
     '/current-api-session',
-    { config: session, schema: { operationId: 'deleteCurrentApiSession', tags: ['Current API Session'], summary: 'Log out: end this API session', response: { 200: Envelope(Empty), ...errors(401) } } },
+    { config: partial, schema: { operationId: 'deleteCurrentApiSession', tags: ['Current API Session'], summary: 'Log out: end this API session', response: { 200: Envelope(Empty), ...errors(401) } } },
     async (req) => {
       const p = principalOf(req);
       if (p.apiSessionId) await deleteApiSession(ctx, p.apiSessionId);

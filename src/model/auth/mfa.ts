@@ -1,0 +1,138 @@
+// TOTP MFA (SHA-1, 6 digits, 30 s steps, +-2 steps tolerance, as upstream) with recovery codes.
+// A code is accepted once: the last accepted time step is stored and moved forward atomically.
+import { randomBytes } from 'node:crypto';
+import { generateSecret, generateURI, verify } from 'otplib';
+import QRCode from 'qrcode';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { ApiError } from '../errors.js';
+import { newId, safeEqual } from '../ids.js';
+import { selfLink } from '../resource.js';
+import { fromJson, isSet } from '../../store/json.js';
+import type { MfaRow } from '../../store/schema.js';
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+const TOLERANCE_SECONDS = 60;
+
+export const mfaNotFound = () => new ApiError(404, 'MFA_NOT_ENROLLED', 'MFA is not enrolled for this identity: start with POST /current-identity/mfa');
+export const invalidCode = (status = 401) => new ApiError(status, 'MFA_INVALID_TOKEN', 'The MFA code is not valid (or was already used)');
+
+function recoveryCodes(): string[] {
+  return Array.from({ length: 20 }, () => [...randomBytes(6)].map((b) => BASE32[b & 31]).join(''));
+}
+
+export async function getMfa(ctx: Ctx, identityId: string): Promise<MfaRow | undefined> {
+  return ctx.store.db.selectFrom('mfa').selectAll().where('identityId', '=', identityId).executeTakeFirst();
+}
+
+/** The issuer shown in authenticator apps: the controller's host name. */
+const issuer = (ctx: Ctx) => ctx.config.hostnames[0] ?? 'ztc';
+
+export function provisioningUrl(ctx: Ctx, identityName: string, secret: string) {
+  return generateURI({ issuer: issuer(ctx), label: identityName, secret });
+}
+
+export async function startMfa(ctx: Ctx, identityId: string) {
+  const existing = await getMfa(ctx, identityId);
+  if (existing) throw new ApiError(409, 'ALREADY_MFA_ENROLLED', isSet(existing.isVerified) ? 'MFA is already enrolled' : 'An MFA enrollment is already started: verify it, or delete it and start again');
+  const now = iso(ctx.clock.now());
+  const id = newId();
+  try {
+    await ctx.store.db
+      .insertInto('mfa')
+      .values({ id, createdAt: now, updatedAt: now, tags: '{}', identityId, secret: generateSecret({ length: 20 }), isVerified: 0, recoveryCodes: JSON.stringify(recoveryCodes()), lastStep: 0 })
+      .execute();
+  } catch (err) {
+    if (ctx.store.dialect.uniqueViolation(err)) throw new ApiError(409, 'ALREADY_MFA_ENROLLED', 'An MFA enrollment is already started');
+    throw err;
+  }
+  return id;
+}
+
+export function mfaDetail(ctx: Ctx, m: MfaRow, identityName: string) {
+  const verified = isSet(m.isVerified);
+  return {
+    id: m.id, _links: { ...selfLink('current-identity/mfa', m.id), qrCode: { href: './current-identity/mfa/qr-code' } }, createdAt: m.createdAt, updatedAt: m.updatedAt, tags: fromJson(m.tags, {}),
+    isVerified: verified,
+    // The secret and the recovery codes are shown only while enrollment is pending.
+    provisioningUrl: verified ? '' : provisioningUrl(ctx, identityName, m.secret),
+    recoveryCodes: verified ? [] : fromJson<string[]>(m.recoveryCodes, []),
+  };
+}
+
+export async function qrCodePng(ctx: Ctx, m: MfaRow, identityName: string): Promise<Buffer> {
+  return QRCode.toBuffer(provisioningUrl(ctx, identityName, m.secret), { type: 'png', margin: 2, width: 256 });
+}
+
+/** Accept a TOTP code once: its time step must be later than the last accepted one. */
+async function acceptTotp(ctx: Ctx, m: MfaRow, code: string): Promise<boolean> {
+  if (!/^\d{6}$/.test(code)) return false;
+  const result = await verify({ secret: m.secret, token: code, epoch: Math.floor(ctx.clock.now().getTime() / 1000), epochTolerance: TOLERANCE_SECONDS }).catch(() => ({ valid: false }) as const);
+  if (!result.valid || !('timeStep' in result)) return false;
+  const step = Number(result.timeStep);
+  const res = await ctx.store.db.updateTable('mfa').set({ lastStep: step }).where('id', '=', m.id).where('lastStep', '<', step).executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/** Accept a recovery code once: it is removed in the same statement that checks it is still there. */
+async function acceptRecoveryCode(ctx: Ctx, m: MfaRow, code: string): Promise<boolean> {
+  const codes = fromJson<string[]>(m.recoveryCodes, []);
+  const match = codes.find((c) => safeEqual(c, code.toUpperCase()));
+  if (!match) return false;
+  const res = await ctx.store.db
+    .updateTable('mfa')
+    .set({ recoveryCodes: JSON.stringify(codes.filter((c) => c !== match)), updatedAt: iso(ctx.clock.now()) })
+    .where('id', '=', m.id)
+    .where('recoveryCodes', '=', m.recoveryCodes)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/** A current TOTP code, or (when allowed) a recovery code. */
+export async function checkCode(ctx: Ctx, m: MfaRow, code: unknown, o: { recovery: boolean }): Promise<boolean> {
+  if (typeof code !== 'string' || !code) return false;
+  if (await acceptTotp(ctx, m, code)) return true;
+  return o.recovery && isSet(m.isVerified) && acceptRecoveryCode(ctx, m, code);
+}
+
+export async function verifyMfa(ctx: Ctx, identityId: string, apiSessionId: string | undefined, code: unknown) {
+  const m = await getMfa(ctx, identityId);
+  if (!m || isSet(m.isVerified)) throw mfaNotFound();
+  if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode(400);
+  await ctx.store.db.updateTable('mfa').set({ isVerified: 1, updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
+  // The session on which enrollment is verified has done its MFA.
+  if (apiSessionId) await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
+}
+
+export async function completeMfaLogin(ctx: Ctx, identityId: string, apiSessionId: string, code: unknown) {
+  const m = await getMfa(ctx, identityId);
+  if (!m || !isSet(m.isVerified)) throw new ApiError(401, 'MFA_NOT_ENROLLED', 'This identity has no verified MFA: enroll it first (POST /current-identity/mfa)');
+  if (!(await checkCode(ctx, m, code, { recovery: true }))) throw invalidCode();
+  await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
+}
+
+/** Disable: a current code once verified; while unverified, the code must be empty. */
+export async function deleteMfa(ctx: Ctx, identityId: string, code: string | undefined) {
+  const m = await getMfa(ctx, identityId);
+  if (!m) throw mfaNotFound();
+  if (isSet(m.isVerified) && !(await checkCode(ctx, m, code, { recovery: true }))) throw invalidCode();
+  await ctx.store.db.deleteFrom('mfa').where('id', '=', m.id).execute();
+}
+
+export async function recoveryCodesOf(ctx: Ctx, identityId: string, code: unknown) {
+  const m = await getMfa(ctx, identityId);
+  if (!m || !isSet(m.isVerified)) throw mfaNotFound();
+  if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode();
+  const fresh = await getMfa(ctx, identityId);
+  return { id: m.id, _links: selfLink('current-identity/mfa/recovery-codes', m.id), createdAt: m.createdAt, updatedAt: m.updatedAt, tags: {}, recoveryCodes: fromJson<string[]>(fresh!.recoveryCodes, []) };
+}
+
+export async function regenerateRecoveryCodes(ctx: Ctx, identityId: string, code: unknown) {
+  const m = await getMfa(ctx, identityId);
+  if (!m || !isSet(m.isVerified)) throw mfaNotFound();
+  if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode();
+  await ctx.store.db.updateTable('mfa').set({ recoveryCodes: JSON.stringify(recoveryCodes()), updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
+}
+
+/** The auth query a partially authenticated session must answer. */
+export const MFA_AUTH_QUERY = { typeId: 'MFA', provider: 'ziti', httpMethod: 'POST', httpUrl: './authenticate/mfa', minLength: 4, maxLength: 6, format: 'alphaNumeric' };

@@ -1,0 +1,112 @@
+import { Type, type TSchema } from 'typebox';
+import type { Tx } from '../../store/db.js';
+import { fromJson, isSet } from '../../store/json.js';
+import { ApiError, cannotDelete, conflict, invalidField } from '../errors.js';
+import { defineResource, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
+
+const Count = Type.Integer({ minimum: 0, maximum: 100_000 });
+const shapes = {
+  cert: { allowed: Type.Boolean(), allowExpiredCerts: Type.Boolean() },
+  updb: {
+    allowed: Type.Boolean(), minPasswordLength: Type.Integer({ minimum: 5, maximum: 100 }), requireSpecialChar: Type.Boolean(), requireNumberChar: Type.Boolean(),
+    requireMixedCase: Type.Boolean(), maxAttempts: Count, lockoutDurationMinutes: Count,
+  },
+  extJwt: { allowed: Type.Boolean(), allowedSigners: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1000 }) },
+};
+const obj = (props: Record<string, TSchema>, partial: boolean) =>
+  Type.Object(partial ? Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v)])) : props, { additionalProperties: false });
+const primary = (partial: boolean) => obj({ cert: obj(shapes.cert, partial), updb: obj(shapes.updb, partial), extJwt: obj(shapes.extJwt, partial) }, partial);
+const secondary = (partial: boolean) => obj({ requireTotp: Type.Boolean(), requireExtJwtSigner: Type.Optional(Nullable(Type.String({ maxLength: 64 }))) }, partial);
+
+export const authPolicyCreate = Type.Object({ name: Name, primary: primary(false), secondary: secondary(false), tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const authPolicyPatch = Type.Object(
+  { name: Type.Optional(Nullable(Name)), primary: Type.Optional(primary(true)), secondary: Type.Optional(Nullable(secondary(true))), tags: Type.Optional(Tags) },
+  { additionalProperties: false },
+);
+export const authPolicyDetail = Type.Object({ ...baseFields, name: Type.String(), primary: primary(false), secondary: Type.Object({ requireTotp: Type.Boolean(), requireExtJwtSigner: Nullable(Type.String()) }) });
+
+export interface AuthPolicy {
+  primary: { cert: { allowed: boolean; allowExpiredCerts: boolean }; updb: { allowed: boolean; minPasswordLength: number; requireSpecialChar: boolean; requireNumberChar: boolean; requireMixedCase: boolean; maxAttempts: number; lockoutDurationMinutes: number }; extJwt: { allowed: boolean; allowedSigners: string[] } };
+  secondary: { requireTotp: boolean; requireExtJwtSigner: string | null };
+}
+
+/** Deep merge for patches: objects merge, everything else replaces. */
+function merge(base: Row, patch: Row): Row {
+  const out: Row = { ...base };
+  for (const [k, v] of Object.entries(patch)) out[k] = v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' ? merge(base[k], v) : v;
+  return out;
+}
+
+async function checkSigners(tx: Tx, p: Row) {
+  const ids: string[] = [...(p.primary?.extJwt?.allowedSigners ?? []), ...(p.secondary?.requireExtJwtSigner ? [p.secondary.requireExtJwtSigner] : [])];
+  for (const id of ids) {
+    const s = await tx.selectFrom('externalJwtSigners').select('id').where('id', '=', id).executeTakeFirst();
+    if (!s) throw invalidField('primary.extJwt.allowedSigners', `no external JWT signer has the id '${id}'`, id);
+  }
+}
+
+async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existing?: Row): Promise<Row> {
+  const out: Row = {};
+  if (input.name != null) out.name = input.name;
+  const current = existing ? { primary: fromJson(existing.primaryJson, {}), secondary: fromJson(existing.secondaryJson, {}) } : { primary: {}, secondary: {} };
+  const next = mode === 'patch' ? merge(current, { ...(input.primary ? { primary: input.primary } : {}), ...(input.secondary ? { secondary: input.secondary } : {}) }) : { primary: input.primary, secondary: { requireExtJwtSigner: null, ...input.secondary } };
+  await checkSigners(tx, next);
+  if (mode !== 'patch' || input.primary) out.primaryJson = JSON.stringify(next.primary);
+  if (mode !== 'patch' || input.secondary) out.secondaryJson = JSON.stringify(next.secondary);
+  return out;
+}
+
+export const authPolicies = defineResource({
+  name: 'auth policy',
+  plural: 'auth-policies',
+  table: 'authPolicies',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Auth policies: which primary methods (cert, updb, ext-jwt) and secondary factors an identity needs',
+  schemas: { detail: authPolicyDetail, create: authPolicyCreate, update: authPolicyCreate, patch: authPolicyPatch },
+  filterable: {
+    id: { column: 'e.id', type: 'string', sortable: true },
+    name: { column: 'e.name', type: 'string', sortable: true },
+    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
+    tags: { column: 'e.tags', type: 'tags' },
+  },
+  toDetail: (r) => ({
+    id: r.id, _links: selfLink('auth-policies', r.id), createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    name: r.name, primary: fromJson(r.primaryJson, {}), secondary: { requireExtJwtSigner: null, ...fromJson(r.secondaryJson, {}) },
+  }),
+  toRow,
+  hooks: {
+    beforeDelete: async (tx, existing) => {
+      if (isSet(existing.isSystem)) throw cannotDelete('The default auth policy cannot be deleted; edit it instead');
+      const user = await tx.selectFrom('identities').select('id').where('authPolicyId', '=', existing.id).executeTakeFirst();
+      if (user) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `The auth policy is in use by identity '${user.id}' (and maybe others): move them to another policy first`);
+    },
+  },
+  cli: { columns: ['id', 'name', 'primary.updb.allowed', 'primary.cert.allowed', 'primary.extJwt.allowed', 'secondary.requireTotp'] },
+});
+
+/** The policy that governs an identity. */
+export async function policyOf(db: Tx | { selectFrom: Tx['selectFrom'] }, identityId: string): Promise<AuthPolicy> {
+  const row = await (db as Tx)
+    .selectFrom('identities as i')
+    .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
+    .select(['p.primaryJson', 'p.secondaryJson'])
+    .where('i.id', '=', identityId)
+    .executeTakeFirst();
+  if (!row) throw new ApiError(404, 'NOT_FOUND', `The identity with id '${identityId}' was not found`);
+  return { primary: fromJson(row.primaryJson, {} as AuthPolicy['primary']), secondary: { requireExtJwtSigner: null, requireTotp: false, ...fromJson<Partial<AuthPolicy['secondary']>>(row.secondaryJson, {}) } };
+}
+
+/** The updb password rules of a policy; the message names every rule broken. */
+export function checkPassword(policy: AuthPolicy, password: string, field = 'password') {
+  const u = policy.primary.updb;
+  if (!u) return;
+  const broken: string[] = [];
+  if (password.length < (u.minPasswordLength ?? 5)) broken.push(`at least ${u.minPasswordLength} characters`);
+  if (u.requireNumberChar && !/[0-9]/.test(password)) broken.push('a digit');
+  if (u.requireSpecialChar && !/[^A-Za-z0-9]/.test(password)) broken.push('a special character');
+  if (u.requireMixedCase && !(/[a-z]/.test(password) && /[A-Z]/.test(password))) broken.push('upper and lower case letters');
+  if (broken.length) throw invalidField(field, `the auth policy requires ${broken.join(', ')}`);
+}

@@ -1,0 +1,27 @@
+import { Type } from 'typebox';
+import { baseFields, EntityRef } from './common.js';
+
+const AuthQuery = Type.Object({
+  typeId: Type.String(), provider: Type.String(), httpMethod: Type.Optional(Type.String()), httpUrl: Type.Optional(Type.String()),
+  minLength: Type.Optional(Type.Integer()), maxLength: Type.Optional(Type.Integer()), format: Type.Optional(Type.String()),
+});
+
+export const apiSessionSchema = Type.Object({
+  ...baseFields,
+  token: Type.String(),
+  identity: EntityRef,
+  identityId: Type.String(),
+  authenticatorId: Type.String(),
+  ipAddress: Type.String(),
+  configTypes: Type.Array(Type.String()),
+  authQueries: Type.Array(AuthQuery),
+  isMfaRequired: Type.Boolean(),
+  isMfaComplete: Type.Boolean(),
+  isCertExtendable: Type.Boolean(),
+  lastActivityAt: Type.String(),
+  cachedLastActivityAt: Type.String(),
+  cachedUpdatedAt: Type.String(),
+  expiresAt: Type.String(),
+  expirationSeconds: Type.Integer(),
+});
+
