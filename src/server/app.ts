@@ -16,6 +16,7 @@ import { registerExtend } from './routes/shared/extend.js';
 import { registerMfa } from './routes/shared/mfa.js';
 import { registerEnroll } from './routes/client/enroll.js';
 import { registerSessionCertificates } from './routes/client/session-certificates.js';
+import { registerClientSigners } from './routes/client/external-jwt-signers.js';
 import { SpecRegistry } from './specs.js';
 import { VERSION } from '../version.js';
 
@@ -69,6 +70,7 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       if (api === 'client') {
         registerEnroll(child, ctx);
         registerSessionCertificates(child, ctx);
+        registerClientSigners(child, ctx);
       }
     },
     { prefix: API_PATHS[api] },

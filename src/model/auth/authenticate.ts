@@ -3,6 +3,7 @@ import { X509Certificate } from 'node:crypto';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
+import { authenticateExtJwt } from './ext-jwt.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
 import { ApiError, invalidAuth } from '../errors.js';
@@ -20,9 +21,10 @@ export interface AuthenticateInput {
 
 export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
 
-export async function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[] = []) {
+export async function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[] = [], authorization?: string) {
   if (method === 'password') return authenticatePassword(ctx, input, ipAddress);
   if (method === 'cert') return authenticateCert(ctx, input, ipAddress, presented);
+  if (method === 'ext-jwt') return authenticateExtJwt(ctx, authorization, input, ipAddress);
   if ((AUTH_METHODS as readonly string[]).includes(method)) {
     throw new ApiError(400, 'INVALID_AUTH_METHOD', `The authentication method '${method}' is not enabled on this controller yet; use method=password`);
   }

@@ -11,13 +11,14 @@ import { registerPkiManagement } from './pki.js';
 import { registerIdentityActions } from './identity-actions.js';
 import { authPolicies } from '../../../model/resources/auth-policies.js';
 import { apiSessions } from '../../../model/resources/api-sessions.js';
+import { externalJwtSigners } from '../../../model/resources/external-jwt-signers.js';
 import { IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf } from '../../envelope.js';
 
 /** Every declared resource the management API serves. */
-export const managementResources = [identities, identityTypes, authenticators, cas, enrollments, authPolicies, apiSessions];
+export const managementResources = [identities, identityTypes, authenticators, cas, enrollments, authPolicies, apiSessions, externalJwtSigners];
 
 export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   for (const decl of managementResources) mountResource(app, ctx, decl);

@@ -49,7 +49,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     },
     async (req, reply) => {
       const { method } = req.query as { method: string };
-      const { token, session: s } = await authenticate(ctx, method, (req.body ?? {}) as Row, req.ip, presentedCertificates(req.raw.socket));
+      const { token, session: s } = await authenticate(ctx, method, (req.body ?? {}) as Row, req.ip, presentedCertificates(req.raw.socket), req.headers.authorization);
       reply.header('zt-session', token);
       return ok(apiSessionDetail(ctx, s, token));
     },

@@ -1,0 +1,112 @@
+import { X509Certificate } from 'node:crypto';
+import { Type } from 'typebox';
+import type { Tx } from '../../store/db.js';
+import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { ApiError } from '../errors.js';
+import { fingerprintOf } from '../pki/certs.js';
+import { defineResource, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
+
+const Url = Type.String({ minLength: 1, maxLength: 2048 });
+const Text = Type.String({ maxLength: 2048 });
+const fields = {
+  certPem: Type.Optional(Nullable(Type.String({ maxLength: 65536 }))),
+  jwksEndpoint: Type.Optional(Nullable(Url)),
+  kid: Type.Optional(Nullable(Text)),
+  claimsProperty: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+  useExternalId: Type.Optional(Nullable(Type.Boolean())),
+  clientId: Type.Optional(Nullable(Text)),
+  externalAuthUrl: Type.Optional(Nullable(Url)),
+  scopes: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 }))),
+  tags: Type.Optional(Tags),
+};
+export const signerCreate = Type.Object(
+  { name: Name, enabled: Type.Boolean(), issuer: Type.String({ minLength: 1, maxLength: 2048 }), audience: Nullable(Text), ...fields },
+  { additionalProperties: false },
+);
+export const signerPatch = Type.Object(
+  { name: Type.Optional(Name), enabled: Type.Optional(Type.Boolean()), issuer: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })), audience: Type.Optional(Nullable(Text)), ...fields },
+  { additionalProperties: false },
+);
+export const signerDetail = Type.Object({
+  ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: Type.String(), certPem: Nullable(Type.String()), jwksEndpoint: Type.String(),
+  kid: Type.String(), claimsProperty: Type.String(), useExternalId: Type.Boolean(), clientId: Type.String(), externalAuthUrl: Type.String(), scopes: Type.Array(Type.String()),
+  fingerprint: Type.String(), commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
+});
+/** What the client API shows: enough to start a login with the external provider. */
+export const signerClientDetail = Type.Object({ ...baseFields, name: Type.String(), clientId: Type.String(), externalAuthUrl: Type.String(), scopes: Type.Array(Type.String()) });
+
+function checkUrl(field: string, value: string) {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new ApiError(400, 'INVALID_FIELD', `${field} is not a URL`, { field, reason: 'not a URL', value });
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ApiError(400, 'INVALID_FIELD', `${field} must be an http(s) URL`, { field, reason: 'must be http or https', value });
+}
+
+async function toRow(input: Row, mode: WriteMode, _tx: Tx, _ctx: unknown, existing?: Row): Promise<Row> {
+  const out: Row = {};
+  const has = (k: string) => mode !== 'patch' || k in input;
+  for (const k of ['name', 'issuer', 'audience', 'jwksEndpoint', 'kid', 'clientId', 'externalAuthUrl']) if (has(k)) out[k] = input[k] ?? null;
+  if (has('enabled')) out.enabled = bit(input.enabled);
+  if (has('useExternalId')) out.useExternalId = bit(input.useExternalId);
+  if (has('claimsProperty')) out.claimsProperty = input.claimsProperty ?? 'sub';
+  if (has('scopes')) out.scopes = toJson(input.scopes ?? [], []);
+  if (input.jwksEndpoint) checkUrl('jwksEndpoint', input.jwksEndpoint);
+  if (input.externalAuthUrl) checkUrl('externalAuthUrl', input.externalAuthUrl);
+  if (has('certPem')) {
+    out.certPem = input.certPem ?? null;
+    Object.assign(out, { fingerprint: null, commonName: null, notBefore: null, notAfter: null });
+    if (input.certPem) {
+      let x: X509Certificate;
+      try {
+        x = new X509Certificate(input.certPem);
+      } catch {
+        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate' });
+      }
+      Object.assign(out, { fingerprint: fingerprintOf(input.certPem), commonName: /(?:^|\n)CN=([^\n]*)/.exec(x.subject)?.[1] ?? '', notBefore: new Date(x.validFrom).toISOString(), notAfter: new Date(x.validTo).toISOString() });
+    }
+  }
+  const cert = 'certPem' in out ? out.certPem : existing?.certPem;
+  const jwks = 'jwksEndpoint' in out ? out.jwksEndpoint : existing?.jwksEndpoint;
+  if (!cert === !jwks) throw new ApiError(400, 'INVALID_FIELD', 'Give exactly one of certPem and jwksEndpoint: the key that verifies this signer\'s JWTs', { field: 'certPem', reason: 'exactly one of certPem, jwksEndpoint' });
+  return out;
+}
+
+const str = (v: unknown) => (v == null ? '' : String(v));
+
+export const externalJwtSigners = defineResource({
+  name: 'external jwt signer',
+  plural: 'external-jwt-signers',
+  table: 'externalJwtSigners',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
+  schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
+  filterable: {
+    id: { column: 'e.id', type: 'string', sortable: true },
+    name: { column: 'e.name', type: 'string', sortable: true },
+    issuer: { column: 'e.issuer', type: 'string', sortable: true },
+    enabled: { column: 'e.enabled', type: 'boolean', sortable: true },
+    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
+    tags: { column: 'e.tags', type: 'tags' },
+  },
+  toDetail: (r) => ({
+    id: r.id, _links: selfLink('external-jwt-signers', r.id), createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: str(r.audience), certPem: r.certPem ?? null, jwksEndpoint: str(r.jwksEndpoint), kid: str(r.kid),
+    claimsProperty: r.claimsProperty, useExternalId: isSet(r.useExternalId), clientId: str(r.clientId), externalAuthUrl: str(r.externalAuthUrl), scopes: fromJson(r.scopes, []),
+    fingerprint: str(r.fingerprint), commonName: str(r.commonName), notBefore: str(r.notBefore), notAfter: str(r.notAfter),
+  }),
+  toRow,
+  hooks: {
+    beforeDelete: async (tx, existing) => {
+      const policies = await tx.selectFrom('authPolicies').select(['id', 'primaryJson', 'secondaryJson']).execute();
+      const user = policies.find((p) => p.primaryJson.includes(`"${existing.id}"`) || p.secondaryJson.includes(`"${existing.id}"`));
+      if (user) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The signer is named by auth policy '${user.id}': remove it there first`);
+    },
+  },
+  cli: { columns: ['id', 'name', 'enabled', 'issuer', 'audience', 'jwksEndpoint'] },
+});
