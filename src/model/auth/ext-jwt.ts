@@ -16,7 +16,7 @@ function keyOf(signer: ExternalJwtSignerRow, alg: string): Promise<CryptoKey | U
   const url = signer.jwksEndpoint!;
   let set = remoteSets.get(url);
   if (!set) {
-    set = createRemoteJWKSet(new URL(url), { timeoutDuration: 5000, cooldownDuration: 10_000 });
+    set = createRemoteJWKSet(new URL(url), { timeoutDuration: 5000, cooldownDuration: 1000 });
     remoteSets.set(url, set);
   }
   return set;

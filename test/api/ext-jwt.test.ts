@@ -1,0 +1,133 @@
+// External JWT signers and ext-jwt login, against a JWKS endpoint this test serves on loopback.
+import http from 'node:http';
+import { exportJWK, generateKeyPair, importPKCS8, SignJWT, type JWK, type CryptoKey } from 'jose';
+import forge from 'node-forge';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+
+let c: TestController;
+let admin: string;
+let jwksUrl = '';
+let served: JWK[] = [];
+let server: http.Server;
+let fetches = 0;
+beforeAll(async () => {
+  c = await startTestController();
+  admin = await c.login();
+  server = http.createServer((_req, res) => {
+    fetches++;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ keys: served }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  jwksUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/jwks.json`;
+});
+afterAll(async () => {
+  server.close();
+  await c.close();
+});
+
+async function newKey(kid: string) {
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  served.push({ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' });
+  return privateKey;
+}
+const jwt = (key: CryptoKey, kid: string, claims: { iss?: string; aud?: string; sub?: string; exp?: number; [k: string]: unknown } = {}) => {
+  const now = Math.floor(c.clock.now().getTime() / 1000);
+  const { iss = 'https://idp.example', aud = 'ztc', sub, exp = now + 600, ...rest } = claims;
+  const b = new SignJWT(rest).setProtectedHeader({ alg: 'RS256', kid }).setIssuer(iss).setAudience(aud).setIssuedAt(now).setExpirationTime(exp);
+  return (sub ? b.setSubject(sub) : b).sign(key);
+};
+const extLogin = (token: string) => c.call('POST', `${CLIENT}/authenticate?method=ext-jwt`, { headers: { authorization: `Bearer ${token}` }, body: {} });
+
+describe('external JWT signers', () => {
+  let signerId = '';
+  let key: CryptoKey;
+  let identityId = '';
+
+  beforeAll(async () => {
+    key = await newKey('k1');
+    const r = await c.call('POST', `${MGMT}/external-jwt-signers`, {
+      token: admin,
+      body: { name: 'idp', enabled: true, issuer: 'https://idp.example', audience: 'ztc', jwksEndpoint: jwksUrl, useExternalId: true, claimsProperty: 'email', clientId: 'ztc-app', externalAuthUrl: 'https://idp.example/auth', scopes: ['openid', 'email'] },
+    });
+    expect(r.status, r.text).toBe(201);
+    signerId = r.body.data.id;
+    identityId = (await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name: 'ext-user', type: 'User', isAdmin: false, externalId: 'ana@example.com' } })).body.data.id;
+  });
+
+  it('logs in the identity named by the configured claim', async () => {
+    const r = await extLogin(await jwt(key, 'k1', { email: 'ana@example.com' }));
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toMatchObject({ identityId, authenticatorId: signerId });
+  });
+
+  it('refuses wrong issuer, audience, expiry, signature, unknown identity and a missing token', async () => {
+    expectError(await extLogin(await jwt(key, 'k1', { email: 'ana@example.com', iss: 'https://evil.example' })), 401, 'INVALID_AUTH');
+    expectError(await extLogin(await jwt(key, 'k1', { email: 'ana@example.com', aud: 'someone-else' })), 401, 'INVALID_AUTH');
+    expectError(await extLogin(await jwt(key, 'k1', { email: 'ana@example.com', exp: Math.floor(c.clock.now().getTime() / 1000) - 60 })), 401, 'INVALID_AUTH');
+    const { privateKey: stranger } = await generateKeyPair('RS256');
+    expectError(await extLogin(await jwt(stranger, 'k1', { email: 'ana@example.com' })), 401, 'INVALID_AUTH');
+    expectError(await extLogin(await jwt(key, 'k1', { email: 'nobody@example.com' })), 401, 'INVALID_AUTH');
+    expectError(await c.call('POST', `${CLIENT}/authenticate?method=ext-jwt`, { body: {} }), 401, 'INVALID_AUTH');
+    expectError(await extLogin('not.a.jwt'), 401, 'INVALID_AUTH');
+  });
+
+  it('fetches the JWKS again when a token names a new key', async () => {
+    const before = fetches;
+    const k2 = await newKey('k2');
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await extLogin(await jwt(k2, 'k2', { email: 'ana@example.com' }))).status).toBe(200);
+    expect(fetches).toBeGreaterThan(before);
+  });
+
+  it('honours the auth policy and the enabled flag', async () => {
+    const base = (await c.call('GET', `${MGMT}/auth-policies/default`, { token: admin })).body.data;
+    const other = (await c.call('POST', `${MGMT}/external-jwt-signers`, { token: admin, body: { name: 'other', enabled: true, issuer: 'https://other.example', audience: null, jwksEndpoint: jwksUrl } })).body.data.id;
+    const pid = (await c.call('POST', `${MGMT}/auth-policies`, { token: admin, body: { name: 'only-other', primary: { ...base.primary, extJwt: { allowed: true, allowedSigners: [other] } }, secondary: base.secondary } })).body.data.id;
+    await c.call('PATCH', `${MGMT}/identities/${identityId}`, { token: admin, body: { authPolicyId: pid } });
+    expectError(await extLogin(await jwt(key, 'k1', { email: 'ana@example.com' })), 401, 'INVALID_AUTH');
+    await c.call('PATCH', `${MGMT}/identities/${identityId}`, { token: admin, body: { authPolicyId: 'default' } });
+    expect((await extLogin(await jwt(key, 'k1', { email: 'ana@example.com' }))).status).toBe(200);
+    await c.call('PATCH', `${MGMT}/external-jwt-signers/${signerId}`, { token: admin, body: { enabled: false } });
+    expectError(await extLogin(await jwt(key, 'k1', { email: 'ana@example.com' })), 401, 'INVALID_AUTH');
+    await c.call('PATCH', `${MGMT}/external-jwt-signers/${signerId}`, { token: admin, body: { enabled: true } });
+    expectError(await c.call('DELETE', `${MGMT}/external-jwt-signers/${other}`, { token: admin }), 409, 'CONFLICT_CANNOT_MODIFY_REFERENCED');
+  });
+
+  it('verifies with a certificate instead of a JWKS, by identity id', async () => {
+    const keys = forge.pki.rsa.generateKeyPair(2048);
+    const cert = forge.pki.createCertificate();
+    cert.publicKey = keys.publicKey;
+    cert.serialNumber = '01';
+    cert.validity.notBefore = new Date(Date.now() - 60_000);
+    cert.validity.notAfter = new Date(Date.now() + 86_400_000);
+    cert.setSubject([{ name: 'commonName', value: 'signer-cert' }]);
+    cert.setIssuer([{ name: 'commonName', value: 'signer-cert' }]);
+    cert.sign(keys.privateKey, forge.md.sha256.create());
+    const certPem = forge.pki.certificateToPem(cert);
+    const made = await c.call('POST', `${MGMT}/external-jwt-signers`, { token: admin, body: { name: 'by-cert', enabled: true, issuer: 'https://certs.example', audience: 'ztc', certPem } });
+    expect(made.status, made.text).toBe(201);
+    const d = (await c.call('GET', `${MGMT}/external-jwt-signers/${made.body.data.id}`, { token: admin })).body.data;
+    expect(d).toMatchObject({ commonName: 'signer-cert', fingerprint: expect.stringMatching(/^[0-9a-f]{40}$/), claimsProperty: 'sub', useExternalId: false });
+    const pk = await importPKCS8(forge.pki.privateKeyInfoToPem(forge.pki.wrapRsaPrivateKey(forge.pki.privateKeyToAsn1(keys.privateKey))), 'RS256');
+    const r = await extLogin(await jwt(pk as CryptoKey, 'any', { iss: 'https://certs.example', sub: identityId }));
+    expect(r.status, r.text).toBe(200);
+  });
+
+  it('validates signers and lists the enabled ones publicly on the client API', async () => {
+    const post = (body: unknown) => c.call('POST', `${MGMT}/external-jwt-signers`, { token: admin, body });
+    expectError(await post({ name: 'bad-url', enabled: true, issuer: 'x', audience: null, jwksEndpoint: 'file:///etc/passwd' }), 400, 'INVALID_FIELD');
+    expectError(await post({ name: 'no-key', enabled: true, issuer: 'x', audience: null }), 400, 'INVALID_FIELD');
+    expectError(await post({ name: 'two-keys', enabled: true, issuer: 'x', audience: null, jwksEndpoint: jwksUrl, certPem: 'x' }), 400, 'INVALID_FIELD');
+    await post({ name: 'hidden', enabled: false, issuer: 'https://hidden.example', audience: null, jwksEndpoint: jwksUrl });
+    const pub = await c.call('GET', `${CLIENT}/external-jwt-signers`);
+    expect(pub.status).toBe(200);
+    const names = pub.body.data.map((s: { name: string }) => s.name);
+    expect(names).toContain('idp');
+    expect(names).not.toContain('hidden');
+    expect(pub.body.data.find((s: { name: string }) => s.name === 'idp')).toEqual(expect.objectContaining({ clientId: 'ztc-app', externalAuthUrl: 'https://idp.example/auth', scopes: ['openid', 'email'] }));
+    expect(pub.body.data[0].issuer).toBeUndefined();
+    expectError(await c.call('GET', `${MGMT}/external-jwt-signers`), 401);
+  });
+});
