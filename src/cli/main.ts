@@ -3,6 +3,10 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { ApiError } from '../model/errors.js';
 import { authenticators } from '../model/resources/authenticators.js';
+import { apiSessions } from '../model/resources/api-sessions.js';
+import { authPolicies } from '../model/resources/auth-policies.js';
+import { externalJwtSigners } from '../model/resources/external-jwt-signers.js';
+import { mfaCommand } from './commands/mfa.js';
 import { identityTypes } from '../model/resources/identity-types.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
@@ -27,10 +31,19 @@ export function program(): Command {
   p.addCommand(caCommand());
   p.addCommand(enrollmentCommand());
   p.addCommand(enrollCommand());
+  p.addCommand(resourceCommand(authPolicies));
+  p.addCommand(resourceCommand(externalJwtSigners, { enabled: true, audience: null }));
+  p.addCommand(resourceCommand(apiSessions));
+  p.addCommand(mfaCommand());
   return p;
 }
 
 export async function main(argv = process.argv) {
+  // `ztc identity list | head`: a closed pipe ends the program quietly.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   try {
     await program().parseAsync(argv);
   } catch (err) {

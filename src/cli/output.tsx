@@ -21,7 +21,7 @@ export function cell(v: unknown): string {
   return String(v);
 }
 
-const header = (path: string) => path.split('.').slice(-1)[0].replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
+const header = (path: string) => path.split('.').slice(-2).join(' ').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
 
 function Table({ rows, columns }: { rows: unknown[]; columns: string[] }) {
   const widths = columns.map((c) => Math.min(60, Math.max(header(c).length, ...rows.map((r) => cell(at(r, c)).length))));

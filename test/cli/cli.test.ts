@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
+import { generate } from 'otplib';
 import { TestCa } from '../helpers/certs.js';
 import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
@@ -64,6 +65,27 @@ describe('ztc on a local data dir', () => {
     const gone = await ztc('identity', 'get', id, '-d', dir);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toMatch(/No identity has the id or name/);
+  });
+
+  it('manages auth policies, disables and enables identities, and explains that MFA needs a login', async () => {
+    const primary = JSON.stringify({
+      cert: { allowed: true, allowExpiredCerts: false },
+      updb: { allowed: true, minPasswordLength: 12, requireSpecialChar: false, requireNumberChar: false, requireMixedCase: false, maxAttempts: 5, lockoutDurationMinutes: 10 },
+      extJwt: { allowed: false, allowedSigners: [] },
+    });
+    expect((await ztc('auth-policy', 'create', 'strict', '-d', dir, '--primary', primary, '--secondary', 'requireTotp=false')).code).toBe(0);
+    const table = await ztc('auth-policy', 'list', '-d', dir);
+    expect(table.stdout).toMatch(/^ID\s+NAME\s+UPDB ALLOWED\s+CERT ALLOWED\s+EXT JWT ALLOWED\s+SECONDARY REQUIRE TOTP/m);
+    expect(table.stdout).toMatch(/strict\s+true\s+true\s+false\s+false/);
+    expect((await ztc('identity', 'create', 'dis-1', '-d', dir)).code).toBe(0);
+    expect((await ztc('identity', 'disable', 'dis-1', '--minutes', '5', '-d', dir)).stdout).toMatch(/disabled identity dis-1/);
+    expect(JSON.parse((await ztc('identity', 'get', 'dis-1', '-d', dir, '-o', 'json')).stdout).disabled).toBe(true);
+    expect((await ztc('identity', 'enable', 'dis-1', '-d', dir)).code).toBe(0);
+    expect(JSON.parse((await ztc('identity', 'get', 'dis-1', '-d', dir, '-o', 'json')).stdout).disabled).toBe(false);
+    const mfa = await ztc('mfa', 'status', '-d', dir);
+    expect(mfa.code).toBe(1);
+    expect(mfa.stderr).toMatch(/ztc login/);
+    expect((await ztc('api-session', 'list', '-d', dir, '-o', 'json')).code).toBe(0);
   });
 
   it('exits non-zero with the server message on refused input', async () => {
@@ -141,6 +163,16 @@ describe('ztc against a running controller', () => {
     expect(pending.map((e: { username: string }) => e.username)).toContain('pending-user');
     const refreshed = await ztc('enrollment', 'refresh', pending[0].id, '--minutes', '30');
     expect(refreshed.stdout).toMatch(/refreshed enrollment/);
+
+    // MFA for the logged-in identity.
+    const started = JSON.parse((await ztc('mfa', 'enable', '-o', 'json')).stdout);
+    expect(started.provisioningUrl).toMatch(/^otpauth:\/\/totp\//);
+    const secret = new URL(started.provisioningUrl).searchParams.get('secret')!;
+    expect((await ztc('mfa', 'verify', await generate({ secret }))).stdout).toMatch(/MFA enabled/);
+    expect(JSON.parse((await ztc('mfa', 'status', '-o', 'json')).stdout).isVerified).toBe(true);
+    const wrong = await ztc('mfa', 'disable', '--code', '000000');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/MFA_INVALID_TOKEN/);
 
     expect((await ztc('logout')).stdout).toMatch(/logged out/);
     const after = await ztc('identity', 'list');

@@ -60,6 +60,22 @@ export function enrollmentCommand(): Command {
 
 /** `ztc identity create NAME --enroll ott|updb [-o FILE.jwt]`: the JWT goes to the file (0600) or stdout. */
 export function identityCommand(): Command {
+  const cmd = identityResourceCommand();
+  const action = (name: string, description: string, call: (t: Transport, id: string, opts: Record<string, string>) => Promise<unknown>, done: string) =>
+    targetOptions(cmd.command(name).description(description))
+      .argument('<id-or-name>')
+      .action(async (ref: string, opts: CommonOpts & Record<string, string>) => {
+        await withTransport(opts, async (t) => call(t, await resolveId(t, identities, ref), opts));
+        process.stdout.write(`${done} ${ref}\n`);
+      });
+  action('disable', 'disable an identity (its API sessions end at once)', async (t, id, o) => expectOk(await t.request('POST', `${API}/identities/${id}/disable`, { durationMinutes: Number(o.minutes ?? 0) }), 'Disabling'), 'disabled identity')
+    .option('--minutes <n>', 'for this many minutes (default 0: until enabled)');
+  action('enable', 'enable an identity (clears password lockouts too)', async (t, id) => expectOk(await t.request('POST', `${API}/identities/${id}/enable`), 'Enabling'), 'enabled identity');
+  action('mfa-remove', 'remove the MFA enrollment of an identity that lost its codes', async (t, id) => expectOk(await t.request('DELETE', `${API}/identities/${id}/mfa`), 'Removing MFA'), 'removed MFA of identity');
+  return cmd;
+}
+
+function identityResourceCommand(): Command {
   return resourceCommand(identities, { type: 'User', isAdmin: false }, {
     createOptions: (c) => {
       c.addOption(new Option('--enroll <method>', 'start an enrollment and print its JWT (with -o FILE.jwt: write it there)').choices(['ott', 'updb']));

@@ -79,7 +79,7 @@ function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
     return n;
   }
   if (k === 'list') return String(raw).split(',').map((s) => s.trim()).filter(Boolean);
-  if (k === 'map') return parseMap(String(raw));
+  if (k === 'map') return parseMap(fileOrValue(String(raw)));
   return raw;
 }
 
