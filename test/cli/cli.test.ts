@@ -170,9 +170,9 @@ describe('ztc against a running controller', () => {
     const secret = new URL(started.provisioningUrl).searchParams.get('secret')!;
     expect((await ztc('mfa', 'verify', await generate({ secret }))).stdout).toMatch(/MFA enabled/);
     expect(JSON.parse((await ztc('mfa', 'status', '-o', 'json')).stdout).isVerified).toBe(true);
-    const wrong = await ztc('mfa', 'disable', '--code', '000000');
-    expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toMatch(/MFA_INVALID_TOKEN/);
+    const badCode = await ztc('mfa', 'disable', '--code', '000000');
+    expect(badCode.code).toBe(1);
+    expect(badCode.stderr).toMatch(/MFA_INVALID_TOKEN/);
 
     expect((await ztc('logout')).stdout).toMatch(/logged out/);
     const after = await ztc('identity', 'list');
