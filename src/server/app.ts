@@ -6,6 +6,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Ctx } from '../model/context.js';
+import { ApiError } from '../model/errors.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { RouteTable } from './route-table.js';
@@ -35,15 +36,25 @@ function validators(app: FastifyInstance) {
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
 }
 
+// No stored text may hold NUL (PostgreSQL refuses it, and no field of ours needs it).
+const NUL = /\u0000|\\u0000/;
+const nulRefused = () => new ApiError(400, 'COULD_NOT_PARSE_BODY', 'NUL characters are not accepted in requests');
+
 function contentTypes(app: FastifyInstance) {
   const json = app.getDefaultJsonParser('error', 'error');
   // An empty body with a JSON content type is "no body", as several clients send it on POSTs.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    if (NUL.test(String(body))) return done(nulRefused(), undefined);
     return json(req, body as string, done);
   });
   // PEM bodies (CSR, certificate verification) arrive as text.
-  app.addContentTypeParser(['text/plain', 'application/x-pem-file', 'application/pkcs10'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser(['text/plain', 'application/x-pem-file', 'application/pkcs10'], { parseAs: 'string' }, (_req, body, done) =>
+    NUL.test(String(body)) ? done(nulRefused(), undefined) : done(null, body),
+  );
+  app.addHook('onRequest', async (request) => {
+    if (/%00|\u0000/i.test(request.url)) throw new ApiError(400, 'INVALID_FIELD', 'NUL characters are not accepted in URLs');
+  });
 }
 
 async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, api: 'client' | 'management') {

@@ -66,6 +66,12 @@ describe('informational routes (no session needed)', () => {
     expect(ok.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('refuses NUL characters anywhere in a request', async () => {
+    expectError(await c.call('GET', `${MGMT}/identities/%00x`), 400, 'INVALID_FIELD');
+    expectError(await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('name = "\u0000"')}`), 400, 'INVALID_FIELD');
+    expectError(await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: '{"username": "ad\\u0000min", "password": "xxxxxx"}' }), 400, 'COULD_NOT_PARSE_BODY');
+  });
+
   it('refuses oversized and mistyped bodies', async () => {
     const big = await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'admin', password: 'x'.repeat(2 * 1024 * 1024) } });
     expectError(big, 413);
