@@ -61,4 +61,3 @@ export async function main(argv = process.argv) {
   }
 }
 
-await main();

@@ -1,9 +1,7 @@
 // better-sqlite3, loaded so that the single executable can hand it the embedded native addon.
-import { createRequire } from 'node:module';
-import type BetterSqlite3 from 'better-sqlite3';
+import Database from 'better-sqlite3';
 
-type Ctor = typeof BetterSqlite3;
-type Options = BetterSqlite3.Options;
+type Options = Database.Options;
 
 let nativeBinding: unknown;
 
@@ -12,11 +10,10 @@ export function setSqliteNativeBinding(binding: unknown) {
   nativeBinding = binding;
 }
 
-export function loadSqlite(): new (file: string, opts?: Options) => BetterSqlite3.Database {
-  const require = createRequire(import.meta.url);
-  const Database = require('better-sqlite3') as Ctor;
+export function loadSqlite(): new (file: string, opts?: Options) => Database.Database {
   if (!nativeBinding) return Database;
   return function open(file: string, opts?: Options) {
+    // better-sqlite3 accepts the loaded addon object itself (a path would need a real require).
     return new Database(file, { ...opts, nativeBinding: nativeBinding as string });
-  } as unknown as Ctor;
+  } as unknown as typeof Database;
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// npm run package: dist/ztc, one file that runs `serve` and every subcommand without Node or
+// node_modules. Offline: esbuild bundles the program, Node's single-executable support embeds it
+// (and the better-sqlite3 addon) into a copy of this node binary with postject.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const out = path.join(root, 'dist', 'sea');
+fs.mkdirSync(out, { recursive: true });
+const step = (s) => process.stderr.write(`… ${s}\n`);
+
+step('bundling the program (esbuild)');
+await build({
+  entryPoints: [path.join(root, 'src/sea/entry.ts')],
+  outfile: path.join(out, 'app.mjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  jsx: 'automatic',
+  minify: false,
+  legalComments: 'none',
+  // Dependencies written as CommonJS call require(); give the ESM bundle one.
+  banner: { js: "import { createRequire as __ztcRequire } from 'node:module'; const require = __ztcRequire(import.meta.url);" },
+  plugins: [
+    {
+      // ink loads React devtools only in development; the executable gets an empty stand-in.
+      name: 'no-devtools',
+      setup(b) {
+        b.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: 'react-devtools-core', namespace: 'stub' }));
+        b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({ contents: 'export default { initialize() {}, connectToDevTools() {} };', loader: 'js' }));
+      },
+    },
+  ],
+  logLevel: 'warning',
+});
+
+step('preparing the single-executable blob');
+const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+fs.copyFileSync(path.join(root, 'scripts/sea-loader.cjs'), path.join(out, 'loader.cjs'));
+const config = {
+  main: path.join(out, 'loader.cjs'),
+  output: path.join(out, 'ztc.blob'),
+  disableExperimentalSEAWarning: true,
+  assets: { app: path.join(out, 'app.mjs'), sqlite: addon },
+};
+fs.writeFileSync(path.join(out, 'sea-config.json'), JSON.stringify(config, null, 2));
+execFileSync(process.execPath, ['--experimental-sea-config', path.join(out, 'sea-config.json')], { stdio: 'inherit' });
+
+step('injecting it into a copy of node');
+const exe = path.join(root, 'dist', 'ztc');
+fs.copyFileSync(process.execPath, exe);
+fs.chmodSync(exe, 0o755);
+execFileSync(path.join(root, 'node_modules/.bin/postject'), [exe, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { stdio: ['ignore', 'ignore', 'inherit'] });
+const mb = (fs.statSync(exe).size / 1048576).toFixed(1);
+step(`done: ${path.relative(process.cwd(), exe)} (${mb} MB)`);

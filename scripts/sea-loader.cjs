@@ -1,0 +1,32 @@
+// The single executable's main script (Node's SEA runs CommonJS): unpack the embedded program and the
+// better-sqlite3 addon into a private cache dir once per build, load the addon, import the program.
+const sea = require('node:sea');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { pathToFileURL } = require('node:url');
+
+const app = Buffer.from(sea.getRawAsset('app'));
+const addon = Buffer.from(sea.getRawAsset('sqlite'));
+const id = crypto.createHash('sha256').update(app).update(addon).digest('hex').slice(0, 16);
+const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+const dir = path.join(os.tmpdir(), `ztc-${uid}-${id}`);
+const appFile = path.join(dir, 'app.mjs');
+const addonFile = path.join(dir, 'better_sqlite3.node');
+if (!fs.existsSync(appFile) || !fs.existsSync(addonFile)) {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // Write under temporary names, then rename: a concurrent start never sees half a file.
+  for (const [file, data] of [[addonFile, addon], [appFile, app]]) {
+    const tmp = `${file}.${process.pid}`;
+    fs.writeFileSync(tmp, data, { mode: 0o700 });
+    fs.renameSync(tmp, file);
+  }
+}
+const m = { exports: {} };
+process.dlopen(m, addonFile);
+globalThis.__ztcSqliteBinding = m.exports;
+import(pathToFileURL(appFile).href).catch((err) => {
+  console.error(err && err.stack ? err.stack : String(err));
+  process.exit(1);
+});
