@@ -5,6 +5,7 @@ import type { TSchema } from 'typebox';
 import type { Db, Tx } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import type { Ctx } from './context.js';
+import { fromJson } from '../store/json.js';
 
 export type FieldType = 'string' | 'number' | 'boolean' | 'datetime' | 'set' | 'tags';
 
@@ -60,6 +61,23 @@ export interface ResourceDecl {
 export const defineResource = (decl: ResourceDecl): ResourceDecl => decl;
 
 export const selfLink = (plural: string, id: string) => ({ self: { href: `./${plural}/${id}` } });
+
+/** The filterable fields every stored entity has (spread into a declaration's `filterable`). */
+export const baseFilterable: Record<string, FieldSpec> = {
+  id: { column: 'e.id', type: 'string', sortable: true },
+  createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+  updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
+  tags: { column: 'e.tags', type: 'tags' },
+};
+
+/** The fields every stored entity answers with. */
+export const baseDetail = (plural: string, r: Row, links: Record<string, unknown> = {}) => ({
+  id: r.id as string,
+  _links: { ...selfLink(plural, r.id), ...links },
+  createdAt: r.createdAt as string,
+  updatedAt: r.updatedAt as string,
+  tags: fromJson(r.tags, {}),
+});
 
 export const entityRef = (plural: string, id: string, name: string) => ({
   _links: selfLink(plural, id),

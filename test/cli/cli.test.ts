@@ -178,5 +178,5 @@ describe('ztc against a running controller', () => {
     const after = await ztc('identity', 'list');
     expect(after.code).toBe(1);
     expect(after.stderr).toMatch(/Logged out of/);
-  });
+  }, 180_000);
 });

@@ -1,5 +1,5 @@
 import { apiSessionDetail } from '../auth/api-sessions.js';
-import { defineResource } from '../resource.js';
+import { baseFilterable, defineResource } from '../resource.js';
 import { apiSessionSchema } from '../schemas/api-session.js';
 
 /** Admin view of API sessions. Tokens are stored only as hashes, so `token` is empty here. */
@@ -12,15 +12,13 @@ export const apiSessions = defineResource({
   description: 'API sessions: who is logged in, from where, and whether MFA is complete',
   schemas: { detail: apiSessionSchema },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     identityId: { column: 'e.identity_id', type: 'string', sortable: true },
     authenticatorId: { column: 'e.authenticator_id', type: 'string', sortable: true },
     ipAddress: { column: 'e.ip_address', type: 'string', sortable: true },
     isMfaRequired: { column: 'e.is_mfa_required', type: 'boolean', sortable: true },
     isMfaComplete: { column: 'e.is_mfa_complete', type: 'boolean', sortable: true },
     lastActivityAt: { column: 'e.last_activity_at', type: 'datetime', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
   },
   detailQuery: (db) => db.selectFrom('apiSessions as e').innerJoin('identities as i', 'i.id', 'e.identityId').selectAll('e').select('i.name as identityName') as never,
   toDetail: (r, ctx) => apiSessionDetail(ctx, r as never, ''),

@@ -2,7 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { ApiError, cannotDelete, conflict, invalidField } from '../errors.js';
-import { defineResource, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
 const Count = Type.Integer({ minimum: 0, maximum: 100_000 });
@@ -66,14 +66,11 @@ export const authPolicies = defineResource({
   description: 'Auth policies: which primary methods (cert, updb, ext-jwt) and secondary factors an identity needs',
   schemas: { detail: authPolicyDetail, create: authPolicyCreate, update: authPolicyCreate, patch: authPolicyPatch },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
-    tags: { column: 'e.tags', type: 'tags' },
   },
   toDetail: (r) => ({
-    id: r.id, _links: selfLink('auth-policies', r.id), createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    ...baseDetail('auth-policies', r),
     name: r.name, primary: fromJson(r.primaryJson, {}), secondary: { requireExtJwtSigner: null, ...fromJson(r.secondaryJson, {}) },
   }),
   toRow,

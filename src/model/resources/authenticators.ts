@@ -1,13 +1,13 @@
 import { X509Certificate } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { fromJson, isSet } from '../../store/json.js';
+import { isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
 import { checkPassword, policyOf } from './auth-policies.js';
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
-import { defineResource, entityRef, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, Nullable, Password, Tags, Username } from '../schemas/common.js';
 
 export const authenticatorCreate = Type.Object(
@@ -117,15 +117,12 @@ export const authenticators = defineResource({
   description: 'Authenticators: the username/password or certificate an identity logs in with',
   schemas: { detail: authenticatorDetail, create: authenticatorCreate, update: authenticatorUpdate, patch: authenticatorPatch },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     method: { column: 'e.method', type: 'string', sortable: true },
     identityId: { column: 'e.identity_id', type: 'string', sortable: true },
     username: { column: 'e.username', type: 'string', sortable: true },
     fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
     isIssuedByNetwork: { column: 'e.is_issued_by_network', type: 'boolean', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
-    tags: { column: 'e.tags', type: 'tags' },
   },
   detailQuery: (db) =>
     db
@@ -134,11 +131,7 @@ export const authenticators = defineResource({
       .selectAll('e')
       .select('i.name as identityName') as never,
   toDetail: (r) => ({
-    id: r.id,
-    _links: selfLink('authenticators', r.id),
-    createdAt: r.createdAt,
-    updatedAt: r.updatedAt,
-    tags: fromJson(r.tags, {}),
+    ...baseDetail('authenticators', r),
     method: r.method,
     identityId: r.identityId,
     identity: entityRef('identities', r.identityId, r.identityName),

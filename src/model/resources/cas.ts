@@ -5,7 +5,7 @@ import { bit, fromJson, isSet, toJson } from '../../store/json.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
-import { defineResource, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
 export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
@@ -88,20 +88,16 @@ export const cas = defineResource({
   description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)',
   schemas: { detail: caDetail, create: caCreate, update: caUpdate, patch: caPatch },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
     fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
     isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true },
     isAuthEnabled: { column: 'e.is_auth_enabled', type: 'boolean', sortable: true },
     isAutoCaEnrollmentEnabled: { column: 'e.is_auto_ca_enrollment_enabled', type: 'boolean', sortable: true },
     isOttCaEnrollmentEnabled: { column: 'e.is_ott_ca_enrollment_enabled', type: 'boolean', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
-    tags: { column: 'e.tags', type: 'tags' },
   },
   toDetail: (r) => ({
-    id: r.id, _links: { ...selfLink('cas', r.id), verify: { href: `./cas/${r.id}/verify`, method: 'POST' }, jwt: { href: `./cas/${r.id}/jwt` } },
-    createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    ...baseDetail('cas', r, { verify: { href: `./cas/${r.id}/verify`, method: 'POST' }, jwt: { href: `./cas/${r.id}/jwt` } }),
     name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
     // The token is only of use (and only shown) until the CA is verified.
     ...(isSet(r.isVerified) ? {} : { verificationToken: r.verificationToken }),

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { fromJson } from '../../store/json.js';
+
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
-import { defineResource, entityRef, selfLink, type Row } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, DateTime, EntityRef, Nullable, Username } from '../schemas/common.js';
 
 const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
@@ -83,8 +83,7 @@ export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
 
 export function enrollmentDetailOf(r: Row) {
   return {
-    id: r.id, _links: { ...selfLink('enrollments', r.id), refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } },
-    createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    ...baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }),
     method: r.method, token: tokenOf(r.jwt), jwt: r.jwt, expiresAt: r.expiresAt,
     ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
@@ -101,15 +100,12 @@ export const enrollments = defineResource({
   description: 'Outstanding enrollments: one-time tokens (as JWTs) that let an identity obtain its certificate or password',
   schemas: { detail: enrollmentDetail, create: enrollmentCreate },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     method: { column: 'e.method', type: 'string', sortable: true },
     identityId: { column: 'e.identity_id', type: 'string', sortable: true },
     caId: { column: 'e.ca_id', type: 'string', sortable: true },
     username: { column: 'e.username', type: 'string', sortable: true },
     expiresAt: { column: 'e.expires_at', type: 'datetime', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
-    tags: { column: 'e.tags', type: 'tags' },
   },
   detailQuery: (db) =>
     db.selectFrom('enrollments as e').leftJoin('identities as i', 'i.id', 'e.identityId').leftJoin('cas as c', 'c.id', 'e.caId').selectAll('e').select(['i.name as identityName', 'c.name as caName']) as never,

@@ -4,7 +4,7 @@ import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson } from '../../store/json.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
-import { defineResource, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
@@ -86,16 +86,13 @@ export const externalJwtSigners = defineResource({
   description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
   schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
     issuer: { column: 'e.issuer', type: 'string', sortable: true },
     enabled: { column: 'e.enabled', type: 'boolean', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
-    tags: { column: 'e.tags', type: 'tags' },
   },
   toDetail: (r) => ({
-    id: r.id, _links: selfLink('external-jwt-signers', r.id), createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),
+    ...baseDetail('external-jwt-signers', r),
     name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: str(r.audience), certPem: r.certPem ?? null, jwksEndpoint: str(r.jwksEndpoint), kid: str(r.kid),
     claimsProperty: r.claimsProperty, useExternalId: isSet(r.useExternalId), clientId: str(r.clientId), externalAuthUrl: str(r.externalAuthUrl), scopes: fromJson(r.scopes, []),
     fingerprint: str(r.fingerprint), commonName: str(r.commonName), notBefore: str(r.notBefore), notAfter: str(r.notAfter),

@@ -5,7 +5,7 @@ import { cannotDelete, invalidField } from '../errors.js';
 import { newId } from '../ids.js';
 import { tokenOf } from '../pki/jwt.js';
 import { insertEnrollment } from './enrollments.js';
-import { defineResource, entityRef, selfLink, type Row, type WriteMode } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
@@ -128,7 +128,7 @@ export const identities = defineResource({
   schemas: { detail: identityDetail, create: identityCreate, update: identityUpdate, patch: identityPatch },
   roleAttributes: 'roleAttributes',
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
     type: { column: 'e.type_id', type: 'string', sortable: true },
     typeId: { column: 'e.type_id', type: 'string', sortable: true },
@@ -140,9 +140,6 @@ export const identities = defineResource({
     defaultHostingCost: { column: 'e.default_hosting_cost', type: 'number', sortable: true },
     defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
-    tags: { column: 'e.tags', type: 'tags' },
   },
   detailQuery: (db) =>
     db
@@ -161,11 +158,7 @@ export const identities = defineResource({
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
   toDetail: (r) => ({
-    id: r.id,
-    _links: { ...selfLink('identities', r.id), authenticators: { href: `./identities/${r.id}/authenticators` } },
-    createdAt: r.createdAt,
-    updatedAt: r.updatedAt,
-    tags: fromJson(r.tags, {}),
+    ...baseDetail('identities', r, { authenticators: { href: `./identities/${r.id}/authenticators` } }),
     name: r.name,
     type: entityRef('identity-types', r.typeId, r.typeName),
     typeId: r.typeId,

@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import { baseFields } from '../schemas/common.js';
-import { defineResource, selfLink } from '../resource.js';
-import { fromJson } from '../../store/json.js';
+import { baseDetail, baseFilterable, defineResource } from '../resource.js';
 
 /** Seeded at first start; ids equal names, as upstream 0.26. */
 export const IDENTITY_TYPES = ['User', 'Device', 'Service', 'Router', 'Default'] as const;
@@ -15,17 +14,11 @@ export const identityTypes = defineResource({
   description: 'Kinds of identity (User, Device, Service, Router, Default)',
   schemas: { detail: Type.Object({ ...baseFields, name: Type.String() }) },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
-    updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
   },
   toDetail: (r) => ({
-    id: r.id,
-    _links: selfLink('identity-types', r.id),
-    createdAt: r.createdAt,
-    updatedAt: r.updatedAt,
-    tags: fromJson(r.tags, {}),
+    ...baseDetail('identity-types', r),
     name: r.name,
   }),
   cli: { columns: ['id', 'name'] },

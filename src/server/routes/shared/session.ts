@@ -14,7 +14,7 @@ import {
 } from '../../../model/resources/authenticators.js';
 import { identities, identityDetail } from '../../../model/resources/identities.js';
 import { apiSessionSchema } from '../../../model/schemas/api-session.js';
-import { EntityRef, Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username, baseFields } from '../../../model/schemas/common.js';
+import { Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
