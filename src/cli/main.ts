@@ -7,6 +7,7 @@ import { apiSessions } from '../model/resources/api-sessions.js';
 import { authPolicies } from '../model/resources/auth-policies.js';
 import { externalJwtSigners } from '../model/resources/external-jwt-signers.js';
 import { mfaCommand } from './commands/mfa.js';
+import { configs, configTypes } from '../model/resources/configs.js';
 import { identityTypes } from '../model/resources/identity-types.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
@@ -35,6 +36,8 @@ export function program(): Command {
   p.addCommand(resourceCommand(externalJwtSigners, { enabled: true, audience: null }));
   p.addCommand(resourceCommand(apiSessions));
   p.addCommand(mfaCommand());
+  p.addCommand(resourceCommand(configTypes));
+  p.addCommand(resourceCommand(configs));
   return p;
 }
 

@@ -5,6 +5,7 @@ import { hashPassword } from './auth/password.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { newId } from './ids.js';
+import { BUILTIN_CONFIG_TYPES } from './config-schemas.js';
 import { IDENTITY_TYPES } from './resources/identity-types.js';
 import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
 
@@ -43,6 +44,10 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     })
     .onConflict((oc) => oc.doNothing())
     .execute();
+
+  for (const [name, schema] of Object.entries(BUILTIN_CONFIG_TYPES)) {
+    await db.insertInto('configTypes').values({ id: name, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
+  }
 
   const admin = await db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).executeTakeFirst();
   if (admin) return { adminCreated: false };

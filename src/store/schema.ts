@@ -139,7 +139,20 @@ export interface EntityTagRow {
   value: string | null;
 }
 
+export interface ConfigTypeRow extends BaseRow {
+  name: string;
+  schema: string;
+}
+
+export interface ConfigRow extends BaseRow {
+  name: string;
+  configTypeId: string;
+  data: string;
+}
+
 export interface Database {
+  configTypes: ConfigTypeRow;
+  configs: ConfigRow;
   mfa: MfaRow;
   externalJwtSigners: ExternalJwtSignerRow;
   cas: CaRow;

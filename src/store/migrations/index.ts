@@ -5,6 +5,7 @@ import { foundation } from './0001-foundation.js';
 import { entityIndex } from './0002-entity-index.js';
 import { pki } from './0003-pki.js';
 import { auth } from './0004-auth.js';
+import { configs } from './0005-configs.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -12,5 +13,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0002-entity-index': entityIndex(),
     '0003-pki': pki(),
     '0004-auth': auth(),
+    '0005-configs': configs(),
   };
 }

@@ -1,0 +1,131 @@
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { Type } from 'typebox';
+import type { Tx } from '../../store/db.js';
+import { fromJson } from '../../store/json.js';
+import { ApiError, conflict, invalidField } from '../errors.js';
+import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
+import { baseFields, EntityRef, Name, Tags } from '../schemas/common.js';
+
+const JsonObject = Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true });
+
+// One validator per schema text: compiling is the expensive part, and config writes repeat types.
+const ajv = addFormats.default(new Ajv.default({ allErrors: true, strict: false }));
+const compiled = new Map<string, ValidateFunction>();
+
+function validatorFor(schemaText: string): ValidateFunction {
+  let v = compiled.get(schemaText);
+  if (!v) {
+    const schema = JSON.parse(schemaText) as Record<string, unknown>;
+    delete schema.$id;
+    v = ajv.compile(schema);
+    if (compiled.size > 500) compiled.clear();
+    compiled.set(schemaText, v);
+  }
+  return v;
+}
+
+/** A config type's schema must itself be a JSON schema ajv can compile. */
+function checkSchema(schema: unknown) {
+  try {
+    validatorFor(JSON.stringify(schema ?? {}));
+  } catch (e) {
+    throw invalidField('schema', `is not a valid JSON schema: ${(e as Error).message}`);
+  }
+}
+
+export const configTypeCreate = Type.Object({ name: Name, schema: Type.Optional(JsonObject), tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const configTypePatch = Type.Object({ name: Type.Optional(Name), schema: Type.Optional(JsonObject), tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const configTypeDetail = Type.Object({ ...baseFields, name: Type.String(), schema: JsonObject });
+
+export const configTypes = defineResource({
+  name: 'config type',
+  plural: 'config-types',
+  table: 'configTypes',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
+  schemas: { detail: configTypeDetail, create: configTypeCreate, update: configTypeCreate, patch: configTypePatch },
+  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true } },
+  toDetail: (r) => ({ ...baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), name: r.name, schema: fromJson(r.schema, {}) }),
+  toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx, existing?: Row) => {
+    const out: Row = {};
+    if (mode !== 'patch' || 'name' in input) out.name = input.name;
+    if (mode !== 'patch' || 'schema' in input) {
+      checkSchema(input.schema);
+      out.schema = JSON.stringify(input.schema ?? {});
+      // A new schema must still accept the configs already of this type.
+      if (existing) {
+        const validate = validatorFor(out.schema);
+        const bad = (await tx.selectFrom('configs').select(['id', 'data']).where('configTypeId', '=', existing.id).execute()).find((c) => !validate(JSON.parse(c.data)));
+        if (bad) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The new schema rejects config '${bad.id}' of this type: change the config first`);
+      }
+    }
+    return out;
+  },
+  hooks: {
+    beforeDelete: async (tx, existing) => {
+      const used = await tx.selectFrom('configs').select('id').where('configTypeId', '=', existing.id).executeTakeFirst();
+      if (used) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `The config type is used by config '${used.id}' (and maybe others): delete those first`);
+    },
+  },
+  cli: { columns: ['id', 'name'] },
+});
+
+export const configCreate = Type.Object({ name: Name, configTypeId: Type.String({ minLength: 1, maxLength: 255 }), data: JsonObject, tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const configUpdate = Type.Object({ name: Name, data: JsonObject, tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const configPatch = Type.Object({ name: Type.Optional(Name), data: Type.Optional(JsonObject), tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const configDetail = Type.Object({ ...baseFields, name: Type.String(), configTypeId: Type.String(), configType: EntityRef, data: JsonObject });
+
+/** The config type by id or (as clients often send) by name. */
+async function configType(tx: Tx, ref: string) {
+  return (
+    (await tx.selectFrom('configTypes').selectAll().where('id', '=', ref).executeTakeFirst()) ??
+    (await tx.selectFrom('configTypes').selectAll().where('name', '=', ref).executeTakeFirst())
+  );
+}
+
+function checkData(schemaText: string, data: unknown) {
+  const validate = validatorFor(schemaText);
+  if (!validate(data)) {
+    const e = validate.errors?.[0];
+    const where = (e?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    const field = ['data', where, e?.params && 'missingProperty' in e.params ? String(e.params.missingProperty) : ''].filter(Boolean).join('.');
+    throw new ApiError(400, 'COULD_NOT_VALIDATE', `The config data does not match its type's schema: ${field} ${e?.message ?? 'is not valid'}`, { field, reason: e?.message ?? 'invalid' });
+  }
+}
+
+export const configs = defineResource({
+  name: 'config',
+  plural: 'configs',
+  table: 'configs',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Configs: data of a config type that services carry to tunnelers and SDKs',
+  schemas: { detail: configDetail, create: configCreate, update: configUpdate, patch: configPatch },
+  filterable: {
+    ...baseFilterable,
+    name: { column: 'e.name', type: 'string', sortable: true },
+    configTypeId: { column: 'e.config_type_id', type: 'string', sortable: true },
+    type: { column: 'e.config_type_id', type: 'string', sortable: true },
+  },
+  detailQuery: (db) => db.selectFrom('configs as e').innerJoin('configTypes as t', 't.id', 'e.configTypeId').selectAll('e').select('t.name as typeName') as never,
+  toDetail: (r) => ({ ...baseDetail('configs', r), name: r.name, configTypeId: r.configTypeId, configType: entityRef('config-types', r.configTypeId, r.typeName), data: fromJson(r.data, {}) }),
+  toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx, existing?: Row) => {
+    const out: Row = {};
+    if (mode !== 'patch' || 'name' in input) out.name = input.name;
+    let typeId = existing?.configTypeId as string | undefined;
+    if (mode === 'create') {
+      const t = await configType(tx, input.configTypeId);
+      if (!t) throw invalidField('configTypeId', `no config type has the id or name '${input.configTypeId}'`, input.configTypeId);
+      typeId = out.configTypeId = t.id;
+    }
+    if (mode !== 'patch' || 'data' in input) {
+      const t = await tx.selectFrom('configTypes').select('schema').where('id', '=', typeId!).executeTakeFirstOrThrow();
+      checkData(t.schema, input.data);
+      out.data = JSON.stringify(input.data);
+    }
+    return out;
+  },
+  cli: { columns: ['id', 'name', 'configType.name'] },
+});
