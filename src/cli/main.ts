@@ -9,6 +9,9 @@ import { externalJwtSigners } from '../model/resources/external-jwt-signers.js';
 import { mfaCommand } from './commands/mfa.js';
 import { configs, configTypes } from '../model/resources/configs.js';
 import { identityTypes } from '../model/resources/identity-types.js';
+import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../model/resources/policies.js';
+import { routers } from '../model/resources/routers.js';
+import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
 import { caCommand, enrollCommand, enrollmentCommand, identityCommand } from './commands/pki.js';
@@ -26,7 +29,9 @@ export function program(): Command {
   p.addCommand(loginCommand());
   p.addCommand(logoutCommand());
   p.addCommand(versionCommand());
-  p.addCommand(identityCommand());
+  const identity = identityCommand();
+  addIdentityNetworkCommands(identity);
+  p.addCommand(identity);
   p.addCommand(resourceCommand(identityTypes));
   p.addCommand(resourceCommand(authenticators));
   p.addCommand(caCommand());
@@ -38,6 +43,12 @@ export function program(): Command {
   p.addCommand(mfaCommand());
   p.addCommand(resourceCommand(configTypes));
   p.addCommand(resourceCommand(configs));
+  p.addCommand(serviceCommand());
+  p.addCommand(edgeRouterCommand());
+  p.addCommand(resourceCommand(routers));
+  p.addCommand(resourceCommand(edgeRouterPolicies, { semantic: 'AnyOf' }));
+  p.addCommand(resourceCommand(serviceEdgeRouterPolicies, { semantic: 'AnyOf' }));
+  p.addCommand(resourceCommand(servicePolicies, { semantic: 'AnyOf' }));
   return p;
 }
 

@@ -18,4 +18,6 @@ export interface Principal {
   isAdmin: boolean;
   apiSessionId: string;
   token: string;
+  /** Config types the client asked for when it authenticated (services then carry those configs). */
+  configTypes: string[];
 }

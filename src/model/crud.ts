@@ -8,7 +8,8 @@ import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { ApiError, couldNotValidate, notFound } from './errors.js';
 import { newId } from './ids.js';
-import type { ResourceDecl, Row, WriteMode } from './resource.js';
+import type { AnyQuery, ResourceDecl, Row, WriteMode } from './resource.js';
+import { evaluateEntity, forgetEntity } from './policy/membership.js';
 
 export function listSource(decl: ResourceDecl): ListSource {
   const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
@@ -20,8 +21,9 @@ export function listSource(decl: ResourceDecl): ListSource {
   };
 }
 
-export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams) {
-  const page = await listPage(ctx.store.db, ctx.store.dialect, listSource(decl), params);
+export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams, scope?: (q: AnyQuery) => AnyQuery) {
+  const page = await listPage(ctx.store.db, ctx.store.dialect, listSource(decl), params, scope);
+  await decl.expand?.(ctx.store.db, page.rows, ctx);
   return { items: page.rows.map((r) => decl.toDetail(r, ctx)), pagination: page.pagination };
 }
 
@@ -36,9 +38,14 @@ export async function findRow(ctx: Ctx | { store: Ctx['store'] }, decl: Resource
   return first(tx ?? ctx.store.db, q, [id]);
 }
 
-export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string) {
+export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scope?: (q: AnyQuery) => AnyQuery) {
+  if (scope) {
+    const visible = await scope(listSource(decl).source(ctx.store.db)).select(sql.ref('e.id').as('id')).where(sql.ref('e.id'), '=', id).executeTakeFirst();
+    if (!visible) throw notFound(decl.name, id);
+  }
   const row = await findRow(ctx, decl, id);
   if (!row) throw notFound(decl.name, id);
+  await decl.expand?.(ctx.store.db, [row], ctx);
   return decl.toDetail(row, ctx);
 }
 
@@ -79,7 +86,7 @@ export async function createResource(ctx: Ctx, decl: ResourceDecl, body: Row) {
       .execute();
     await indexEntity(tx, decl, id, input, 'create');
     const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
-    await decl.hooks?.afterWrite?.(tx, id, ctx);
+    await decl.hooks?.afterWrite?.(tx, id, ctx, input, 'create');
     return { id, ...extra };
   });
 }
@@ -105,15 +112,23 @@ export async function updateResource(
       .where('id', '=', id)
       .execute();
     await indexEntity(tx, decl, id, input, mode);
-    await decl.hooks?.afterWrite?.(tx, id, ctx);
+    await decl.hooks?.afterWrite?.(tx, id, ctx, input, mode);
   });
 }
 
-/** Tags and role attributes also go to their indexes (store/entity-index.ts), in the same transaction. */
+/**
+ * Tags and role attributes also go to their indexes (store/entity-index.ts), and the entity's policy
+ * membership is recomputed (model/policy/membership.ts), all in the same transaction.
+ */
 async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, mode: WriteMode) {
   if (mode !== 'patch' || 'tags' in input) await indexTags(tx, id, input.tags);
   const roles = decl.roleAttributes;
-  if (roles && (mode !== 'patch' || roles in input)) await indexRoleAttributes(tx, id, input[roles]);
+  if (roles && (mode !== 'patch' || roles in input)) {
+    await indexRoleAttributes(tx, id, input[roles]);
+    if (decl.policySide) await evaluateEntity(tx, decl.policySide, id, [...new Set((input[roles] as string[] | null) ?? [])]);
+  } else if (decl.policySide && mode === 'create') {
+    await evaluateEntity(tx, decl.policySide, id, []);
+  }
 }
 
 export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
@@ -122,6 +137,7 @@ export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
     if (!existing) throw notFound(decl.name, id);
     await decl.hooks?.beforeDelete?.(tx, existing, ctx);
     await unindexEntity(tx, id);
+    await forgetEntity(tx, id);
     const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
     if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
   });

@@ -6,6 +6,7 @@ import type { Db, Tx } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import type { Ctx } from './context.js';
 import { fromJson } from '../store/json.js';
+import type { Side } from './policy/membership.js';
 
 export type FieldType = 'string' | 'number' | 'boolean' | 'datetime' | 'set' | 'tags';
 
@@ -40,10 +41,14 @@ export interface ResourceDecl {
   filterable: Record<string, FieldSpec>;
   /** The filterable set field holding role attributes: enables roleFilter/roleSemantic on the list. */
   roleAttributes?: string;
+  /** The policy side this resource's entities sit on: their membership is kept in step on every write. */
+  policySide?: Side;
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */
   detailQuery?: (db: Db) => AnyQuery;
+  /** Adds to a page of rows what one join cannot give (child lists, names of referenced entities), in a few queries. */
+  expand?: (db: Db, rows: Row[], ctx: Ctx) => Promise<void>;
   toDetail: (row: Row, ctx: Ctx) => Record<string, unknown>;
   /** Turn a validated request body into column values; throw ApiError for what the schema cannot say. */
   toRow?: (input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row) => Promise<Row>;
@@ -51,7 +56,7 @@ export interface ResourceDecl {
     /** Slow work (password hashing) done before the transaction opens; returns the input to store. */
     prepare?: (input: Row, mode: WriteMode, ctx: Ctx) => Promise<Row>;
     afterCreate?: (tx: Tx, id: string, input: Row, ctx: Ctx) => Promise<Record<string, unknown> | void>;
-    afterWrite?: (tx: Tx, id: string, ctx: Ctx) => Promise<void>;
+    afterWrite?: (tx: Tx, id: string, ctx: Ctx, input: Row, mode: WriteMode) => Promise<void>;
     beforeDelete?: (tx: Tx, existing: Row, ctx: Ctx) => Promise<void>;
   };
   /** Columns of the CLI's table view, as detail field paths. */

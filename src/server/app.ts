@@ -16,6 +16,7 @@ import { registerSessionRoutes } from './routes/shared/session.js';
 import { registerExtend } from './routes/shared/extend.js';
 import { registerMfa } from './routes/shared/mfa.js';
 import { registerEnroll } from './routes/client/enroll.js';
+import { registerServices } from './routes/shared/services.js';
 import { registerSessionCertificates } from './routes/client/session-certificates.js';
 import { registerClientSigners } from './routes/client/external-jwt-signers.js';
 import { SpecRegistry } from './specs.js';
@@ -77,6 +78,7 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       registerSessionRoutes(child, ctx);
       registerExtend(child, ctx);
       registerMfa(child, ctx);
+      registerServices(child, ctx, api);
       if (api === 'management') registerManagement(child, ctx);
       if (api === 'client') {
         registerEnroll(child, ctx);

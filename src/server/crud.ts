@@ -1,9 +1,10 @@
 // Mounts a resource declaration as its standard routes: list, create, detail, update, patch, delete.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
 import { createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
-import { selfLink, type ResourceDecl, type Row } from '../model/resource.js';
+import { selfLink, type AnyQuery, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
+import type { Access } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
 import type { ListParams } from '../store/list.js';
 import { empty, listOf, ok } from './envelope.js';
@@ -28,32 +29,46 @@ const RoleQuery = {
   roleSemantic: Type.Optional(Type.Union([Type.Literal('AllOf'), Type.Literal('AnyOf')])),
 };
 
-export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl, extraQuery: Record<string, TSchema> = {}) {
+export interface MountOptions {
+  extraQuery?: Record<string, TSchema>;
+  /** The declaration as this request's caller sees it (what expand adds depends on who asks). */
+  view?: (req: FastifyRequest) => ResourceDecl;
+  /** The rows this request's caller may see (list and get); others are 404. */
+  scope?: (req: FastifyRequest) => ((q: AnyQuery) => AnyQuery) | undefined;
+  /** Mount only these of the declaration's operations. */
+  only?: Operation[];
+  /** Who may call each operation (default: admins). */
+  access?: Partial<Record<Operation, Access>>;
+}
+
+export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl, opts: MountOptions = {}) {
+  let extraQuery = opts.extraQuery ?? {};
   if (decl.roleAttributes) extraQuery = { ...RoleQuery, ...extraQuery };
+  const view = (req: FastifyRequest) => opts.view?.(req) ?? decl;
   const ids = opIds(decl);
   const tags = [pascal(decl.plural).replace(/([a-z])([A-Z])/g, '$1 $2')];
   const base = `/${decl.plural}`;
-  const has = (op: ResourceDecl['ops'][number]) => decl.ops.includes(op);
-  const config = { access: 'admin' as const };
+  const has = (op: ResourceDecl['ops'][number]) => decl.ops.includes(op) && (!opts.only || opts.only.includes(op));
+  const config = (op: Operation) => ({ access: opts.access?.[op] ?? ('admin' as const) });
   const fields = filterableFields(decl);
 
   if (has('list')) {
     app.get(base, {
-      config,
+      config: config('list'),
       schema: {
         operationId: ids.list, tags, summary: `List ${decl.plural}`,
         querystring: { ...ListQuery, properties: { ...ListQuery.properties, ...extraQuery } },
         response: { 200: ListEnvelope(decl.schemas.detail), ...errors(400, 401) },
       },
       handler: async (req) => {
-        const { items, pagination } = await listResource(ctx, decl, req.query as ListParams);
+        const { items, pagination } = await listResource(ctx, view(req), req.query as ListParams, opts.scope?.(req));
         return listOf(items, pagination, fields);
       },
     });
   }
   if (has('create') && decl.schemas.create) {
     app.post(base, {
-      config,
+      config: config('create'),
       schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: decl.schemas.create, response: { 201: Envelope(CreateLocation), ...errors(400, 401, 409) } },
       handler: async (req, reply) => {
         const created = await createResource(ctx, decl, req.body as Row);
@@ -64,9 +79,9 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
   }
   if (has('get')) {
     app.get(`${base}/:id`, {
-      config,
-      schema: { operationId: ids.get, tags, summary: `Retrieve one ${decl.name}`, params: IdParams, response: { 200: Envelope(decl.schemas.detail), ...errors(401, 404) } },
-      handler: async (req) => ok(await getResource(ctx, decl, (req.params as { id: string }).id)),
+      config: config('get'),
+      schema: { operationId: ids.get, tags, summary: `Retrieve one ${decl.name}`, params: IdParams, ...(opts.extraQuery ? { querystring: Type.Object(opts.extraQuery) } : {}), response: { 200: Envelope(decl.schemas.detail), ...errors(401, 404) } },
+      handler: async (req) => ok(await getResource(ctx, view(req), (req.params as { id: string }).id, opts.scope?.(req))),
     });
   }
   for (const mode of ['update', 'patch'] as const) {
@@ -75,7 +90,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
     app.route({
       method: mode === 'update' ? 'PUT' : 'PATCH',
       url: `${base}/:id`,
-      config,
+      config: config(mode),
       schema: {
         operationId: ids[mode], tags, summary: mode === 'update' ? `Replace every field of ${article(decl.name)}` : `Change the given fields of ${article(decl.name)}`,
         params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) },
@@ -88,7 +103,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
   }
   if (has('delete')) {
     app.delete(`${base}/:id`, {
-      config,
+      config: config('delete'),
       schema: { operationId: ids.delete, tags, summary: `Delete ${article(decl.name)}`, params: IdParams, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) } },
       handler: async (req) => {
         await deleteResource(ctx, decl, (req.params as { id: string }).id);

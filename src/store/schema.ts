@@ -104,6 +104,7 @@ export interface EnrollmentRow extends BaseRow {
   expiresAt: string;
   caId: string | null;
   username: string | null;
+  routerId: string | null;
 }
 
 export interface ApiSessionCertificateRow extends BaseRow {
@@ -150,7 +151,97 @@ export interface ConfigRow extends BaseRow {
   data: string;
 }
 
+export interface ServiceRow extends BaseRow {
+  name: string;
+  maxIdleTimeMillis: number;
+  terminatorStrategy: string;
+  encryptionRequired: number;
+  roleAttributes: string;
+}
+
+export interface ServiceConfigRow {
+  serviceId: string;
+  configTypeId: string;
+  configId: string;
+}
+
+export interface IdentityServiceConfigRow extends ServiceConfigRow {
+  identityId: string;
+}
+
+export interface RouterRow extends BaseRow {
+  name: string;
+  cost: number;
+  hostname: string;
+  fingerprint: string | null;
+  certPem: string | null;
+  serverCertPem: string | null;
+  isEdge: number;
+  noTraversal: number;
+  disabled: number;
+  isTunnelerEnabled: number;
+  isVerified: number;
+  roleAttributes: string;
+  appData: string;
+  supportedProtocols: string;
+}
+
+interface PolicyBase extends BaseRow {
+  name: string;
+  semantic: string;
+}
+
+export interface EdgeRouterPolicyRow extends PolicyBase {
+  isSystem: number;
+  identityRoles: string;
+  edgeRouterRoles: string;
+}
+
+export interface ServiceEdgeRouterPolicyRow extends PolicyBase {
+  serviceRoles: string;
+  edgeRouterRoles: string;
+}
+
+export interface ServicePolicyRow extends PolicyBase {
+  type: string;
+  identityRoles: string;
+  serviceRoles: string;
+  postureCheckRoles: string;
+}
+
+export interface PostureCheckRow extends BaseRow {
+  name: string;
+  typeId: string;
+  roleAttributes: string;
+  data: string;
+}
+
+export interface PolicyRoleRow {
+  policyId: string;
+  side: string;
+  role: string;
+  kind: string;
+  semantic: string;
+}
+
+export interface PolicyMemberRow {
+  policyId: string;
+  kind: string;
+  side: string;
+  entityId: string;
+}
+
 export interface Database {
+  services: ServiceRow;
+  serviceConfigs: ServiceConfigRow;
+  identityServiceConfigs: IdentityServiceConfigRow;
+  routers: RouterRow;
+  edgeRouterPolicies: EdgeRouterPolicyRow;
+  serviceEdgeRouterPolicies: ServiceEdgeRouterPolicyRow;
+  servicePolicies: ServicePolicyRow;
+  postureChecks: PostureCheckRow;
+  policyRoles: PolicyRoleRow;
+  policyMembers: PolicyMemberRow;
   configTypes: ConfigTypeRow;
   configs: ConfigRow;
   mfa: MfaRow;

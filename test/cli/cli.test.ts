@@ -88,6 +88,32 @@ describe('ztc on a local data dir', () => {
     expect((await ztc('api-session', 'list', '-d', dir, '-o', 'json')).code).toBe(0);
   });
 
+  it('builds a network: services, an edge router with its JWT, policies, and policy advice', async () => {
+    const ok = async (...args: string[]) => {
+      const r = await ztc(...args, '-d', dir);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    await ok('service', 'create', 'web', '--role-attributes', 'web');
+    await ok('identity', 'create', 'webuser', '--role-attributes', 'staff');
+    const jwtFile = path.join(dir, 'er.jwt');
+    expect(await ok('edge-router', 'create', 'er-cli', '--role-attributes', 'public', '-o', jwtFile)).toMatch(/enrollment JWT written/);
+    expect(fs.readFileSync(jwtFile, 'utf8')).toMatch(/^ey/);
+    expect(fs.statSync(jwtFile).mode & 0o777).toBe(0o600);
+    let advice = await ok('identity', 'policy-advice', 'webuser', 'web');
+    expect(advice).toMatch(/dial: not allowed/);
+    expect(advice).toMatch(/next: add a service policy/);
+    await ok('service-policy', 'create', 'web-dial', '--type', 'Dial', '--identity-roles', '#staff', '--service-roles', '#web');
+    await ok('edge-router-policy', 'create', 'staff-public', '--identity-roles', '#staff', '--edge-router-roles', '#public');
+    await ok('service-edge-router-policy', 'create', 'web-public', '--service-roles', '@web', '--edge-router-roles', '#public');
+    advice = await ok('identity', 'policy-advice', 'webuser', 'web');
+    expect(advice).toMatch(/dial: allowed\s+bind: not allowed/);
+    expect(advice).toMatch(/1 in common: er-cli/);
+    const policy = JSON.parse(await ok('service-edge-router-policy', 'get', 'web-public', '-o', 'json'));
+    expect(policy.serviceRolesDisplay).toEqual([{ role: expect.stringMatching(/^@/), name: '@web' }]);
+    expect(await ok('edge-router', 're-enroll', 'er-cli')).toMatch(/^edge router \S+\ney/);
+  });
+
   it('exits non-zero with the server message on refused input', async () => {
     const bad = await ztc('identity', 'create', 'x', '-d', dir, '--default-hosting-cost', '70000');
     expect(bad.code).toBe(1);

@@ -9,6 +9,8 @@ export interface ParsedCsr {
   spki: forge.asn1.Asn1;
   publicKey: KeyObject;
   commonName?: string;
+  /** DNS names and IP addresses of the request's subjectAltName extension, if it asks for one. */
+  sans: string[];
 }
 
 const SIGNATURE_HASH: Record<string, string | null> = {
@@ -63,7 +65,39 @@ export function parseCsr(text: string): ParsedCsr {
     ok = false;
   }
   if (!ok) throw bad('its signature does not match its public key');
-  return { spki, publicKey, commonName: commonNameOf(infoParts[1]) };
+  return { spki, publicKey, commonName: commonNameOf(infoParts[1]), sans: requestedSans(infoParts[3]) };
+}
+
+const EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
+const SUBJECT_ALT_NAME = '2.5.29.17';
+
+/** The subjectAltName a CSR asks for, from its extensionRequest attribute: dNSName and iPAddress entries. */
+function requestedSans(attributes: forge.asn1.Asn1 | undefined): string[] {
+  const out: string[] = [];
+  try {
+    for (const attr of (attributes?.value as forge.asn1.Asn1[]) ?? []) {
+      const [oid, values] = attr.value as forge.asn1.Asn1[];
+      if (forge.asn1.derToOid(oid.value as string) !== EXTENSION_REQUEST) continue;
+      for (const exts of (values.value as forge.asn1.Asn1[]) ?? []) {
+        for (const ext of (exts.value as forge.asn1.Asn1[]) ?? []) {
+          const parts = ext.value as forge.asn1.Asn1[];
+          if (forge.asn1.derToOid(parts[0].value as string) !== SUBJECT_ALT_NAME) continue;
+          const names = forge.asn1.fromDer(parts[parts.length - 1].value as string);
+          for (const n of (names.value as forge.asn1.Asn1[]) ?? []) {
+            if (n.type === 2) out.push(n.value as string);
+            if (n.type === 7) {
+              const bytes = n.value as string;
+              if (bytes.length === 4) out.push([...bytes].map((c) => c.charCodeAt(0)).join('.'));
+              else if (bytes.length === 16) out.push((forge.util as unknown as { bytesToIP(b: string): string }).bytesToIP(bytes));
+            }
+          }
+        }
+      }
+    }
+  } catch {
+    // A malformed extension request is not ours to reject: the certificate then names the CN only.
+  }
+  return out;
 }
 
 function commonNameOf(name: forge.asn1.Asn1): string | undefined {
@@ -83,14 +117,24 @@ export function keyIdentifier(spki: forge.asn1.Asn1): string {
 }
 
 /** A new EC P-256 key and a PKCS#10 request for it (what `ztc enroll` sends). */
-export function newKeyAndCsr(cn: string) {
+export function newKeyAndCsr(cn: string, sans: string[] = []) {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const a = forge.asn1;
   const seq = (v: forge.asn1.Asn1[]) => a.create(a.Class.UNIVERSAL, a.Type.SEQUENCE, true, v);
   const oid = (o: string) => a.create(a.Class.UNIVERSAL, a.Type.OID, false, a.oidToDer(o).getBytes());
   const spki = a.fromDer(publicKey.export({ type: 'spki', format: 'der' }).toString('binary'));
   const name = seq([a.create(a.Class.UNIVERSAL, a.Type.SET, true, [seq([oid('2.5.4.3'), a.create(a.Class.UNIVERSAL, a.Type.UTF8, false, forge.util.encodeUtf8(cn))])])]);
-  const info = seq([a.create(a.Class.UNIVERSAL, a.Type.INTEGER, false, '\x00'), name, spki, a.create(a.Class.CONTEXT_SPECIFIC, 0, true, [])]);
+  const attrs: forge.asn1.Asn1[] = [];
+  if (sans.length) {
+    const general = sans.map((n) =>
+      /^\d+\.\d+\.\d+\.\d+$/.test(n)
+        ? a.create(a.Class.CONTEXT_SPECIFIC, 7, false, n.split('.').map((x) => String.fromCharCode(Number(x))).join(''))
+        : a.create(a.Class.CONTEXT_SPECIFIC, 2, false, n),
+    );
+    const san = seq([oid(SUBJECT_ALT_NAME), a.create(a.Class.UNIVERSAL, a.Type.OCTETSTRING, false, a.toDer(seq(general)).getBytes())]);
+    attrs.push(seq([oid(EXTENSION_REQUEST), a.create(a.Class.UNIVERSAL, a.Type.SET, true, [seq([san])])]));
+  }
+  const info = seq([a.create(a.Class.UNIVERSAL, a.Type.INTEGER, false, '\x00'), name, spki, a.create(a.Class.CONTEXT_SPECIFIC, 0, true, attrs)]);
   const sig = createSign('sha256').update(Buffer.from(a.toDer(info).getBytes(), 'binary')).sign(privateKey).toString('binary');
   const csr = seq([info, seq([oid('1.2.840.10045.4.3.2')]), a.create(a.Class.UNIVERSAL, a.Type.BITSTRING, false, '\x00' + sig)]);
   const csrPem = `-----BEGIN CERTIFICATE REQUEST-----\n${forge.util.encode64(a.toDer(csr).getBytes(), 64)}\n-----END CERTIFICATE REQUEST-----\n`;

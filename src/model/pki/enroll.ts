@@ -12,6 +12,7 @@ import { hashPassword } from '../auth/password.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/identities.js';
 import { checkPassword, policyOf } from '../resources/auth-policies.js';
 import { indexRoleAttributes } from '../../store/entity-index.js';
+import { evaluateEntity } from '../policy/membership.js';
 import { fromJson } from '../../store/json.js';
 import type { EnrollmentRow } from '../../store/schema.js';
 import { fingerprintOf } from './certs.js';
@@ -106,6 +107,7 @@ export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
       .values({ id, name, typeId: 'Device', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
       .execute();
     await indexRoleAttributes(tx, id, roles);
+    await evaluateEntity(tx, 'identity', id, roles);
     await addCertAuthenticator(tx, ctx, id, leaf.toString(), { network: false, caId: ca.id });
     return { id, name };
   });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
+import { isSet } from '../../store/json.js';
 
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, invalidField } from '../errors.js';
@@ -17,7 +18,8 @@ export const enrollmentCreate = Type.Object(
 export const enrollmentRefresh = Type.Object({ expiresAt: DateTime }, { additionalProperties: false });
 export const enrollmentDetail = Type.Object({
   ...baseFields, method: Type.String(), token: Type.String(), jwt: Type.String(), expiresAt: Type.String(),
-  identityId: Type.Optional(Type.String()), identity: Type.Optional(EntityRef), caId: Nullable(Type.String()), ca: Type.Optional(EntityRef), username: Type.Optional(Type.String()),
+  identityId: Type.Optional(Type.String()), identity: Type.Optional(EntityRef),
+  edgeRouterId: Type.Optional(Type.String()), edgeRouter: Type.Optional(EntityRef), transitRouterId: Type.Optional(Type.String()), transitRouter: Type.Optional(EntityRef), caId: Nullable(Type.String()), ca: Type.Optional(EntityRef), username: Type.Optional(Type.String()),
 });
 
 /** Which authenticator method an enrollment method produces. */
@@ -76,7 +78,7 @@ export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
     if (!row) throw new ApiError(404, 'NOT_FOUND', `The enrollment with id '${id}' was not found`);
     if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
     const token = randomUUID();
-    const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId });
+    const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId });
     await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt, expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
   });
 }
@@ -88,6 +90,8 @@ export function enrollmentDetailOf(r: Row) {
     ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
     ...(r.username ? { username: r.username } : {}),
+    ...(r.routerId && isSet(r.routerIsEdge) ? { edgeRouterId: r.routerId, edgeRouter: entityRef('edge-routers', r.routerId, r.routerName ?? '') } : {}),
+    ...(r.routerId && !isSet(r.routerIsEdge) ? { transitRouterId: r.routerId, transitRouter: entityRef('transit-routers', r.routerId, r.routerName ?? '') } : {}),
   };
 }
 
@@ -103,12 +107,20 @@ export const enrollments = defineResource({
     ...baseFilterable,
     method: { column: 'e.method', type: 'string', sortable: true },
     identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+    edgeRouterId: { column: 'e.router_id', type: 'string', sortable: true },
+    transitRouterId: { column: 'e.router_id', type: 'string', sortable: true },
     caId: { column: 'e.ca_id', type: 'string', sortable: true },
     username: { column: 'e.username', type: 'string', sortable: true },
     expiresAt: { column: 'e.expires_at', type: 'datetime', sortable: true },
   },
   detailQuery: (db) =>
-    db.selectFrom('enrollments as e').leftJoin('identities as i', 'i.id', 'e.identityId').leftJoin('cas as c', 'c.id', 'e.caId').selectAll('e').select(['i.name as identityName', 'c.name as caName']) as never,
+    db
+      .selectFrom('enrollments as e')
+      .leftJoin('identities as i', 'i.id', 'e.identityId')
+      .leftJoin('cas as c', 'c.id', 'e.caId')
+      .leftJoin('routers as r', 'r.id', 'e.routerId')
+      .selectAll('e')
+      .select(['i.name as identityName', 'c.name as caName', 'r.name as routerName', 'r.isEdge as routerIsEdge']) as never,
   toDetail: (r) => enrollmentDetailOf(r),
   toRow: async (input, _mode, tx, ctx) => enrollmentValues(tx, ctx, { ...(input as NewEnrollment), expiresAt: new Date(input.expiresAt) }),
   cli: { columns: ['id', 'method', 'identity.name', 'username', 'expiresAt'] },

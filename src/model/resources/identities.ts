@@ -127,6 +127,7 @@ export const identities = defineResource({
   description: 'Identities: the users, devices, services and routers that authenticate to the network',
   schemas: { detail: identityDetail, create: identityCreate, update: identityUpdate, patch: identityPatch },
   roleAttributes: 'roleAttributes',
+  policySide: 'identity',
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },

@@ -6,6 +6,7 @@ import { entityIndex } from './0002-entity-index.js';
 import { pki } from './0003-pki.js';
 import { auth } from './0004-auth.js';
 import { configs } from './0005-configs.js';
+import { servicesRoutersPolicies } from './0006-services-routers-policies.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -14,5 +15,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0003-pki': pki(),
     '0004-auth': auth(),
     '0005-configs': configs(),
+    '0006-services-routers-policies': servicesRoutersPolicies(),
   };
 }

@@ -6,6 +6,7 @@ import type { Ctx } from '../../../model/context.js';
 import { ApiError } from '../../../model/errors.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { enrollCa, enrollOtt, enrollOttCa, enrollUpdb } from '../../../model/pki/enroll.js';
+import { enrollRouter, extendRouter } from '../../../model/pki/router-enroll.js';
 import { Empty, Envelope, Password } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { empty, ok } from '../../envelope.js';
@@ -116,6 +117,41 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     async (req) => {
       await enrollCa(ctx, presentedCertificates(req.raw.socket));
       return empty();
+    },
+  );
+
+  const RouterCerts = Type.Object({ ca: Type.String(), cert: Type.String(), serverCert: Type.String() });
+  const Csr = Type.String({ minLength: 1, maxLength: 65536 });
+  app.post(
+    '/enroll/erott',
+    {
+      config: pub,
+      schema: {
+        operationId: 'enrollErOtt', tags, summary: 'Enroll a router with its one-time token: a client certificate and a server certificate from two CSRs',
+        querystring: TokenQuery,
+        body: Type.Object({ token: Type.Optional(Type.String({ maxLength: 255 })), clientCsr: Type.Optional(Csr), serverCsr: Type.Optional(Csr), certCsr: Type.Optional(Csr), serverCertCsr: Type.Optional(Csr) }),
+        response: { 200: Envelope(RouterCerts), ...errors(400, 404, 409) },
+      },
+    },
+    async (req) => {
+      const b = req.body as { clientCsr?: string; serverCsr?: string; certCsr?: string; serverCertCsr?: string };
+      return ok(await enrollRouter(ctx, tokenOf(req), b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
+    },
+  );
+
+  app.post(
+    '/enroll/extend/router',
+    {
+      config: pub,
+      schema: {
+        operationId: 'extendRouterEnrollment', tags, summary: 'New certificates for an enrolled router, which presents its current client certificate over TLS; that certificate stops working at once',
+        body: Type.Object({ certCsr: Csr, serverCertCsr: Csr }),
+        response: { 200: Envelope(RouterCerts), ...errors(400, 401) },
+      },
+    },
+    async (req) => {
+      const b = req.body as { certCsr: string; serverCertCsr: string };
+      return ok(await extendRouter(ctx, presentedCertificates(req.raw.socket), b.certCsr, b.serverCertCsr));
     },
   );
 

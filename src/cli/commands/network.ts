@@ -1,0 +1,96 @@
+// Services, routers and policies beyond the generic commands: the edge router's enrollment JWT,
+// re-enrollment, policy advice, and an identity's service configs.
+import fs from 'node:fs';
+import { Command } from 'commander';
+import { identities } from '../../model/resources/identities.js';
+import { edgeRouters } from '../../model/resources/routers.js';
+import { services } from '../../model/resources/services.js';
+import { parseFormat, print } from '../output.js';
+import { CliError, expectOk, type Transport } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+import { resolveId, resourceCommand, withTransport } from './resources.js';
+
+const API = '/edge/management/v1';
+
+/** Print the router's enrollment JWT, or write it (0600) to -o FILE.jwt. */
+async function showRouterJwt(t: Transport, id: string, out: string | undefined) {
+  const jwt = (expectOk(await t.request('GET', `${API}/edge-routers/${id}`), 'Reading the edge router')?.data as { enrollmentJwt: string | null }).enrollmentJwt;
+  if (!jwt) throw new CliError('The edge router has no outstanding enrollment: `ztc edge-router re-enroll` issues a new one');
+  if (out && !['table', 'json', 'yaml'].includes(out)) {
+    fs.writeFileSync(out, jwt + '\n', { mode: 0o600 });
+    process.stdout.write(`edge router ${id}: enrollment JWT written to ${out}\n`);
+  } else process.stdout.write(`edge router ${id}\n${jwt}\n`);
+}
+
+export function edgeRouterCommand(): Command {
+  const cmd = resourceCommand(edgeRouters, {}, {
+    onCreated: async (t, id, opts) => {
+      const out = opts.output as string | undefined;
+      if (!out || ['table', 'json', 'yaml'].includes(out)) return false;
+      await showRouterJwt(t, id, out);
+      return true;
+    },
+  });
+  targetOptions(cmd.command('re-enroll').description('forget the router\'s certificates and issue a new enrollment JWT (printed, or written with -o FILE.jwt)'))
+    .argument('<id-or-name>')
+    .action(async (ref: string, opts: CommonOpts) => {
+      await withTransport(opts, async (t) => {
+        const id = await resolveId(t, edgeRouters, ref);
+        expectOk(await t.request('POST', `${API}/edge-routers/${id}/re-enroll`), `Re-enrolling edge router '${ref}'`);
+        await showRouterJwt(t, id, opts.output);
+      });
+    });
+  targetOptions(cmd.command('jwt').description('print (or write with -o FILE.jwt) the router\'s outstanding enrollment JWT'))
+    .argument('<id-or-name>')
+    .action(async (ref: string, opts: CommonOpts) => {
+      await withTransport(opts, async (t) => showRouterJwt(t, await resolveId(t, edgeRouters, ref), opts.output));
+    });
+  return cmd;
+}
+
+export function serviceCommand(): Command {
+  return resourceCommand(services, { encryptionRequired: true });
+}
+
+/** `ztc identity policy-advice` and `ztc identity service-configs`, added to the identity command. */
+export function addIdentityNetworkCommands(cmd: Command) {
+  targetOptions(cmd.command('policy-advice').description('why an identity can or cannot use a service: its permissions and the edge routers they share'))
+    .argument('<identity>', 'identity id or name')
+    .argument('<service>', 'service id or name')
+    .action(async (identity: string, service: string, opts: CommonOpts) => {
+      const format = parseFormat(opts.output);
+      const advice = await withTransport(opts, async (t) => {
+        const i = await resolveId(t, identities, identity);
+        const s = await resolveId(t, services, service);
+        return expectOk(await t.request('GET', `${API}/identities/${i}/policy-advice/${s}`), 'Reading the policy advice')?.data as Record<string, unknown>;
+      });
+      if (format !== 'table') return print(advice, format);
+      const common = (advice.commonRouters as { name: string }[]).map((r) => r.name);
+      process.stdout.write(
+        [
+          `dial: ${advice.isDialAllowed ? 'allowed' : 'not allowed'}   bind: ${advice.isBindAllowed ? 'allowed' : 'not allowed'}`,
+          `edge routers: ${advice.identityRouterCount} for the identity, ${advice.serviceRouterCount} for the service, ${common.length} in common${common.length ? `: ${common.join(', ')}` : ''}`,
+          ...(!advice.isDialAllowed && !advice.isBindAllowed ? ['next: add a service policy naming both (ztc service-policy create ...)'] : []),
+          ...(common.length === 0 ? ['next: an edge router policy for the identity and a service edge router policy for the service must share a router'] : []),
+        ].join('\n') + '\n',
+      );
+    });
+
+  const configs = cmd.command('service-configs').description('configs an identity uses in place of a service\'s own');
+  targetOptions(configs.command('list').description('list them'))
+    .argument('<identity>')
+    .action(async (identity: string, opts: CommonOpts) => {
+      const rows = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/identities/${await resolveId(t, identities, identity)}/service-configs`), 'Listing service configs')?.data as unknown[]);
+      print(rows, parseFormat(opts.output), { columns: ['service.name', 'config.name', 'serviceId', 'configId'] });
+    });
+  for (const [name, method, verb] of [['add', 'POST', 'added'], ['remove', 'DELETE', 'removed']] as const) {
+    targetOptions(configs.command(name).description(`${name} a service/config pair`))
+      .argument('<identity>')
+      .argument('<service>', 'service id or name')
+      .argument('<config>', 'config id or name')
+      .action(async (identity: string, service: string, config: string, opts: CommonOpts) => {
+        await withTransport(opts, async (t) => expectOk(await t.request(method, `${API}/identities/${await resolveId(t, identities, identity)}/service-configs`, [{ serviceId: service, configId: config }]), `Changing service configs of '${identity}'`));
+        process.stdout.write(`${verb} ${config} for ${service}\n`);
+      });
+  }
+}

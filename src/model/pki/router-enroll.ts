@@ -1,0 +1,75 @@
+// Router certificates: enrollment with the router's one-time token (a client certificate and a server
+// certificate from two CSRs), extension with the current client certificate, and re-enrollment.
+import type { X509Certificate } from 'node:crypto';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { writeTx } from '../crud.js';
+import { ApiError, notFound } from '../errors.js';
+import { insertRouterEnrollment } from '../resources/routers.js';
+import { fingerprintOf } from './certs.js';
+import { parseCsr } from './csr.js';
+import { requireClientCert, signClientCsr } from './client-certs.js';
+import { takeEnrollment } from './enroll.js';
+
+const needCsr = (field: string, v: unknown): string => {
+  if (typeof v !== 'string' || !v.trim()) throw new ApiError(400, 'COULD_NOT_PROCESS_CSR', `${field} is required: a PEM certificate signing request`, { field, reason: 'required' });
+  return v;
+};
+
+/** The router's two certificates: CN = router id; the server certificate carries the CSR's host names. */
+function issueRouterCerts(ctx: Ctx, routerId: string, clientCsr: string, serverCsr: string) {
+  const server = parseCsr(serverCsr);
+  const sans = server.sans.length ? server.sans : [server.commonName ?? 'localhost'];
+  const client = signClientCsr(ctx, clientCsr, routerId, { usage: 'client' });
+  const serverCert = signClientCsr(ctx, serverCsr, routerId, { usage: 'server+client', sans });
+  return { client, serverCert, hostname: sans[0] };
+}
+
+export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown, serverCsr: unknown) {
+  const c = needCsr('clientCsr', clientCsr);
+  const s = needCsr('serverCsr', serverCsr);
+  return writeTx(ctx, async (tx) => {
+    const e = await takeEnrollment(tx, ctx, token, ['erott']);
+    const router = await tx.selectFrom('routers').select(['id']).where('id', '=', e.routerId!).executeTakeFirst();
+    if (!router) throw notFound('router', e.routerId ?? '');
+    const { client, serverCert, hostname } = issueRouterCerts(ctx, router.id, c, s);
+    await tx
+      .updateTable('routers')
+      .set({ fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, isVerified: 1, hostname, updatedAt: iso(ctx.clock.now()) })
+      .where('id', '=', router.id)
+      .execute();
+    return { ca: ctx.pki.caBundlePem, cert: client.pem, serverCert: serverCert.pem };
+  });
+}
+
+/** New certificates for the router presenting its current client certificate; that certificate stops working at once. */
+export async function extendRouter(ctx: Ctx, presented: X509Certificate[], certCsr: unknown, serverCertCsr: unknown) {
+  const leaf = requireClientCert(presented);
+  const c = needCsr('certCsr', certCsr);
+  const s = needCsr('serverCertCsr', serverCertCsr);
+  const fingerprint = fingerprintOf(leaf.toString());
+  return writeTx(ctx, async (tx) => {
+    const router = await tx.selectFrom('routers').select(['id']).where('fingerprint', '=', fingerprint).executeTakeFirst();
+    if (!router) throw new ApiError(401, 'UNAUTHORIZED', 'The presented certificate is not the current certificate of an enrolled router');
+    const { client, serverCert, hostname } = issueRouterCerts(ctx, router.id, c, s);
+    const done = await tx
+      .updateTable('routers')
+      .set({ fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, hostname, updatedAt: iso(ctx.clock.now()) })
+      .where('id', '=', router.id)
+      .where('fingerprint', '=', fingerprint)
+      .executeTakeFirst();
+    if (Number(done.numUpdatedRows) !== 1) throw new ApiError(401, 'UNAUTHORIZED', 'The router\'s certificate changed while it was being extended');
+    return { ca: ctx.pki.caBundlePem, cert: client.pem, serverCert: serverCert.pem };
+  });
+}
+
+/** Forget the router's certificates and give it a new enrollment (replacing any outstanding one). */
+export async function reEnrollRouter(ctx: Ctx, routerId: string) {
+  await writeTx(ctx, async (tx) => {
+    const router = await tx.selectFrom('routers').select('id').where('id', '=', routerId).where('isEdge', '=', 1).executeTakeFirst();
+    if (!router) throw notFound('edge router', routerId);
+    await tx.deleteFrom('enrollments').where('routerId', '=', routerId).execute();
+    await tx.updateTable('routers').set({ fingerprint: null, certPem: null, serverCertPem: null, isVerified: 0, updatedAt: iso(ctx.clock.now()) }).where('id', '=', routerId).execute();
+    await insertRouterEnrollment(tx, ctx, routerId);
+  });
+}

@@ -1,0 +1,156 @@
+// Policy evaluation, kept denormalised. Every policy side (identities, services, edge routers, posture
+// checks) lists roles; policy_members holds the entities each side selects, so "which services may this
+// identity dial" is two index lookups (identity -> its policies -> their services), never an evaluation.
+//
+// Why per-policy membership rather than an identity x service table: the product grows with
+// identities x services (a #all policy over 100k identities and 1k services is 100M rows), while
+// membership grows with the policies' sizes only, and the join over it stays indexed.
+//
+// Kept in step in the same transaction as every change that can move it:
+// - a policy is created or changed: its members are recomputed in SQL (evaluatePolicy);
+// - an entity is created or its role attributes change: its rows are recomputed against the policies
+//   that name #all, @it or one of its attributes, found through policy_roles (evaluateEntity);
+// - an entity or policy is deleted: its rows go (forgetEntity, forgetPolicy).
+import { sql, type Kysely } from 'kysely';
+import { ApiError } from '../errors.js';
+import { rolesCondition } from '../../store/filter/roles.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+export type Side = 'identity' | 'service' | 'edge-router' | 'posture-check';
+/** Policy kinds as stored: edge router policies, service edge router policies, service policies by type. */
+export type PolicyKind = 'erp' | 'serp' | 'dial' | 'bind' | 'invalid';
+export type Semantic = 'AllOf' | 'AnyOf';
+
+export interface PolicyShape {
+  id: string;
+  kind: PolicyKind;
+  semantic: Semantic;
+  sides: Partial<Record<Side, string[]>>;
+}
+
+/** The entities one side selects from: the table and any condition on it. */
+const sideTables: Record<Side, { table: string; where?: string }> = {
+  identity: { table: 'identities' },
+  service: { table: 'services' },
+  'edge-router': { table: 'routers', where: 'is_edge = 1' },
+  'posture-check': { table: 'posture_checks' },
+};
+
+export function sideQuery(db: AnyDb, side: Side) {
+  const t = sideTables[side];
+  let q = db.selectFrom(`${t.table} as e`);
+  if (t.where) q = q.where(sql.raw(`e.${t.where}`) as never);
+  return q;
+}
+
+/** The JavaScript twin of rolesCondition (store/filter/roles.ts), for one entity. */
+export function matches(roles: string[], semantic: Semantic, id: string, attributes: ReadonlySet<string>): boolean {
+  if (!roles.length) return false;
+  const one = (role: string) => role === '#all' || (role.startsWith('@') ? role.slice(1) === id : attributes.has(role.startsWith('#') ? role.slice(1) : role));
+  return semantic === 'AnyOf' ? roles.some(one) : roles.every(one);
+}
+
+/** Recompute one policy: its role index and the members of each side. */
+export async function evaluatePolicy(tx: AnyDb, p: PolicyShape) {
+  await forgetPolicy(tx, p.id);
+  const roleRows = Object.entries(p.sides).flatMap(([side, roles]) =>
+    [...new Set(roles ?? [])].map((role) => ({ policyId: p.id, side, role, kind: p.kind, semantic: p.semantic })),
+  );
+  if (roleRows.length) await tx.insertInto('policyRoles').values(roleRows).execute();
+  for (const [side, roles] of Object.entries(p.sides) as [Side, string[]][]) {
+    const cond = rolesCondition(roles ?? [], p.semantic);
+    if (!cond) continue;
+    const select = sideQuery(tx, side)
+      .where(cond as never)
+      .select([sql<string>`${p.id}`.as('policy_id'), sql<string>`${p.kind}`.as('kind'), sql<string>`${side}`.as('side'), sql.ref<string>('e.id').as('entity_id')]);
+    await tx.insertInto('policyMembers').columns(['policyId', 'kind', 'side', 'entityId']).expression(select as never).execute();
+  }
+}
+
+export async function forgetPolicy(tx: AnyDb, policyId: string) {
+  await tx.deleteFrom('policyMembers').where('policyId', '=', policyId).execute();
+  await tx.deleteFrom('policyRoles').where('policyId', '=', policyId).execute();
+}
+
+/** Recompute one entity's membership on one side, after it was created or its role attributes changed. */
+export async function evaluateEntity(tx: AnyDb, side: Side, id: string, attributes: string[]) {
+  await tx.deleteFrom('policyMembers').where('entityId', '=', id).where('side', '=', side).execute();
+  const names = ['#all', `@${id}`, ...attributes.map((a) => `#${a}`)];
+  const candidates = tx.selectFrom('policyRoles').select('policyId').where('side', '=', side).where('role', 'in', names);
+  const roles = await tx
+    .selectFrom('policyRoles')
+    .select(['policyId', 'role', 'kind', 'semantic'])
+    .where('side', '=', side)
+    .where('policyId', 'in', candidates)
+    .execute();
+  const byPolicy = new Map<string, { kind: string; semantic: Semantic; roles: string[] }>();
+  for (const r of roles as { policyId: string; role: string; kind: string; semantic: Semantic }[]) {
+    const p = byPolicy.get(r.policyId) ?? { kind: r.kind, semantic: r.semantic, roles: [] };
+    p.roles.push(r.role);
+    byPolicy.set(r.policyId, p);
+  }
+  const attrs = new Set(attributes);
+  const rows = [...byPolicy].filter(([, p]) => matches(p.roles, p.semantic, id, attrs)).map(([policyId, p]) => ({ policyId, kind: p.kind, side, entityId: id }));
+  for (let i = 0; i < rows.length; i += 500) await tx.insertInto('policyMembers').values(rows.slice(i, i + 500)).execute();
+}
+
+export async function forgetEntity(tx: AnyDb, id: string) {
+  await tx.deleteFrom('policyMembers').where('entityId', '=', id).execute();
+}
+
+/** Roles as a policy stores them: #attribute, @id (a @name is resolved to the id), #all. */
+export async function normaliseRoles(tx: AnyDb, side: Side, field: string, roles: string[] | null | undefined): Promise<string[]> {
+  const out: string[] = [];
+  for (const role of roles ?? []) {
+    if (typeof role !== 'string' || role.length < 2 || !/^[#@]/.test(role)) {
+      throw new ApiError(400, 'INVALID_FIELD', `The field '${field}' is not valid: '${role}' is not a role; use #attribute, @id, @name or #all`, { field, reason: 'not a role', value: role });
+    }
+    if (role.startsWith('@')) {
+      const ref = role.slice(1);
+      const byId = await sideQuery(tx, side).select('e.id').where('e.id', '=', ref).executeTakeFirst();
+      const byName = byId ?? (await sideQuery(tx, side).select('e.id').where('e.name', '=', ref).executeTakeFirst());
+      if (!byName) throw new ApiError(400, 'INVALID_FIELD', `The field '${field}' is not valid: no ${side} has the id or name '${ref}'`, { field, reason: 'unknown entity', value: role });
+      out.push(`@${(byName as { id: string }).id}`);
+    } else out.push(role);
+  }
+  return [...new Set(out)];
+}
+
+/** Names for the @id roles of a page of policies, one query per side: for the *RolesDisplay fields. */
+export async function roleNames(db: AnyDb, side: Side, roleLists: string[][]): Promise<Map<string, string>> {
+  const ids = [...new Set(roleLists.flat().filter((r) => r.startsWith('@')).map((r) => r.slice(1)))];
+  const names = new Map<string, string>();
+  if (!ids.length) return names;
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await sideQuery(db, side).select(['e.id', 'e.name']).where('e.id', 'in', ids.slice(i, i + 500)).execute();
+    for (const r of rows as { id: string; name: string }[]) names.set(r.id, r.name);
+  }
+  return names;
+}
+
+export const displayRoles = (roles: string[], names: Map<string, string>) =>
+  roles.map((role) => ({ role, name: role.startsWith('@') ? `@${names.get(role.slice(1)) ?? role.slice(1)}` : role }));
+
+/**
+ * Every policy evaluated from scratch, as "policyId|side|entityId" strings: what policy_members must hold.
+ * Used by the integrity scan and by the test that checks the incremental updates.
+ */
+export async function expectedMembers(db: AnyDb, policies: PolicyShape[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const p of policies) {
+    for (const [side, roles] of Object.entries(p.sides) as [Side, string[]][]) {
+      const cond = rolesCondition(roles ?? [], p.semantic);
+      if (!cond) continue;
+      const rows = await sideQuery(db, side).where(cond as never).select('e.id').execute();
+      for (const r of rows as { id: string }[]) out.add(`${p.id}|${side}|${r.id}`);
+    }
+  }
+  return out;
+}
+
+export async function storedMembers(db: AnyDb): Promise<Set<string>> {
+  const rows = await db.selectFrom('policyMembers').select(['policyId', 'side', 'entityId']).execute();
+  return new Set(rows.map((r: { policyId: string; side: string; entityId: string }) => `${r.policyId}|${r.side}|${r.entityId}`));
+}

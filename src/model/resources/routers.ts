@@ -1,0 +1,220 @@
+// Routers. Edge routers (clients connect through them; they carry role attributes for policies) and
+// transit routers share one table: /routers and /transit-routers list both kinds, /edge-routers the
+// edge ones. Each router is created with an enrollment (method erott) that issues its certificates.
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { Db, Tx } from '../../store/db.js';
+import { bit, fromJson, isSet } from '../../store/json.js';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { hashSecret, newId } from '../ids.js';
+import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
+import { baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
+import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
+
+/** A router enrollment (erott): a one-time token, as a JWT whose subject is the router. */
+export async function insertRouterEnrollment(tx: Tx, ctx: Ctx, routerId: string) {
+  const now = ctx.clock.now();
+  const expiresAt = new Date(now.getTime() + ctx.config.enrollmentTtlMinutes * 60_000);
+  const token = randomUUID();
+  const jwt = await signEnrollmentJwt(ctx, { subject: routerId, token, method: 'erott', expiresAt });
+  await tx
+    .insertInto('enrollments')
+    .values({ id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method: 'erott', tokenHash: hashSecret(token), jwt, expiresAt: expiresAt.toISOString(), caId: null, username: null })
+    .execute();
+}
+
+const common = {
+  cost: Type.Optional(Nullable(Cost)),
+  disabled: Type.Optional(Nullable(Type.Boolean())),
+  noTraversal: Type.Optional(Nullable(Type.Boolean())),
+  tags: Type.Optional(Tags),
+};
+const edgeOnly = {
+  appData: Type.Optional(AnyMap),
+  isTunnelerEnabled: Type.Optional(Type.Boolean()),
+  roleAttributes: Type.Optional(Attributes),
+};
+
+const Stamps = {
+  isOnline: Type.Boolean(),
+  isVerified: Type.Boolean(),
+  fingerprint: Type.String(),
+  enrollmentCreatedAt: Nullable(Type.String()),
+  enrollmentExpiresAt: Nullable(Type.String()),
+  enrollmentJwt: Nullable(Type.String()),
+  enrollmentToken: Nullable(Type.String()),
+  unverifiedCertPem: Nullable(Type.String()),
+  unverifiedFingerprint: Nullable(Type.String()),
+};
+
+const routerDetail = Type.Object({ ...baseFields, name: Type.String(), cost: Type.Integer(), disabled: Type.Boolean(), noTraversal: Type.Boolean(), ...Stamps });
+const edgeRouterDetail = Type.Object({
+  ...baseFields,
+  name: Type.String(),
+  cost: Type.Integer(),
+  disabled: Type.Boolean(),
+  noTraversal: Type.Boolean(),
+  ...Stamps,
+  appData: AnyMap,
+  hostname: Type.String(),
+  supportedProtocols: MapOf(Type.String()),
+  syncStatus: Type.String(),
+  roleAttributes: Type.Array(Type.String()),
+  isTunnelerEnabled: Type.Boolean(),
+  certPem: Nullable(Type.String()),
+  versionInfo: Type.Object({ os: Type.String(), arch: Type.String(), version: Type.String(), revision: Type.String(), buildDate: Type.String() }),
+  os: Type.String(),
+  arch: Type.String(),
+  version: Type.String(),
+  revision: Type.String(),
+  buildDate: Type.String(),
+});
+
+/** The fields of the client views of an edge router (no enrollment or certificate details). */
+export const edgeRouterClientFields = {
+  appData: AnyMap,
+  cost: Type.Integer(),
+  disabled: Type.Boolean(),
+  hostname: Type.String(),
+  isOnline: Type.Boolean(),
+  name: Type.String(),
+  noTraversal: Type.Boolean(),
+  supportedProtocols: MapOf(Type.String()),
+  syncStatus: Type.String(),
+};
+
+export const edgeRouterClientView = (r: Row) => ({
+  appData: fromJson(r.appData, {}),
+  cost: Number(r.cost),
+  disabled: isSet(r.disabled),
+  hostname: r.hostname ?? '',
+  // There is no data plane in this controller: no router is ever connected to it.
+  isOnline: false,
+  name: r.name,
+  noTraversal: isSet(r.noTraversal),
+  supportedProtocols: fromJson(r.supportedProtocols, {}),
+  syncStatus: isSet(r.isVerified) ? 'SYNC_DONE' : 'SYNC_NEW',
+});
+
+function routerStamps(r: Row) {
+  return {
+    isOnline: false,
+    isVerified: isSet(r.isVerified),
+    fingerprint: r.fingerprint ?? '',
+    enrollmentCreatedAt: r.enrollmentCreatedAt ?? null,
+    enrollmentExpiresAt: r.enrollmentExpiresAt ?? null,
+    enrollmentJwt: r.enrollmentJwt ?? null,
+    enrollmentToken: r.enrollmentJwt ? tokenOf(r.enrollmentJwt) : null,
+    unverifiedCertPem: null,
+    unverifiedFingerprint: null,
+  };
+}
+
+const detailQuery = (edgeOnlyRows: boolean) => (db: Db) => {
+  let q = db
+    .selectFrom('routers as e')
+    .leftJoin('enrollments as en', 'en.routerId', 'e.id')
+    .selectAll('e')
+    .select(['en.jwt as enrollmentJwt', 'en.createdAt as enrollmentCreatedAt', 'en.expiresAt as enrollmentExpiresAt']);
+  if (edgeOnlyRows) q = q.where('e.isEdge', '=', 1);
+  return q as never;
+};
+
+const routerFilterable: Record<string, FieldSpec> = {
+  ...baseFilterable,
+  name: { column: 'e.name', type: 'string', sortable: true },
+  cost: { column: 'e.cost', type: 'number', sortable: true },
+  disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
+  noTraversal: { column: 'e.no_traversal', type: 'boolean', sortable: true },
+  isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true },
+  fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
+};
+
+function routerRow(input: Row, mode: WriteMode, edge: boolean): Row {
+  const out: Row = {};
+  if (mode !== 'patch' || 'name' in input) out.name = input.name;
+  if (mode !== 'patch' || 'cost' in input) out.cost = input.cost ?? 0;
+  if (mode !== 'patch' || 'disabled' in input) out.disabled = bit(input.disabled ?? false);
+  if (mode !== 'patch' || 'noTraversal' in input) out.noTraversal = bit(input.noTraversal ?? false);
+  if (edge) {
+    if (mode === 'create') out.isEdge = 1;
+    if (mode !== 'patch' || 'appData' in input) out.appData = JSON.stringify(input.appData ?? {});
+    if (mode !== 'patch' || 'isTunnelerEnabled' in input) out.isTunnelerEnabled = bit(input.isTunnelerEnabled ?? false);
+    if (mode !== 'patch' || 'roleAttributes' in input) out.roleAttributes = JSON.stringify([...new Set(input.roleAttributes ?? [])]);
+  }
+  return out;
+}
+
+const afterCreate = async (tx: Tx, id: string, _input: Row, ctx: Ctx) => {
+  await insertRouterEnrollment(tx, ctx, id);
+};
+
+export const edgeRouters = defineResource({
+  name: 'edge router',
+  plural: 'edge-routers',
+  table: 'routers',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Edge routers: where clients connect to the network; enrolled with a one-time token',
+  schemas: {
+    detail: edgeRouterDetail,
+    create: Type.Object({ name: Name, ...common, ...edgeOnly }, { additionalProperties: false }),
+    update: Type.Object({ name: Name, ...common, ...edgeOnly }, { additionalProperties: false }),
+    patch: Type.Object({ name: Type.Optional(Name), ...common, ...edgeOnly }, { additionalProperties: false }),
+  },
+  roleAttributes: 'roleAttributes',
+  policySide: 'edge-router',
+  filterable: {
+    ...routerFilterable,
+    isTunnelerEnabled: { column: 'e.is_tunneler_enabled', type: 'boolean', sortable: true },
+    hostname: { column: 'e.hostname', type: 'string', sortable: true },
+    roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+  },
+  source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,
+  detailQuery: detailQuery(true),
+  toDetail: (r) => ({
+    ...baseDetail('edge-routers', r, {
+      'edge-router-policies': { href: `./edge-routers/${r.id}/edge-router-policies` },
+      'service-edge-router-policies': { href: `./edge-routers/${r.id}/service-edge-router-policies` },
+    }),
+    ...edgeRouterClientView(r),
+    ...routerStamps(r),
+    roleAttributes: fromJson(r.roleAttributes, []),
+    isTunnelerEnabled: isSet(r.isTunnelerEnabled),
+    certPem: r.certPem ?? null,
+    versionInfo: { os: '', arch: '', version: '', revision: '', buildDate: '' },
+    os: '',
+    arch: '',
+    version: '',
+    revision: '',
+    buildDate: '',
+  }),
+  toRow: async (input, mode) => routerRow(input, mode, true),
+  hooks: { afterCreate },
+  cli: { columns: ['id', 'name', 'isVerified', 'roleAttributes', 'cost', 'isTunnelerEnabled'] },
+});
+
+export const routers = defineResource({
+  name: 'router',
+  plural: 'routers',
+  table: 'routers',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Routers: every router of the network, edge and transit; those created here are transit routers',
+  schemas: {
+    detail: routerDetail,
+    create: Type.Object({ name: Name, ...common }, { additionalProperties: false }),
+    update: Type.Object({ name: Name, ...common }, { additionalProperties: false }),
+    patch: Type.Object({ name: Type.Optional(Name), ...common }, { additionalProperties: false }),
+  },
+  filterable: { ...routerFilterable, isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true } },
+  detailQuery: detailQuery(false),
+  toDetail: (r) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r) }),
+  toRow: async (input, mode) => routerRow(input, mode, false),
+  hooks: { afterCreate },
+  cli: { columns: ['id', 'name', 'isVerified', 'cost', 'disabled'] },
+});
+
+/** The same resource at upstream's other path. */
+export const transitRouters = defineResource({ ...routers, name: 'transit router', plural: 'transit-routers' });

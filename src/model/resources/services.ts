@@ -1,0 +1,176 @@
+// Services: what identities dial and bind. Their configs (one per config type) are kept in
+// service_configs; the client view adds the caller's permissions, merged configs and posture queries.
+import { Type } from 'typebox';
+import type { Db, Tx } from '../../store/db.js';
+import { bit, fromJson, isSet } from '../../store/json.js';
+import { invalidField } from '../errors.js';
+import { grantsFor } from '../policy/access.js';
+import { baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
+import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
+
+const ConfigRefs = Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string', minLength: 1, maxLength: 255 }, maxItems: 100, description: 'Config ids or names, at most one per config type' });
+const MaxIdle = Type.Integer({ minimum: 0, maximum: 2 ** 53 - 1 });
+const Strategy = Type.String({ minLength: 1, maxLength: 255 });
+
+const writable = {
+  configs: Type.Optional(ConfigRefs),
+  maxIdleTimeMillis: Type.Optional(MaxIdle),
+  roleAttributes: Type.Optional(Attributes),
+  tags: Type.Optional(Tags),
+  terminatorStrategy: Type.Optional(Strategy),
+};
+export const serviceCreate = Type.Object({ name: Name, encryptionRequired: Type.Boolean(), ...writable }, { additionalProperties: false });
+export const serviceUpdate = Type.Object({ name: Name, encryptionRequired: Type.Optional(Type.Boolean()), ...writable }, { additionalProperties: false });
+export const servicePatch = Type.Object({ name: Type.Optional(Name), encryptionRequired: Type.Optional(Type.Boolean()), ...writable }, { additionalProperties: false });
+
+const PostureQueries = Type.Object({
+  policyId: Type.String(),
+  policyType: Type.String(),
+  isPassing: Type.Boolean(),
+  postureQueries: Type.Array(Type.Object({}, { additionalProperties: true })),
+});
+export const serviceDetail = Type.Object({
+  ...baseFields,
+  name: Type.String(),
+  encryptionRequired: Type.Boolean(),
+  maxIdleTimeMillis: Type.Integer(),
+  terminatorStrategy: Type.String(),
+  roleAttributes: Type.Array(Type.String()),
+  configs: Type.Array(Type.String()),
+  config: MapOf(MapOf(Type.Unknown())),
+  permissions: Type.Array(Type.String()),
+  postureQueries: Type.Array(PostureQueries),
+});
+
+/** Config ids for a list of ids or names; two configs of one type are refused. */
+async function resolveConfigs(tx: Tx, refs: string[]): Promise<{ configId: string; configTypeId: string }[]> {
+  const out: { configId: string; configTypeId: string }[] = [];
+  for (const ref of [...new Set(refs)]) {
+    const c =
+      (await tx.selectFrom('configs').select(['id', 'configTypeId']).where('id', '=', ref).executeTakeFirst()) ??
+      (await tx.selectFrom('configs').select(['id', 'configTypeId']).where('name', '=', ref).executeTakeFirst());
+    if (!c) throw invalidField('configs', `no config has the id or name '${ref}'`, ref);
+    const clash = out.find((o) => o.configTypeId === c.configTypeId);
+    if (clash && clash.configId !== c.id) throw invalidField('configs', `configs '${clash.configId}' and '${c.id}' are of the same type: a service takes one config per type`, ref);
+    if (!clash) out.push({ configId: c.id, configTypeId: c.configTypeId });
+  }
+  return out;
+}
+
+/** Who reads a service: its permissions and posture queries are the caller's, config follows configTypes. */
+export interface ServiceViewer {
+  identityId: string;
+  isAdmin: boolean;
+  /** Config type ids or names (or "all") whose configs go into `config`. */
+  configTypes: string[];
+}
+
+async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, string> | 'all'> {
+  if (wanted.includes('all')) return 'all';
+  const map = new Map<string, string>();
+  if (!wanted.length) return map;
+  const rows = await db.selectFrom('configTypes').select(['id', 'name']).where((eb) => eb.or([eb('id', 'in', wanted), eb('name', 'in', wanted)])).execute();
+  for (const r of rows) map.set(r.id, r.name);
+  return map;
+}
+
+/** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
+export async function expandServices(db: Db, rows: Row[], viewer?: ServiceViewer) {
+  const ids = rows.map((r) => r.id as string);
+  if (!ids.length) return;
+  const attached = await db
+    .selectFrom('serviceConfigs as sc')
+    .innerJoin('configs as c', 'c.id', 'sc.configId')
+    .innerJoin('configTypes as t', 't.id', 'sc.configTypeId')
+    .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data'])
+    .where('sc.serviceId', 'in', ids)
+    .execute();
+  const types = viewer ? await configTypeIds(db, viewer.configTypes) : new Map<string, string>();
+  const overrides = viewer
+    ? await db
+        .selectFrom('identityServiceConfigs as o')
+        .innerJoin('configs as c', 'c.id', 'o.configId')
+        .innerJoin('configTypes as t', 't.id', 'o.configTypeId')
+        .select(['o.serviceId', 'o.configId', 'o.configTypeId', 't.name as typeName', 'c.data'])
+        .where('o.identityId', '=', viewer.identityId)
+        .where('o.serviceId', 'in', ids)
+        .execute()
+    : [];
+  const grants = viewer ? await grantsFor(db, viewer.identityId, ids) : [];
+  for (const r of rows) {
+    const own = attached.filter((a) => a.serviceId === r.id);
+    r.configIds = own.map((a) => a.configId);
+    const config: Record<string, unknown> = {};
+    for (const a of [...own, ...overrides.filter((o) => o.serviceId === r.id)]) {
+      if (types === 'all' || types.has(a.configTypeId)) config[a.typeName] = fromJson(a.data, {});
+    }
+    r.config = config;
+    const mine = grants.filter((g) => g.serviceId === r.id);
+    const perms = new Set(mine.map((g) => (g.kind === 'dial' ? 'Dial' : 'Bind')));
+    if (viewer?.isAdmin) perms.add('Dial').add('Bind');
+    r.permissions = [...perms].sort();
+    r.postureQueries = mine.map((g) => ({ policyId: g.policyId, policyType: g.kind === 'dial' ? 'Dial' : 'Bind', isPassing: true, postureQueries: [] }));
+  }
+}
+
+export const services = defineResource({
+  name: 'service',
+  plural: 'services',
+  table: 'services',
+  apis: ['management', 'client'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Services: what identities dial (connect to) and bind (host), with their configs',
+  schemas: { detail: serviceDetail, create: serviceCreate, update: serviceUpdate, patch: servicePatch },
+  roleAttributes: 'roleAttributes',
+  policySide: 'service',
+  filterable: {
+    ...baseFilterable,
+    name: { column: 'e.name', type: 'string', sortable: true },
+    encryptionRequired: { column: 'e.encryption_required', type: 'boolean', sortable: true },
+    maxIdleTimeMillis: { column: 'e.max_idle_time_millis', type: 'number', sortable: true },
+    terminatorStrategy: { column: 'e.terminator_strategy', type: 'string', sortable: true },
+    roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+  },
+  expand: (db, rows) => expandServices(db, rows),
+  toDetail: (r) => ({
+    ...baseDetail('services', r, {
+      configs: { href: `./services/${r.id}/configs` },
+      'service-edge-router-policies': { href: `./services/${r.id}/service-edge-router-policies` },
+      'service-policies': { href: `./services/${r.id}/service-policies` },
+      terminators: { href: `./services/${r.id}/terminators` },
+    }),
+    name: r.name,
+    encryptionRequired: isSet(r.encryptionRequired),
+    maxIdleTimeMillis: Number(r.maxIdleTimeMillis),
+    terminatorStrategy: r.terminatorStrategy,
+    roleAttributes: fromJson(r.roleAttributes, []),
+    configs: r.configIds ?? [],
+    config: r.config ?? {},
+    permissions: r.permissions ?? [],
+    postureQueries: r.postureQueries ?? [],
+  }),
+  toRow: async (input: Row, mode: WriteMode, _tx: Tx, _ctx, existing?: Row) => {
+    const out: Row = {};
+    if (mode !== 'patch' || 'name' in input) out.name = input.name;
+    if (mode === 'create') out.encryptionRequired = bit(input.encryptionRequired);
+    else if ('encryptionRequired' in input && existing && input.encryptionRequired !== isSet(existing.encryptionRequired)) {
+      throw invalidField('encryptionRequired', 'is set when the service is created and cannot change: create a new service instead', input.encryptionRequired);
+    }
+    if (mode !== 'patch' || 'maxIdleTimeMillis' in input) out.maxIdleTimeMillis = input.maxIdleTimeMillis ?? 0;
+    if (mode !== 'patch' || 'terminatorStrategy' in input) out.terminatorStrategy = input.terminatorStrategy ?? 'smartrouting';
+    if (mode !== 'patch' || 'roleAttributes' in input) out.roleAttributes = JSON.stringify([...new Set(input.roleAttributes ?? [])]);
+    return out;
+  },
+  hooks: {
+    afterWrite: async (tx, id, _ctx, input, mode) => {
+      if (mode === 'patch' && !('configs' in input)) return;
+      const wanted = await resolveConfigs(tx, input.configs ?? []);
+      await tx.deleteFrom('serviceConfigs').where('serviceId', '=', id).execute();
+      if (wanted.length) await tx.insertInto('serviceConfigs').values(wanted.map((w) => ({ serviceId: id, ...w }))).execute();
+    },
+  },
+  cli: { columns: ['id', 'name', 'encryptionRequired', 'roleAttributes', 'configs'] },
+});
+
+/** The services declaration as one caller sees it. */
+export const serviceViewFor = (viewer: ServiceViewer): ResourceDecl => ({ ...services, expand: (db, rows) => expandServices(db, rows, viewer) });

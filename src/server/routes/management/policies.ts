@@ -1,0 +1,207 @@
+// Lists that follow policies (an identity's services, a policy's edge routers, ...), role attributes in
+// use, and the role-related actions: policy advice, identity service configs, edge router re-enroll.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import { Type } from 'typebox';
+import type { Ctx } from '../../../model/context.js';
+import { writeTx } from '../../../model/crud.js';
+import { invalidField, notFound } from '../../../model/errors.js';
+import { canUse, idIn, kindsOfType, membersOf, policiesOf, relatedIds, sharedEdgeRouters } from '../../../model/policy/access.js';
+import type { PolicyKind, Side } from '../../../model/policy/membership.js';
+import { reEnrollRouter } from '../../../model/pki/router-enroll.js';
+import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
+import { entityRef } from '../../../model/resource.js';
+import { configs } from '../../../model/resources/configs.js';
+import { identities } from '../../../model/resources/identities.js';
+import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
+import { edgeRouters } from '../../../model/resources/routers.js';
+import { services } from '../../../model/resources/services.js';
+import { EntityRef, Empty, Envelope, IdParams, ListQuery } from '../../../model/schemas/common.js';
+import type { Db } from '../../../store/db.js';
+import { listPage, type ListParams } from '../../../store/list.js';
+import { errors } from '../../crud.js';
+import { empty, listOf, ok } from '../../envelope.js';
+import { parentExists, relatedList } from '../../related.js';
+
+const SERVICE_POLICY_KINDS: PolicyKind[] = ['dial', 'bind', 'invalid'];
+const PolicyTypeQuery = { policyType: Type.Optional(Type.Union([Type.Literal('dial'), Type.Literal('bind'), Type.Literal('Dial'), Type.Literal('Bind')])) };
+const policyType = (req: FastifyRequest) => (req.query as { policyType?: string }).policyType;
+
+type Scope = (db: Db, id: string, req: FastifyRequest) => (q: AnyQuery) => AnyQuery;
+const within = (sub: (db: Db, id: string, req: FastifyRequest) => { compile(): unknown }): Scope => (db, id, req) => (q) => q.where(idIn(sub(db, id, req)) as never);
+
+/** The lists that follow policies, declared as data: url, parent, children and how the children are chosen. */
+function policyLists(): [string, string, ResourceDecl, ResourceDecl, Scope, Record<string, ReturnType<typeof Type.Optional>>?][] {
+  const rel = (from: Side, to: Side, kinds: PolicyKind[]) => within((db, id) => relatedIds(db, from, id, to, kinds));
+  const pol = (side: Side, kinds: PolicyKind[]) => within((db, id) => policiesOf(db, side, id, kinds));
+  const mem = (side: Side) => within((db, id) => membersOf(db, id, side));
+  return [
+    ['/identities/:id/edge-router-policies', 'listIdentitysEdgeRouterPolicies', identities, edgeRouterPolicies, pol('identity', ['erp'])],
+    ['/identities/:id/edge-routers', 'listIdentityEdgeRouters', identities, edgeRouters, rel('identity', 'edge-router', ['erp'])],
+    ['/identities/:id/service-policies', 'listIdentityServicePolicies', identities, servicePolicies, pol('identity', SERVICE_POLICY_KINDS)],
+    ['/identities/:id/services', 'listIdentityServices', identities, services, within((db, id, req) => relatedIds(db, 'identity', id, 'service', kindsOfType(policyType(req)))), PolicyTypeQuery],
+    ['/edge-routers/:id/edge-router-policies', 'listEdgeRouterEdgeRouterPolicies', edgeRouters, edgeRouterPolicies, pol('edge-router', ['erp'])],
+    ['/edge-routers/:id/identities', 'listEdgeRouterIdentities', edgeRouters, identities, rel('edge-router', 'identity', ['erp'])],
+    ['/edge-routers/:id/service-edge-router-policies', 'listEdgeRouterServiceEdgeRouterPolicies', edgeRouters, serviceEdgeRouterPolicies, pol('edge-router', ['serp'])],
+    ['/edge-routers/:id/services', 'listEdgeRouterServices', edgeRouters, services, rel('edge-router', 'service', ['serp'])],
+    ['/edge-router-policies/:id/edge-routers', 'listEdgeRouterPolicyEdgeRouters', edgeRouterPolicies, edgeRouters, mem('edge-router')],
+    ['/edge-router-policies/:id/identities', 'listEdgeRouterPolicyIdentities', edgeRouterPolicies, identities, mem('identity')],
+    ['/service-edge-router-policies/:id/edge-routers', 'listServiceEdgeRouterPolicyEdgeRouters', serviceEdgeRouterPolicies, edgeRouters, mem('edge-router')],
+    ['/service-edge-router-policies/:id/services', 'listServiceEdgeRouterPolicyServices', serviceEdgeRouterPolicies, services, mem('service')],
+    ['/service-policies/:id/identities', 'listServicePolicyIdentities', servicePolicies, identities, mem('identity')],
+    ['/service-policies/:id/services', 'listServicePolicyServices', servicePolicies, services, mem('service')],
+    ['/services/:id/configs', 'listServiceConfig', services, configs, within((db, id) => db.selectFrom('serviceConfigs').select('configId').where('serviceId', '=', id))],
+    ['/services/:id/edge-routers', 'listServiceEdgeRouters', services, edgeRouters, rel('service', 'edge-router', ['serp'])],
+    ['/services/:id/identities', 'listServiceIdentities', services, identities, within((db, id, req) => relatedIds(db, 'service', id, 'identity', kindsOfType(policyType(req)))), PolicyTypeQuery],
+    ['/services/:id/service-edge-router-policies', 'listServiceServiceEdgeRouterPolicies', services, serviceEdgeRouterPolicies, pol('service', ['serp'])],
+    ['/services/:id/service-policies', 'listServiceServicePolicies', services, servicePolicies, pol('service', SERVICE_POLICY_KINDS)],
+    ['/configs/:id/services', 'listConfigServices', configs, services, within((db, id) => db.selectFrom('serviceConfigs').select('serviceId').where('configId', '=', id))],
+  ];
+}
+
+const tagOf = (decl: ResourceDecl) => decl.plural.replace(/(^|-)(\w)/g, (_, d: string, c: string) => (d ? ' ' : '') + c.toUpperCase());
+
+/** Role attributes in use by one kind of entity, as a plain list of strings (filterable by `id`). */
+function roleAttributeList(app: FastifyInstance, ctx: Ctx, url: string, operationId: string, table: string, where?: string) {
+  const filterable = { id: { column: 'e.id', type: 'string' as const, sortable: true }, name: { column: 'e.id', type: 'string' as const, sortable: true } };
+  const source = (db: Db) => {
+    let owners = db.selectFrom(`${table} as o` as never).select('o.id' as never);
+    if (where) owners = owners.where(sql.raw(`o.${where}`) as never);
+    const attrs = db
+      .selectFrom('entityRoleAttributes as r')
+      .select([sql.ref<string>('r.attribute').as('id'), sql<string>`''`.as('created_at')])
+      .where('r.entityId', 'in', owners as never)
+      .distinct();
+    return db.selectFrom(attrs.as('e')) as unknown as AnyQuery;
+  };
+  app.get(
+    url,
+    {
+      config: { access: 'admin' },
+      schema: { operationId, tags: ['Role Attributes'], summary: `Role attributes in use by ${table.replace(/_/g, ' ')}`, querystring: ListQuery, response: { 200: Type.Object({ data: Type.Array(Type.String()), meta: Type.Any() }), ...errors(400, 401) } },
+    },
+    async (req) => {
+      const page = await listPage(ctx.store.db, ctx.store.dialect, { filterable, source, detailQuery: (db) => source(db).select('e.id' as never) }, req.query as ListParams);
+      return listOf(page.rows.map((r) => String(r.id)), page.pagination, Object.keys(filterable));
+    },
+  );
+}
+
+const ServiceConfigPair = Type.Object({ serviceId: Type.String({ minLength: 1, maxLength: 255 }), configId: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
+const ServiceConfigDetail = Type.Object({ serviceId: Type.String(), service: EntityRef, configId: Type.String(), config: EntityRef });
+const RouterRef = Type.Object({ ...EntityRef.properties, isOnline: Type.Boolean() });
+const PolicyAdvice = Type.Object({
+  identityId: Type.String(), identity: EntityRef, serviceId: Type.String(), service: EntityRef,
+  isDialAllowed: Type.Boolean(), isBindAllowed: Type.Boolean(),
+  identityRouterCount: Type.Integer(), serviceRouterCount: Type.Integer(), commonRouters: Type.Array(RouterRef),
+});
+
+export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
+  for (const [url, operationId, parent, child, scope, extraQuery] of policyLists()) {
+    relatedList(app, ctx, { url, operationId, tags: [tagOf(parent)], summary: `The ${child.plural.replace(/-/g, ' ')} of ${parent.name === 'identity' ? 'an' : 'a'} ${parent.name}`, parent: { decl: parent }, decl: child, scope, extraQuery });
+  }
+  roleAttributeList(app, ctx, '/identity-role-attributes', 'listIdentityRoleAttributes', 'identities');
+  roleAttributeList(app, ctx, '/edge-router-role-attributes', 'listEdgeRouterRoleAttributes', 'routers', 'is_edge = 1');
+  roleAttributeList(app, ctx, '/service-role-attributes', 'listServiceRoleAttributes', 'services');
+  roleAttributeList(app, ctx, '/posture-check-role-attributes', 'listPostureCheckRoleAttributes', 'posture_checks');
+
+  app.post(
+    '/edge-routers/:id/re-enroll',
+    { config: { access: 'admin' }, schema: { operationId: 'reEnrollEdgeRouter', tags: ['Edge Routers'], summary: 'Forget the edge router\'s certificates and issue a new enrollment', params: IdParams, response: { 200: Envelope(Empty), ...errors(401, 404) } } },
+    async (req) => {
+      await reEnrollRouter(ctx, (req.params as { id: string }).id);
+      return empty();
+    },
+  );
+
+  app.get(
+    '/identities/:id/policy-advice/:serviceId',
+    {
+      config: { access: 'admin' },
+      schema: { operationId: 'getIdentityPolicyAdvice', tags: ['Identities'], summary: 'Why an identity can or cannot use a service: its permissions and the edge routers it shares with the service', params: Type.Object({ id: Type.String({ maxLength: 255 }), serviceId: Type.String({ maxLength: 255 }) }), response: { 200: Envelope(PolicyAdvice), ...errors(401, 404) } },
+    },
+    async (req) => {
+      const { id, serviceId } = req.params as { id: string; serviceId: string };
+      const db = ctx.store.db;
+      const identity = await db.selectFrom('identities').select(['id', 'name']).where('id', '=', id).executeTakeFirst();
+      if (!identity) throw notFound('identity', id);
+      const service = await db.selectFrom('services').select(['id', 'name']).where('id', '=', serviceId).executeTakeFirst();
+      if (!service) throw notFound('service', serviceId);
+      const count = async (q: { compile(): unknown }) => Number(((await db.selectFrom((q as AnyQuery).as('x') as never).select(sql<number>`count(*)`.as('n')).executeTakeFirst()) as { n: number }).n);
+      const common = await db.selectFrom('routers').select(['id', 'name']).where('id', 'in', sharedEdgeRouters(db, id, serviceId)).orderBy('name').execute();
+      return ok({
+        identityId: id, identity: entityRef('identities', id, identity.name),
+        serviceId, service: entityRef('services', serviceId, service.name),
+        isDialAllowed: await canUse(db, id, serviceId, ['dial']),
+        isBindAllowed: await canUse(db, id, serviceId, ['bind']),
+        identityRouterCount: await count(relatedIds(db, 'identity', id, 'edge-router', ['erp']).distinct()),
+        serviceRouterCount: await count(relatedIds(db, 'service', serviceId, 'edge-router', ['serp']).distinct()),
+        commonRouters: common.map((r) => ({ ...entityRef('edge-routers', r.id, r.name), isOnline: false })),
+      });
+    },
+  );
+
+  registerIdentityServiceConfigs(app, ctx);
+}
+
+/** An identity's own config choices per service: list, add (replacing one of the same type), remove. */
+function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
+  const tags = ['Identities'];
+  const url = '/identities/:id/service-configs';
+  app.get(url, { config: { access: 'admin' }, schema: { operationId: 'listIdentitysServiceConfigs', tags, summary: 'The configs an identity uses for services in place of the services\' own', params: IdParams, response: { 200: Type.Object({ data: Type.Array(ServiceConfigDetail), meta: Type.Any() }), ...errors(401, 404) } } }, async (req) => {
+    const { id } = req.params as { id: string };
+    await parentExists(ctx, identities, id);
+    const rows = await ctx.store.db
+      .selectFrom('identityServiceConfigs as o')
+      .innerJoin('services as s', 's.id', 'o.serviceId')
+      .innerJoin('configs as c', 'c.id', 'o.configId')
+      .select(['o.serviceId', 's.name as serviceName', 'o.configId', 'c.name as configName'])
+      .where('o.identityId', '=', id)
+      .orderBy('s.name')
+      .orderBy('c.name')
+      .execute();
+    const data = rows.map((r) => ({ serviceId: r.serviceId, service: entityRef('services', r.serviceId, r.serviceName), configId: r.configId, config: entityRef('configs', r.configId, r.configName) }));
+    return listOf(data, { limit: data.length, offset: 0, totalCount: data.length }, []);
+  });
+
+  const pairs = (req: FastifyRequest) => (Array.isArray(req.body) ? (req.body as { serviceId: string; configId: string }[]) : []);
+  async function resolvePairs(tx: Db, list: { serviceId: string; configId: string }[]) {
+    const out = [];
+    for (const [i, p] of list.entries()) {
+      const service = await tx.selectFrom('services').select('id').where((eb) => eb.or([eb('id', '=', p.serviceId), eb('name', '=', p.serviceId)])).executeTakeFirst();
+      if (!service) throw invalidField(`[${i}].serviceId`, `no service has the id or name '${p.serviceId}'`, p.serviceId);
+      const config = await tx.selectFrom('configs').select(['id', 'configTypeId']).where((eb) => eb.or([eb('id', '=', p.configId), eb('name', '=', p.configId)])).executeTakeFirst();
+      if (!config) throw invalidField(`[${i}].configId`, `no config has the id or name '${p.configId}'`, p.configId);
+      out.push({ serviceId: service.id, configId: config.id, configTypeId: config.configTypeId });
+    }
+    return out;
+  }
+
+  app.post(url, { config: { access: 'admin' }, schema: { operationId: 'associateIdentitysServiceConfigs', tags, summary: 'Use these configs for these services (one config per type and service; a later one replaces an earlier one)', params: IdParams, body: Type.Array(ServiceConfigPair, { maxItems: 1000 }), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
+    const { id } = req.params as { id: string };
+    await parentExists(ctx, identities, id);
+    await writeTx(ctx, async (tx) => {
+      for (const p of await resolvePairs(tx as Db, pairs(req))) {
+        await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).where('serviceId', '=', p.serviceId).where('configTypeId', '=', p.configTypeId).execute();
+        await tx.insertInto('identityServiceConfigs').values({ identityId: id, ...p }).execute();
+      }
+    });
+    return empty();
+  });
+
+  app.delete(url, { config: { access: 'admin' }, schema: { operationId: 'disassociateIdentitysServiceConfigs', tags, summary: 'Stop using these configs (no body, or an empty list: all of them)', params: IdParams, body: Type.Optional(Type.Union([Type.Array(ServiceConfigPair, { maxItems: 1000 }), Type.Null()])), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
+    const { id } = req.params as { id: string };
+    await parentExists(ctx, identities, id);
+    const list = pairs(req);
+    await writeTx(ctx, async (tx) => {
+      if (!list.length) {
+        await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).execute();
+        return;
+      }
+      for (const p of await resolvePairs(tx as Db, list)) {
+        await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).where('serviceId', '=', p.serviceId).where('configId', '=', p.configId).execute();
+      }
+    });
+    return empty();
+  });
+}

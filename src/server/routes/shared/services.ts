@@ -1,0 +1,95 @@
+// Services in both APIs. Management: every service, as an admin sees it. Client: the services the caller
+// may dial or bind (admins see all), with the caller's permissions, configs and posture queries; and the
+// edge routers the caller may use, in general and for one service.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Ctx } from '../../../model/context.js';
+import { listResource } from '../../../model/crud.js';
+import { idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
+import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
+import { baseDetail, defineResource } from '../../../model/resource.js';
+import { edgeRouterClientFields, edgeRouterClientView, edgeRouters } from '../../../model/resources/routers.js';
+import { serviceViewFor, services } from '../../../model/resources/services.js';
+import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
+import type { ListParams } from '../../../store/list.js';
+import { errors, filterableFields, mountResource } from '../../crud.js';
+import { listOf } from '../../envelope.js';
+import { principalOf } from '../../plugins/auth.js';
+import { parentExists } from '../../related.js';
+
+const ConfigTypesQuery = { configTypes: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100, description: 'Config type ids or names (or "all") whose configs the services carry' })) };
+
+function viewer(req: FastifyRequest) {
+  const p = principalOf(req);
+  const q = (req.query as { configTypes?: string[] | string }).configTypes ?? [];
+  const asked = typeof q === 'string' ? [q] : q;
+  return serviceViewFor({ identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...p.configTypes])] });
+}
+
+/** Non-admins see the services a service policy grants them. */
+const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
+  const p = principalOf(req);
+  if (p.isAdmin) return undefined;
+  return (q: AnyQuery) => q.where(idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS)) as never);
+};
+
+/** Edge routers as a client sees them: no enrollment or certificate details. */
+const clientEdgeRouters: ResourceDecl = defineResource({
+  ...edgeRouters,
+  apis: ['client'],
+  schemas: { detail: Type.Object({ ...baseFields, ...edgeRouterClientFields }) },
+  toDetail: (r) => ({ ...baseDetail('edge-routers', r), ...edgeRouterClientView(r) }),
+});
+
+export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' | 'management') {
+  if (api === 'management') {
+    mountResource(app, ctx, services, { extraQuery: ConfigTypesQuery, view: viewer });
+    return;
+  }
+  mountResource(app, ctx, services, {
+    only: ['list', 'get', 'update', 'patch', 'delete'],
+    extraQuery: ConfigTypesQuery,
+    view: viewer,
+    scope: visibleServices(ctx),
+    access: { list: 'session', get: 'session' },
+  });
+
+  app.get(
+    '/current-identity/edge-routers',
+    { config: { access: 'session' }, schema: { operationId: 'getCurrentIdentityEdgeRouters', tags: ['Current Identity'], summary: 'The edge routers the caller may connect through', querystring: ListQuery, response: { 200: ListEnvelope(clientEdgeRouters.schemas.detail), ...errors(400, 401) } } },
+    async (req) => {
+      const p = principalOf(req);
+      const scope = (q: AnyQuery) => q.where(idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'edge-router', ['erp'])) as never);
+      const { items, pagination } = await listResource(ctx, clientEdgeRouters, req.query as ListParams, scope);
+      return listOf(items, pagination, filterableFields(clientEdgeRouters));
+    },
+  );
+
+  const RouterItem = Type.Object({ ...edgeRouterClientFields, urls: MapOf(Type.String()) });
+  app.get(
+    '/services/:id/edge-routers',
+    {
+      config: { access: 'session' },
+      schema: {
+        operationId: 'listServiceEdgeRouters', tags: ['Services'], summary: 'The edge routers the caller may use for a service', params: IdParams, querystring: ListQuery,
+        headers: Type.Object({ 'session-token': Type.Optional(Type.String({ maxLength: 4096 })) }),
+        response: { 200: Envelope(Type.Object({ edgeRouters: Type.Array(RouterItem) })), ...errors(400, 401, 404) },
+      },
+    },
+    async (req) => {
+      const p = principalOf(req);
+      const { id } = req.params as { id: string };
+      const scope = visibleServices(ctx)(req);
+      await parentExists(ctx, scope ? { ...services, source: (db) => scope(db.selectFrom('services as e') as never) } : services, id);
+      const routers = (q: AnyQuery) => q.where(idIn(sharedEdgeRouters(ctx.store.db, p.identityId, id)) as never);
+      const { items, pagination } = await listResource(ctx, clientEdgeRouters, req.query as ListParams, routers);
+      const edgeRouters = items.map((r) => {
+        const { id: _id, _links, createdAt, updatedAt, tags, ...rest } = r as Record<string, unknown>;
+        void _id; void _links; void createdAt; void updatedAt; void tags;
+        return { ...rest, urls: rest.supportedProtocols ?? {} };
+      });
+      return { data: { edgeRouters }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
+    },
+  );
+}
+
