@@ -12,11 +12,13 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
-import { seedIdentities } from './seed.js';
+import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const IDENTITIES = Number(process.env.BENCH_IDENTITIES ?? 100_000);
+const SERVICES = Number(process.env.BENCH_SERVICES ?? 2_000);
+const POLICIES = Number(process.env.BENCH_POLICIES ?? 40);
 const PASSWORD = 'bench-password';
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -117,6 +119,7 @@ async function measureController(label: string, dbServer: string | undefined, ba
   const bigDb = await database(dbServer);
   const opened = await openDataDir(loadConfig({ dataDir: bigDir, db: bigDb, adminPassword: PASSWORD, hostnames: 'localhost' }, {}));
   await seedIdentities(opened.ctx.store.db, IDENTITIES, (d) => d % 25_000 === 0 && console.error(`… [${label}] seeded ${d} identities`));
+  await seedServices(opened.ctx.store.db, SERVICES);
   // Fresh statistics after a bulk load, as autovacuum (PostgreSQL) or PRAGMA optimize would give.
   await sql`analyze`.execute(opened.ctx.store.db);
   await opened.close();
@@ -126,6 +129,76 @@ async function measureController(label: string, dbServer: string | undefined, ba
     const r = await load(`${bigUrl}/edge/management/v1/identities?filter=${encodeURIComponent(f)}&limit=25&offset=50`, { headers: { 'zt-session': bigToken }, connections: 1 });
     rows.push([`[${label}] list of ${IDENTITIES}: ${f.length > 44 ? f.slice(0, 43) + '…' : f}`, line(r), (r.rps / base.hello).toFixed(3)]);
   }
+  rows.push(...(await measurePolicies(label, bigUrl, bigToken, base)));
+  return rows;
+}
+
+function call(base: string, method: string, p: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(`${base}${p}`, { method, rejectUnauthorized: false, headers: { 'zt-session': token, ...(body ? { 'content-type': 'application/json' } : {}) } }, (res) => {
+      let t = '';
+      res.on('data', (d) => (t += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: t ? JSON.parse(t) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(body ? JSON.stringify(body) : undefined);
+  });
+}
+
+/** Wall time of sequential writes, as a throughput row. */
+async function timed(n: number, f: (i: number) => Promise<void>) {
+  const start = performance.now();
+  const each: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await f(i);
+    each.push(performance.now() - t);
+  }
+  each.sort((a, b) => a - b);
+  return { rps: n / ((performance.now() - start) / 1000), p50: Math.round(each[Math.floor(n / 2)]), p99: Math.round(each[Math.floor(n * 0.99)]), bad: 0 };
+}
+
+/**
+ * Policies over the big data set: each service policy selects an attribute's identities (a quarter of
+ * them) and services; what a client sees is then read from the denormalised membership.
+ */
+async function measurePolicies(label: string, url: string, token: string, base: { hello: number }): Promise<Row[]> {
+  const rows: Row[] = [];
+  const M = '/edge/management/v1';
+  const ok = async (r: Promise<{ status: number; body: any }>) => {
+    const res = await r;
+    if (res.status >= 300) throw new Error(`bench setup: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const created = await timed(POLICIES, async (i) => {
+    const a = SEEDED_ATTRS[i % SEEDED_ATTRS.length];
+    await ok(call(url, 'POST', `${M}/service-policies`, token, { name: `sp-${i}`, type: i % 2 ? 'Bind' : 'Dial', semantic: 'AnyOf', identityRoles: [`#${a}`], serviceRoles: [`#${SEEDED_ATTRS[(i + 1) % SEEDED_ATTRS.length]}`] }));
+  });
+  rows.push([`[${label}] create a service policy over ~${IDENTITIES / 4} identities`, line(created, 'writes/s'), '-']);
+  await ok(call(url, 'POST', `${M}/edge-router-policies`, token, { name: 'all', semantic: 'AnyOf', identityRoles: ['#all'], edgeRouterRoles: ['#all'] }));
+  const user = await ok(call(url, 'POST', `${M}/identities`, token, { name: 'bench-user', type: 'User', isAdmin: false, roleAttributes: ['web', 'eu'] }));
+  await ok(call(url, 'POST', `${M}/authenticators`, token, { identityId: user.data.id, method: 'updb', username: 'bench-user', password: PASSWORD }));
+  const userToken = await new Promise<string>((resolve, reject) => {
+    const req = https.request(`${url}/edge/client/v1/authenticate?method=password`, { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      let t = '';
+      res.on('data', (d) => (t += d));
+      res.on('end', () => resolve(JSON.parse(t).data.token));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ username: 'bench-user', password: PASSWORD }));
+  });
+  const visible = (await ok(call(url, 'GET', '/edge/client/v1/services?limit=1', userToken))).meta.pagination.totalCount;
+  const r = await load(`${url}/edge/client/v1/services?limit=25&configTypes=all`, { headers: { 'zt-session': userToken }, connections: 1 });
+  rows.push([`[${label}] client services (${visible} of ${SERVICES} visible, ${POLICIES} policies)`, line(r), (r.rps / base.hello).toFixed(3)]);
+  const retag = await timed(20, async (i) => {
+    await ok(call(url, 'PATCH', `${M}/identities/${user.data.id}`, token, { roleAttributes: [SEEDED_ATTRS[i % 8], SEEDED_ATTRS[(i + 3) % 8]] }));
+  });
+  rows.push([`[${label}] change an identity's role attributes`, line(retag, 'writes/s'), '-']);
+  const repolicy = await timed(10, async (i) => {
+    const sp = (await ok(call(url, 'GET', `${M}/service-policies?filter=${encodeURIComponent(`name = "sp-${i}"`)}`, token))).data[0].id;
+    await ok(call(url, 'PATCH', `${M}/service-policies/${sp}`, token, { identityRoles: [`#${SEEDED_ATTRS[(i + 2) % 8]}`] }));
+  });
+  rows.push([`[${label}] re-target a service policy (~${IDENTITIES / 4} identities)`, line(repolicy, 'writes/s'), '-']);
   return rows;
 }
 

@@ -28,3 +28,20 @@ export async function seedIdentities(db: Db, count: number, progress: (done: num
     progress(done);
   }
 }
+
+/** Services with role attributes, written straight to the store like the identities. */
+export async function seedServices(db: Db, count: number) {
+  const now = iso(new Date());
+  for (let done = 0; done < count; done += 500) {
+    const rows = Array.from({ length: Math.min(500, count - done) }, (_, k) => {
+      const i = done + k;
+      return { id: newId(), name: `svc-${String(i).padStart(5, '0')}`, encryptionRequired: 1, roleAttributes: JSON.stringify([ATTRS[i % 8]]), createdAt: now, updatedAt: now };
+    });
+    await db.transaction().execute(async (tx) => {
+      await tx.insertInto('services').values(rows as never).execute();
+      await tx.insertInto('entityRoleAttributes').values(rows.map((r) => ({ entityId: r.id, attribute: JSON.parse(r.roleAttributes)[0] as string }))).execute();
+    });
+  }
+}
+
+export const SEEDED_ATTRS = ATTRS;
