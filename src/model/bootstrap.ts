@@ -1,6 +1,7 @@
 // First start: the rows every controller needs. Each insert is idempotent (ON CONFLICT DO NOTHING), so
 // a second start, or two controllers starting at once on one PostgreSQL database, changes nothing.
 import { randomBytes } from 'node:crypto';
+import { evaluateEntity } from './policy/membership.js';
 import { hashPassword } from './auth/password.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
@@ -49,6 +50,8 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     await db.insertInto('configTypes').values({ id: name, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
   }
 
+  await db.insertInto('changeMarkers').values({ name: 'services', changedAt: now }).onConflict((oc) => oc.doNothing()).execute();
+
   const admin = await db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).executeTakeFirst();
   if (admin) return { adminCreated: false };
 
@@ -68,6 +71,8 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
       .insertInto('authenticators')
       .values({ id: newId(), identityId: id, method: 'updb', username: ctx.config.adminUsername, passwordHash, isIssuedByNetwork: 0, ...base } as never)
       .execute();
+    // Policies naming #all select the admin too.
+    await evaluateEntity(tx, 'identity', id, []);
     });
   } catch (err) {
     // Another controller on the same database created it first.

@@ -4,6 +4,7 @@ import type { Tx } from '../store/db.js';
 import { indexRoleAttributes, indexTags, unindexEntity } from '../store/entity-index.js';
 import { listPage, type ListParams, type ListSource } from '../store/list.js';
 import { first, precompile, type Precompiled } from '../store/precompiled.js';
+import { touchServices } from './changes.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { ApiError, couldNotValidate, notFound } from './errors.js';
@@ -38,11 +39,15 @@ export async function findRow(ctx: Ctx | { store: Ctx['store'] }, decl: Resource
   return first(tx ?? ctx.store.db, q, [id]);
 }
 
+/** 404 unless the row is among those the scope lets the caller see. */
+export async function assertVisible(ctx: Ctx, decl: ResourceDecl, id: string, scope?: (q: AnyQuery) => AnyQuery) {
+  if (!scope) return;
+  const visible = await scope(listSource(decl).source(ctx.store.db)).select(sql.ref('e.id').as('id')).where(sql.ref('e.id'), '=', id).executeTakeFirst();
+  if (!visible) throw notFound(decl.name, id);
+}
+
 export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scope?: (q: AnyQuery) => AnyQuery) {
-  if (scope) {
-    const visible = await scope(listSource(decl).source(ctx.store.db)).select(sql.ref('e.id').as('id')).where(sql.ref('e.id'), '=', id).executeTakeFirst();
-    if (!visible) throw notFound(decl.name, id);
-  }
+  await assertVisible(ctx, decl, id, scope);
   const row = await findRow(ctx, decl, id);
   if (!row) throw notFound(decl.name, id);
   await decl.expand?.(ctx.store.db, [row], ctx);
@@ -84,7 +89,7 @@ export async function createResource(ctx: Ctx, decl: ResourceDecl, body: Row) {
       .insertInto(decl.table)
       .values({ id, createdAt: now, updatedAt: now, ...tagsColumn(input, 'create'), ...values } as never)
       .execute();
-    await indexEntity(tx, decl, id, input, 'create');
+    await indexEntity(tx, decl, id, input, 'create', ctx);
     const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
     await decl.hooks?.afterWrite?.(tx, id, ctx, input, 'create');
     return { id, ...extra };
@@ -111,7 +116,7 @@ export async function updateResource(
       .set({ updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values } as never)
       .where('id', '=', id)
       .execute();
-    await indexEntity(tx, decl, id, input, mode);
+    await indexEntity(tx, decl, id, input, mode, ctx);
     await decl.hooks?.afterWrite?.(tx, id, ctx, input, mode);
   });
 }
@@ -120,15 +125,19 @@ export async function updateResource(
  * Tags and role attributes also go to their indexes (store/entity-index.ts), and the entity's policy
  * membership is recomputed (model/policy/membership.ts), all in the same transaction.
  */
-async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, mode: WriteMode) {
+async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, mode: WriteMode, ctx: Ctx) {
   if (mode !== 'patch' || 'tags' in input) await indexTags(tx, id, input.tags);
   const roles = decl.roleAttributes;
   if (roles && (mode !== 'patch' || roles in input)) {
     await indexRoleAttributes(tx, id, input[roles]);
-    if (decl.policySide) await evaluateEntity(tx, decl.policySide, id, [...new Set((input[roles] as string[] | null) ?? [])]);
+    if (decl.policySide) {
+      await evaluateEntity(tx, decl.policySide, id, [...new Set((input[roles] as string[] | null) ?? [])]);
+      if (mode !== 'create') await touchServices(tx, ctx);
+    }
   } else if (decl.policySide && mode === 'create') {
     await evaluateEntity(tx, decl.policySide, id, []);
   }
+  if (decl.touchesServices) await touchServices(tx, ctx);
 }
 
 export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
@@ -138,6 +147,7 @@ export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
     await decl.hooks?.beforeDelete?.(tx, existing, ctx);
     await unindexEntity(tx, id);
     await forgetEntity(tx, id);
+    if (decl.touchesServices || decl.policySide) await touchServices(tx, ctx);
     const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
     if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
   });

@@ -43,6 +43,8 @@ export interface ResourceDecl {
   roleAttributes?: string;
   /** The policy side this resource's entities sit on: their membership is kept in step on every write. */
   policySide?: Side;
+  /** Writes can change identities' service lists: they move the service-change marker (model/changes.ts). */
+  touchesServices?: boolean;
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */

@@ -17,6 +17,9 @@ import { registerExtend } from './routes/shared/extend.js';
 import { registerMfa } from './routes/shared/mfa.js';
 import { registerEnroll } from './routes/client/enroll.js';
 import { registerServices } from './routes/shared/services.js';
+import { registerSessions } from './routes/shared/sessions.js';
+import { registerControllers } from './routes/shared/controllers.js';
+import { registerPosture } from './routes/client/posture.js';
 import { registerSessionCertificates } from './routes/client/session-certificates.js';
 import { registerClientSigners } from './routes/client/external-jwt-signers.js';
 import { SpecRegistry } from './specs.js';
@@ -79,9 +82,12 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       registerExtend(child, ctx);
       registerMfa(child, ctx);
       registerServices(child, ctx, api);
+      registerSessions(child, ctx, api);
+      registerControllers(child, ctx, api);
       if (api === 'management') registerManagement(child, ctx);
       if (api === 'client') {
         registerEnroll(child, ctx);
+        registerPosture(child, ctx);
         registerSessionCertificates(child, ctx);
         registerClientSigners(child, ctx);
       }

@@ -6,6 +6,7 @@ import { expireApiSessions } from '../model/auth/api-sessions.js';
 import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
+import { registerController } from '../model/resources/controllers.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { openStore } from '../store/db.js';
 import { buildApp, type App, type AppOptions } from './app.js';
@@ -57,6 +58,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   const port = (app.server.address() as { port: number }).port;
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;
+  const stopHeartbeat = await registerController(ctx);
   let closed = false;
   return {
     app,
@@ -67,6 +69,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      stopHeartbeat();
       await app.close();
       await opened.close();
     },

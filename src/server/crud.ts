@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
-import { createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
+import { assertVisible, createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
 import { selfLink, type AnyQuery, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
 import type { Access } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
@@ -96,6 +96,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
         params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) },
       },
       handler: async (req) => {
+        await assertVisible(ctx, decl, (req.params as { id: string }).id, opts.scope?.(req));
         await updateResource(ctx, decl, (req.params as { id: string }).id, req.body as Row, mode);
         return empty();
       },
@@ -106,6 +107,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       config: config('delete'),
       schema: { operationId: ids.delete, tags, summary: `Delete ${article(decl.name)}`, params: IdParams, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) } },
       handler: async (req) => {
+        await assertVisible(ctx, decl, (req.params as { id: string }).id, opts.scope?.(req));
         await deleteResource(ctx, decl, (req.params as { id: string }).id);
         return empty();
       },

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
@@ -17,6 +18,11 @@ export interface Store {
   file?: string;
   /** Why the store may behave differently from SQLite (shown at start), if anything. */
   warnings: string[];
+  /**
+   * A consistent copy of the live database at `dest` (SQLite's online backup API; pg_dump on
+   * PostgreSQL, when installed), taken while the controller keeps serving.
+   */
+  snapshot(dest: string, progress?: (fraction: number) => void): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -33,7 +39,7 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   // A pool error (server restart) must not crash the process: the next query reconnects.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
-  const store: Store = { db, dialect: dialects.postgres, warnings: [], close: () => db.destroy() };
+  const store: Store = { db, dialect: dialects.postgres, warnings: [], snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
   try {
     await sql`select 1`.execute(db);
   } catch (err) {
@@ -47,6 +53,21 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   }
   await migrate(store);
   return store;
+}
+
+export class SnapshotUnavailable extends Error {}
+
+/** pg_dump's custom format, from its own consistent transaction. */
+function pgDump(url: string, dest: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('pg_dump', ['--format=custom', '--file', dest, '--dbname', url], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', (e: NodeJS.ErrnoException) =>
+      reject(e.code === 'ENOENT' ? new SnapshotUnavailable(`pg_dump is not installed on this host: install the PostgreSQL client tools, or run \`pg_dump --format=custom --file ztc.dump ${redactUrl(url)}\` where it is`) : e),
+    );
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`pg_dump failed (exit ${code}): ${err.replace(/postgres(ql)?:\/\/\S+/g, (u) => redactUrl(u)).trim()}`))));
+  });
 }
 
 export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
@@ -65,7 +86,15 @@ export async function openSqlite(file: string): Promise<Store> {
   conn.pragma('case_sensitive_like = ON');
   cachePreparedStatements(conn);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()] });
-  const store: Store = { db, dialect: dialects.sqlite, file, warnings: [], close: () => db.destroy() };
+  const snapshot = async (dest: string, progress?: (fraction: number) => void) => {
+    await conn.backup(dest, {
+      progress: ({ totalPages, remainingPages }) => {
+        progress?.(totalPages ? (totalPages - remainingPages) / totalPages : 1);
+        return 200;
+      },
+    });
+  };
+  const store: Store = { db, dialect: dialects.sqlite, file, warnings: [], snapshot, close: () => db.destroy() };
   await migrate(store);
   return store;
 }

@@ -214,6 +214,7 @@ export interface PostureCheckRow extends BaseRow {
   typeId: string;
   roleAttributes: string;
   data: string;
+  version: number;
 }
 
 export interface PolicyRoleRow {
@@ -231,7 +232,86 @@ export interface PolicyMemberRow {
   entityId: string;
 }
 
+export interface SessionRow extends BaseRow {
+  apiSessionId: string;
+  identityId: string;
+  serviceId: string;
+  type: string;
+  tokenHash: string;
+}
+
+export interface TerminatorRow extends BaseRow {
+  serviceId: string;
+  routerId: string;
+  binding: string;
+  address: string;
+  identity: string;
+  identitySecret: string | null;
+  cost: number;
+  precedence: string;
+}
+
+export interface PostureResponseRow {
+  apiSessionId: string;
+  checkId: string;
+  typeId: string;
+  identityId: string;
+  updatedAt: string;
+  data: string;
+}
+
+export interface FailedServiceRequestRow {
+  id: string;
+  identityId: string;
+  apiSessionId: string;
+  serviceId: string;
+  serviceName: string;
+  sessionType: string;
+  at: string;
+  policyFailures: string;
+}
+
+export interface ChangeMarkerRow {
+  name: string;
+  changedAt: string;
+}
+
+export interface IdentityTraceRow {
+  identityId: string;
+  traceId: string;
+  channels: string;
+  until: string;
+}
+
+export interface ControllerRow extends BaseRow {
+  name: string;
+  certPem: string;
+  fingerprint: string;
+  lastJoinedAt: string;
+  lastSeenAt: string;
+  apiAddresses: string;
+}
+
+export interface IntegrityRunRow {
+  id: number;
+  startedAt: string | null;
+  endedAt: string | null;
+  error: string | null;
+  inProgress: number;
+  fixingErrors: number;
+  tooManyErrors: number;
+  results: string;
+}
+
 export interface Database {
+  sessions: SessionRow;
+  terminators: TerminatorRow;
+  postureResponses: PostureResponseRow;
+  failedServiceRequests: FailedServiceRequestRow;
+  changeMarkers: ChangeMarkerRow;
+  identityTraces: IdentityTraceRow;
+  controllers: ControllerRow;
+  integrityRuns: IntegrityRunRow;
   services: ServiceRow;
   serviceConfigs: ServiceConfigRow;
   identityServiceConfigs: IdentityServiceConfigRow;

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { generateSecret, generateURI, verify } from 'otplib';
 import QRCode from 'qrcode';
 import { iso } from '../clock.js';
+import { recordMfaPassed } from '../posture/evaluate.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { newId, safeEqual } from '../ids.js';
@@ -101,7 +102,10 @@ export async function verifyMfa(ctx: Ctx, identityId: string, apiSessionId: stri
   if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode(400);
   await ctx.store.db.updateTable('mfa').set({ isVerified: 1, updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
   // The session on which enrollment is verified has done its MFA.
-  if (apiSessionId) await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
+  if (apiSessionId) {
+    await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
+    await recordMfaPassed(ctx, apiSessionId, identityId);
+  }
 }
 
 export async function completeMfaLogin(ctx: Ctx, identityId: string, apiSessionId: string, code: unknown) {
@@ -109,6 +113,7 @@ export async function completeMfaLogin(ctx: Ctx, identityId: string, apiSessionI
   if (!m || !isSet(m.isVerified)) throw new ApiError(401, 'MFA_NOT_ENROLLED', 'This identity has no verified MFA: enroll it first (POST /current-identity/mfa)');
   if (!(await checkCode(ctx, m, code, { recovery: true }))) throw invalidCode();
   await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
+  await recordMfaPassed(ctx, apiSessionId, identityId);
 }
 
 /** Disable: a current code once verified; while unverified, the code must be empty. */

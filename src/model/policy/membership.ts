@@ -96,8 +96,21 @@ export async function evaluateEntity(tx: AnyDb, side: Side, id: string, attribut
   for (let i = 0; i < rows.length; i += 500) await tx.insertInto('policyMembers').values(rows.slice(i, i + 500)).execute();
 }
 
+const POLICY_TABLE: Record<PolicyKind, string> = { erp: 'edge_router_policies', serp: 'service_edge_router_policies', dial: 'service_policies', bind: 'service_policies', invalid: 'service_policies' };
+const ROLE_COLUMN: Record<Side, string> = { identity: 'identity_roles', service: 'service_roles', 'edge-router': 'edge_router_roles', 'posture-check': 'posture_check_roles' };
+
+/** A deleted entity leaves every policy: its member rows, and the @id roles that named it. */
 export async function forgetEntity(tx: AnyDb, id: string) {
   await tx.deleteFrom('policyMembers').where('entityId', '=', id).execute();
+  const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
+  for (const r of naming) {
+    const table = sql.table(POLICY_TABLE[r.kind]);
+    const column = sql.ref(ROLE_COLUMN[r.side]);
+    const row = await sql<{ roles: string }>`select ${column} as roles from ${table} where id = ${r.policyId}`.execute(tx);
+    const kept = (JSON.parse(row.rows[0]?.roles ?? '[]') as string[]).filter((x) => x !== `@${id}`);
+    await sql`update ${table} set ${column} = ${JSON.stringify(kept)} where id = ${r.policyId}`.execute(tx);
+  }
+  await tx.deleteFrom('policyRoles').where('role', '=', `@${id}`).execute();
 }
 
 /** Roles as a policy stores them: #attribute, @id (a @name is resolved to the id), #all. */

@@ -98,6 +98,7 @@ function checkData(schemaText: string, data: unknown) {
 export const configs = defineResource({
   name: 'config',
   plural: 'configs',
+  touchesServices: true,
   table: 'configs',
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],

@@ -68,6 +68,7 @@ function policyResource(spec: PolicySpec) {
     name: spec.name,
     plural: spec.plural,
     table: spec.table,
+    touchesServices: true,
     apis: ['management'],
     ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
     description: spec.description,

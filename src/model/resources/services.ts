@@ -5,6 +5,7 @@ import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet } from '../../store/json.js';
 import { invalidField } from '../errors.js';
 import { grantsFor } from '../policy/access.js';
+import { checksOfPolicies, postureQueries, responsesOf } from '../posture/evaluate.js';
 import { baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
 
@@ -27,7 +28,7 @@ const PostureQueries = Type.Object({
   policyId: Type.String(),
   policyType: Type.String(),
   isPassing: Type.Boolean(),
-  postureQueries: Type.Array(Type.Object({}, { additionalProperties: true })),
+  postureQueries: Type.Array(Type.Object({ id: Type.String(), queryType: Type.String(), isPassing: Type.Boolean(), timeout: Type.Integer(), timeoutRemaining: Type.Integer() }, { additionalProperties: true })),
 });
 export const serviceDetail = Type.Object({
   ...baseFields,
@@ -63,6 +64,8 @@ export interface ServiceViewer {
   isAdmin: boolean;
   /** Config type ids or names (or "all") whose configs go into `config`. */
   configTypes: string[];
+  /** The API session whose posture responses answer the posture queries. */
+  apiSessionId?: string;
 }
 
 async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, string> | 'all'> {
@@ -75,7 +78,7 @@ async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, stri
 }
 
 /** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
-export async function expandServices(db: Db, rows: Row[], viewer?: ServiceViewer) {
+export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
   const attached = await db
@@ -97,6 +100,8 @@ export async function expandServices(db: Db, rows: Row[], viewer?: ServiceViewer
         .execute()
     : [];
   const grants = viewer ? await grantsFor(db, viewer.identityId, ids) : [];
+  const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
+  const responses = viewer?.apiSessionId ? await responsesOf(db, viewer.apiSessionId) : new Map();
   for (const r of rows) {
     const own = attached.filter((a) => a.serviceId === r.id);
     r.configIds = own.map((a) => a.configId);
@@ -109,7 +114,7 @@ export async function expandServices(db: Db, rows: Row[], viewer?: ServiceViewer
     const perms = new Set(mine.map((g) => (g.kind === 'dial' ? 'Dial' : 'Bind')));
     if (viewer?.isAdmin) perms.add('Dial').add('Bind');
     r.permissions = [...perms].sort();
-    r.postureQueries = mine.map((g) => ({ policyId: g.policyId, policyType: g.kind === 'dial' ? 'Dial' : 'Bind', isPassing: true, postureQueries: [] }));
+    r.postureQueries = postureQueries(mine, checks, responses, now);
   }
 }
 
@@ -123,6 +128,7 @@ export const services = defineResource({
   schemas: { detail: serviceDetail, create: serviceCreate, update: serviceUpdate, patch: servicePatch },
   roleAttributes: 'roleAttributes',
   policySide: 'service',
+  touchesServices: true,
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
@@ -131,7 +137,7 @@ export const services = defineResource({
     terminatorStrategy: { column: 'e.terminator_strategy', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
   },
-  expand: (db, rows) => expandServices(db, rows),
+  expand: (db, rows, ctx) => expandServices(db, rows, ctx.clock.now()),
   toDetail: (r) => ({
     ...baseDetail('services', r, {
       configs: { href: `./services/${r.id}/configs` },
@@ -173,4 +179,4 @@ export const services = defineResource({
 });
 
 /** The services declaration as one caller sees it. */
-export const serviceViewFor = (viewer: ServiceViewer): ResourceDecl => ({ ...services, expand: (db, rows) => expandServices(db, rows, viewer) });
+export const serviceViewFor = (viewer: ServiceViewer): ResourceDecl => ({ ...services, expand: (db, rows, ctx) => expandServices(db, rows, ctx.clock.now(), viewer) });

@@ -7,6 +7,7 @@ import { pki } from './0003-pki.js';
 import { auth } from './0004-auth.js';
 import { configs } from './0005-configs.js';
 import { servicesRoutersPolicies } from './0006-services-routers-policies.js';
+import { sessionsPostureMaintenance } from './0007-sessions-posture-maintenance.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -16,5 +17,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0004-auth': auth(),
     '0005-configs': configs(),
     '0006-services-routers-policies': servicesRoutersPolicies(),
+    '0007-sessions-posture-maintenance': sessionsPostureMaintenance(),
   };
 }

@@ -13,15 +13,18 @@ import { externalJwtSigners } from '../../../model/resources/external-jwt-signer
 import { configs, configTypes } from '../../../model/resources/configs.js';
 import { edgeRouters, routers, transitRouters } from '../../../model/resources/routers.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
+import { postureCheckTypes, postureChecks } from '../../../model/resources/posture-checks.js';
 import type { AnyQuery } from '../../../model/resource.js';
 import { mountResource } from '../../crud.js';
 import { relatedList } from '../../related.js';
 import { registerPolicyRoutes } from './policies.js';
+import { registerObservability } from './observability.js';
+import { registerDatabase } from './database.js';
 
 /** Every declared resource the management API serves. */
 export const managementResources = [
   identities, identityTypes, authenticators, cas, enrollments, authPolicies, apiSessions, externalJwtSigners, configTypes, configs,
-  edgeRouters, routers, transitRouters, edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies,
+  edgeRouters, routers, transitRouters, edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies, postureCheckTypes, postureChecks,
 ];
 
 export function registerManagement(app: FastifyInstance, ctx: Ctx) {
@@ -29,6 +32,8 @@ export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   registerPkiManagement(app, ctx);
   registerIdentityActions(app, ctx);
   registerPolicyRoutes(app, ctx);
+  registerObservability(app, ctx);
+  registerDatabase(app, ctx);
   const childrenOf = (column: string) => (_db: unknown, id: string) => (q: AnyQuery) => q.where(`e.${column}` as never, '=', id as never);
   relatedList(app, ctx, { url: '/config-types/:id/configs', operationId: 'listConfigsForConfigType', tags: ['Config'], summary: 'The configs of a config type', parent: { decl: configTypes }, decl: configs, scope: childrenOf('config_type_id') });
   relatedList(app, ctx, { url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tags: ['Identities'], summary: 'The authenticators of an identity', parent: { decl: identities }, decl: authenticators, scope: childrenOf('identity_id') });

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { writeTx } from '../../../model/crud.js';
+import { touchServices } from '../../../model/changes.js';
 import { invalidField, notFound } from '../../../model/errors.js';
 import { canUse, idIn, kindsOfType, membersOf, policiesOf, relatedIds, sharedEdgeRouters } from '../../../model/policy/access.js';
 import type { PolicyKind, Side } from '../../../model/policy/membership.js';
@@ -16,6 +17,8 @@ import { identities } from '../../../model/resources/identities.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
 import { edgeRouters } from '../../../model/resources/routers.js';
 import { services } from '../../../model/resources/services.js';
+import { terminators } from '../../../model/resources/terminators.js';
+import { postureChecks } from '../../../model/resources/posture-checks.js';
 import { EntityRef, Empty, Envelope, IdParams, ListQuery } from '../../../model/schemas/common.js';
 import type { Db } from '../../../store/db.js';
 import { listPage, type ListParams } from '../../../store/list.js';
@@ -55,6 +58,8 @@ function policyLists(): [string, string, ResourceDecl, ResourceDecl, Scope, Reco
     ['/services/:id/identities', 'listServiceIdentities', services, identities, within((db, id, req) => relatedIds(db, 'service', id, 'identity', kindsOfType(policyType(req)))), PolicyTypeQuery],
     ['/services/:id/service-edge-router-policies', 'listServiceServiceEdgeRouterPolicies', services, serviceEdgeRouterPolicies, pol('service', ['serp'])],
     ['/services/:id/service-policies', 'listServiceServicePolicies', services, servicePolicies, pol('service', SERVICE_POLICY_KINDS)],
+    ['/services/:id/terminators', 'listServiceTerminators', services, terminators, (_db, id) => (q) => q.where('e.service_id' as never, '=', id as never)],
+    ['/service-policies/:id/posture-checks', 'listServicePolicyPostureChecks', servicePolicies, postureChecks, mem('posture-check')],
     ['/configs/:id/services', 'listConfigServices', configs, services, within((db, id) => db.selectFrom('serviceConfigs').select('serviceId').where('configId', '=', id))],
   ];
 }
@@ -185,6 +190,7 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
         await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).where('serviceId', '=', p.serviceId).where('configTypeId', '=', p.configTypeId).execute();
         await tx.insertInto('identityServiceConfigs').values({ identityId: id, ...p }).execute();
       }
+      await touchServices(tx, ctx);
     });
     return empty();
   });
@@ -194,6 +200,7 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
     await parentExists(ctx, identities, id);
     const list = pairs(req);
     await writeTx(ctx, async (tx) => {
+      await touchServices(tx, ctx);
       if (!list.length) {
         await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).execute();
         return;

@@ -10,6 +10,7 @@ import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
 import { edgeRouterClientFields, edgeRouterClientView, edgeRouters } from '../../../model/resources/routers.js';
 import { serviceViewFor, services } from '../../../model/resources/services.js';
+import { checkSessionToken } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
@@ -23,7 +24,7 @@ function viewer(req: FastifyRequest) {
   const p = principalOf(req);
   const q = (req.query as { configTypes?: string[] | string }).configTypes ?? [];
   const asked = typeof q === 'string' ? [q] : q;
-  return serviceViewFor({ identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...p.configTypes])] });
+  return serviceViewFor({ identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...p.configTypes])], apiSessionId: p.apiSessionId || undefined });
 }
 
 /** Non-admins see the services a service policy grants them. */
@@ -81,6 +82,7 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
       const { id } = req.params as { id: string };
       const scope = visibleServices(ctx)(req);
       await parentExists(ctx, scope ? { ...services, source: (db) => scope(db.selectFrom('services as e') as never) } : services, id);
+      await checkSessionToken(ctx.store.db, p.identityId, (req.headers as Record<string, string | undefined>)['session-token']);
       const routers = (q: AnyQuery) => q.where(idIn(sharedEdgeRouters(ctx.store.db, p.identityId, id)) as never);
       const { items, pagination } = await listResource(ctx, clientEdgeRouters, req.query as ListParams, routers);
       const edgeRouters = items.map((r) => {

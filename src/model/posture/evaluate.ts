@@ -1,0 +1,174 @@
+// Posture: the responses a client submitted (per API session) against the checks of the service
+// policies that grant it a service. A policy passes when every one of its checks passes.
+import type { Kysely } from 'kysely';
+import { fromJson } from '../../store/json.js';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import type { Grant } from '../policy/access.js';
+import type { CheckType } from '../resources/posture-checks.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+/** Where the API session's MFA and endpoint-state events are kept among its posture responses. */
+export const MFA_KEY = '#mfa';
+export const ENDPOINT_STATE_KEY = '#endpoint-state';
+
+export interface Check {
+  id: string;
+  name: string;
+  typeId: CheckType;
+  data: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  createdAt: string;
+  updatedAt: string;
+  tags: string;
+}
+
+export interface Response {
+  typeId: string;
+  data: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  updatedAt: string;
+}
+
+export type Responses = Map<string, Response>;
+
+export async function responsesOf(db: AnyDb, apiSessionId: string): Promise<Responses> {
+  const rows = await db.selectFrom('postureResponses').select(['checkId', 'typeId', 'data', 'updatedAt']).where('apiSessionId', '=', apiSessionId).execute();
+  return new Map(rows.map((r: { checkId: string; typeId: string; data: string; updatedAt: string }) => [r.checkId, { typeId: r.typeId, data: fromJson(r.data, {}), updatedAt: r.updatedAt }]));
+}
+
+/** The posture checks each policy selects, one query for a set of policies. */
+export async function checksOfPolicies(db: AnyDb, policyIds: string[]): Promise<Map<string, Check[]>> {
+  const out = new Map<string, Check[]>();
+  if (!policyIds.length) return out;
+  const rows = await db
+    .selectFrom('policyMembers as m')
+    .innerJoin('postureChecks as c', 'c.id', 'm.entityId')
+    .select(['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags'])
+    .where('m.side', '=', 'posture-check')
+    .where('m.policyId', 'in', [...new Set(policyIds)])
+    .orderBy('c.name')
+    .execute();
+  for (const r of rows as (Omit<Check, 'data'> & { policyId: string; data: string })[]) {
+    const list = out.get(r.policyId) ?? [];
+    list.push({ ...r, data: fromJson(r.data, {}) });
+    out.set(r.policyId, list);
+  }
+  return out;
+}
+
+const norm = (s: unknown) => String(s ?? '').trim().toLowerCase();
+const normMac = (s: unknown) => norm(s).replace(/[^0-9a-f]/g, '');
+
+/** "10.0.19041" against ">=10.0.19041", "<11", "=10.0" or a bare prefix such as "10.0". */
+export function versionMatches(version: string, constraint: string): boolean {
+  const m = /^\s*(>=|<=|>|<|==?)?\s*v?([0-9][0-9a-zA-Z.\-+]*)\s*$/.exec(constraint);
+  if (!m) return false;
+  const op = m[1] ?? '';
+  const parts = (v: string) => v.split(/[.\-+]/).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  const a = parts(version);
+  const b = parts(m[2]);
+  let cmp = 0;
+  for (let i = 0; i < Math.max(a.length, b.length) && cmp === 0; i++) {
+    const x = a[i] ?? 0;
+    const y = b[i] ?? 0;
+    cmp = typeof x === 'number' && typeof y === 'number' ? Math.sign(x - y) : String(x).localeCompare(String(y));
+  }
+  if (op === '') return version === m[2] || version.startsWith(`${m[2]}.`);
+  return op === '>=' ? cmp >= 0 : op === '<=' ? cmp <= 0 : op === '>' ? cmp > 0 : op === '<' ? cmp < 0 : cmp === 0;
+}
+
+interface ProcessResponse {
+  path?: string;
+  isRunning?: boolean;
+  hash?: string;
+  signerFingerprints?: string[];
+}
+
+function processPasses(want: { path: string; hashes?: string[]; signerFingerprint?: string; signerFingerprints?: string[] }, got: ProcessResponse | undefined): boolean {
+  if (!got || !got.isRunning || norm(got.path) !== norm(want.path)) return false;
+  if (want.hashes?.length && !want.hashes.map(norm).includes(norm(got.hash))) return false;
+  const signers = [...(want.signerFingerprints ?? []), ...(want.signerFingerprint ? [want.signerFingerprint] : [])].map(norm);
+  if (signers.length && !(got.signerFingerprints ?? []).some((f) => signers.includes(norm(f)))) return false;
+  return true;
+}
+
+export interface Outcome {
+  isPassing: boolean;
+  /** Seconds the check stays valid (MFA checks with a timeout), or -1. */
+  timeout: number;
+  timeoutRemaining: number;
+}
+
+/** One check against one API session's responses. */
+export function evaluateCheck(check: Check, responses: Responses, now: Date): Outcome {
+  const r = responses.get(check.id)?.data;
+  const d = check.data;
+  const untimed = (isPassing: boolean): Outcome => ({ isPassing, timeout: -1, timeoutRemaining: -1 });
+  switch (check.typeId) {
+    case 'DOMAIN':
+      return untimed(!!r && (d.domains as string[]).map(norm).includes(norm(r.domain)));
+    case 'MAC':
+      return untimed(!!r && ((r.macAddresses as string[]) ?? []).some((m) => (d.macAddresses as string[]).map(normMac).includes(normMac(m))));
+    case 'OS':
+      return untimed(
+        !!r && (d.operatingSystems as { type: string; versions?: string[] }[]).some((os) => norm(os.type) === norm(r.type) && (!os.versions?.length || os.versions.some((v) => versionMatches(String(r.version ?? ''), v)))),
+      );
+    case 'PROCESS':
+      return untimed(processPasses(d.process, (r?.processes as Record<string, ProcessResponse> | undefined)?.[norm(d.process.path)]));
+    case 'PROCESS_MULTI': {
+      const got = (r?.processes as Record<string, ProcessResponse> | undefined) ?? {};
+      const results = (d.processes as { path: string }[]).map((p) => processPasses(p, got[norm(p.path)]));
+      return untimed(d.semantic === 'AnyOf' ? results.some(Boolean) : results.every(Boolean));
+    }
+    case 'MFA': {
+      const mfa = responses.get(MFA_KEY);
+      const timeout = Number(d.timeoutSeconds ?? -1);
+      if (!mfa) return { isPassing: false, timeout, timeoutRemaining: timeout > 0 ? 0 : -1 };
+      const passedAt = Date.parse(mfa.updatedAt);
+      const state = responses.get(ENDPOINT_STATE_KEY);
+      // A wake or unlock after the last MFA asks for MFA again, when the check says so.
+      const stale = !!state && Date.parse(state.updatedAt) > passedAt && ((d.promptOnWake && state.data.woken) || (d.promptOnUnlock && state.data.unlocked));
+      if (timeout <= 0) return { isPassing: !stale, timeout: -1, timeoutRemaining: -1 };
+      const remaining = Math.max(0, Math.floor(timeout - (now.getTime() - passedAt) / 1000));
+      return { isPassing: !stale && remaining > 0, timeout, timeoutRemaining: stale ? 0 : remaining };
+    }
+  }
+  return untimed(false);
+}
+
+/** The postureQueries of a service, as its client sees them: one entry per granting policy. */
+export function postureQueries(grants: Grant[], checks: Map<string, Check[]>, responses: Responses, now: Date) {
+  return grants.map((g) => {
+    const queries = (checks.get(g.policyId) ?? []).map((c) => {
+      const o = evaluateCheck(c, responses, now);
+      return {
+        id: c.id,
+        _links: { self: { href: `./posture-checks/${c.id}` } },
+        createdAt: c.createdAt,
+        updatedAt: c.updatedAt,
+        tags: fromJson(c.tags, {}),
+        queryType: c.typeId,
+        isPassing: o.isPassing,
+        timeout: o.timeout,
+        timeoutRemaining: o.timeoutRemaining,
+        ...(c.typeId === 'PROCESS' ? { process: { osType: c.data.process.osType, path: c.data.process.path } } : {}),
+        ...(c.typeId === 'PROCESS_MULTI' ? { processes: (c.data.processes as { osType: string; path: string }[]).map((p) => ({ osType: p.osType, path: p.path })) } : {}),
+      };
+    });
+    return { policyId: g.policyId, policyType: g.kind === 'dial' ? 'Dial' : g.kind === 'bind' ? 'Bind' : 'Invalid', isPassing: queries.every((q) => q.isPassing), postureQueries: queries };
+  });
+}
+
+/** Record that the API session passed MFA now (login completion or enrollment verification). */
+export async function recordMfaPassed(ctx: Ctx, apiSessionId: string, identityId: string) {
+  await storeResponse(ctx.store.db, { apiSessionId, identityId, checkId: MFA_KEY, typeId: 'MFA', data: { passedAt: iso(ctx.clock.now()) }, at: iso(ctx.clock.now()) });
+}
+
+export async function storeResponse(db: AnyDb, r: { apiSessionId: string; identityId: string; checkId: string; typeId: string; data: Record<string, unknown>; at: string }) {
+  await db
+    .insertInto('postureResponses')
+    .values({ apiSessionId: r.apiSessionId, identityId: r.identityId, checkId: r.checkId, typeId: r.typeId, data: JSON.stringify(r.data), updatedAt: r.at })
+    .onConflict((oc) => oc.columns(['apiSessionId', 'checkId']).doUpdateSet({ typeId: r.typeId, data: JSON.stringify(r.data), updatedAt: r.at }))
+    .execute();
+}

@@ -1,0 +1,83 @@
+// The controllers serving this database: each registers itself when it starts serving and keeps a
+// heartbeat, so with several controllers on one PostgreSQL database each one lists all of them.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Type } from 'typebox';
+import { fromJson } from '../../store/json.js';
+import { iso } from '../clock.js';
+import type { Ctx } from '../context.js';
+import { baseDetail, baseFilterable, defineResource } from '../resource.js';
+import { baseFields, MapOf } from '../schemas/common.js';
+
+export const HEARTBEAT_MS = 30_000;
+const ONLINE_WITHIN_MS = 3 * HEARTBEAT_MS;
+
+const ApiAddress = Type.Object({ url: Type.String(), version: Type.String() });
+
+export const controllers = defineResource({
+  name: 'controller',
+  plural: 'controllers',
+  table: 'controllers',
+  apis: ['management', 'client'],
+  ops: ['list'],
+  description: 'Controllers serving this network\'s database, with their API addresses and certificates',
+  schemas: {
+    detail: Type.Object({ ...baseFields, name: Type.String(), certPem: Type.String(), fingerprint: Type.String(), isOnline: Type.Boolean(), lastJoinedAt: Type.String(), apiAddresses: MapOf(Type.Array(ApiAddress)), ctrlAddress: Type.Union([Type.String(), Type.Null()]) }),
+  },
+  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true }, lastJoinedAt: { column: 'e.last_joined_at', type: 'datetime', sortable: true } },
+  toDetail: (r, ctx) => ({
+    ...baseDetail('controllers', r),
+    name: r.name,
+    certPem: r.certPem,
+    fingerprint: r.fingerprint,
+    isOnline: ctx.clock.now().getTime() - Date.parse(r.lastSeenAt) < ONLINE_WITHIN_MS,
+    lastJoinedAt: r.lastJoinedAt,
+    apiAddresses: fromJson(r.apiAddresses, {}),
+    ctrlAddress: null,
+  }),
+  cli: { columns: ['id', 'name', 'isOnline', 'lastJoinedAt', 'fingerprint'] },
+});
+
+/** This controller's id: made once and kept in its data dir. */
+function controllerId(dataDir: string): string {
+  const file = path.join(dataDir, 'controller-id');
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    const id = randomUUID();
+    fs.writeFileSync(file, `${id}\n`, { mode: 0o600 });
+    return id;
+  }
+}
+
+export function apiAddresses(ctx: Ctx) {
+  const host = ctx.config.hostnames[0] ?? 'localhost';
+  const at = (p: string) => [{ url: `https://${host}:${ctx.config.port}${p}`, version: 'v1' }];
+  return { 'edge-client': at('/edge/client/v1'), 'edge-management': at('/edge/management/v1') };
+}
+
+/** Register (or re-register) this controller and keep its heartbeat; returns a stop function. */
+export async function registerController(ctx: Ctx): Promise<() => void> {
+  const id = controllerId(ctx.config.dataDir);
+  const now = iso(ctx.clock.now());
+  const row = {
+    name: ctx.config.hostnames[0] ?? 'localhost',
+    certPem: ctx.pki.serverPem,
+    fingerprint: ctx.pki.serverFingerprint,
+    apiAddresses: JSON.stringify(apiAddresses(ctx)),
+    lastJoinedAt: now,
+    lastSeenAt: now,
+    updatedAt: now,
+  };
+  await ctx.store.db
+    .insertInto('controllers')
+    .values({ id, createdAt: now, tags: '{}', ...row })
+    .onConflict((oc) => oc.column('id').doUpdateSet(row))
+    .execute();
+  const beat = setInterval(() => {
+    void ctx.store.db.updateTable('controllers').set({ lastSeenAt: iso(ctx.clock.now()) }).where('id', '=', id).execute().catch(() => {});
+  }, HEARTBEAT_MS);
+  beat.unref();
+  return () => clearInterval(beat);
+}

@@ -1,0 +1,130 @@
+// Posture check types (upstream's built-ins, served from code) and posture checks: a type plus that
+// type's own fields, kept as JSON in `data`. Service policies select checks by role, like any entity.
+import { sql } from 'kysely';
+import { Type } from 'typebox';
+import type { Db, Tx } from '../../store/db.js';
+import { fromJson } from '../../store/json.js';
+import { invalidField } from '../errors.js';
+import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
+import { Attributes, baseFields, Name, Tags } from '../schemas/common.js';
+
+export const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 'macOS'] as const;
+export const CHECK_TYPES = ['OS', 'PROCESS', 'PROCESS_MULTI', 'DOMAIN', 'MAC', 'MFA'] as const;
+export type CheckType = (typeof CHECK_TYPES)[number];
+
+const TYPE_NAMES: Record<CheckType, string> = {
+  OS: 'Operating System', PROCESS: 'Process', PROCESS_MULTI: 'Multi Process', DOMAIN: 'Windows Domain', MAC: 'MAC Address', MFA: 'MFA',
+};
+/** Which operating systems can answer each check type (as upstream lists them). */
+const TYPE_OSES: Record<CheckType, (typeof OS_TYPES)[number][]> = {
+  OS: [...OS_TYPES], PROCESS: ['Windows', 'WindowsServer', 'Linux', 'macOS'], PROCESS_MULTI: ['Windows', 'WindowsServer', 'Linux', 'macOS'],
+  DOMAIN: ['Windows', 'WindowsServer'], MAC: ['Windows', 'WindowsServer', 'Linux', 'macOS', 'Android'], MFA: [...OS_TYPES],
+};
+
+/** The built-in types as rows of a derived table, so their list takes filters like any other. */
+const TYPES_EPOCH = '2020-01-01T00:00:00.000Z';
+const typeRows = sql.join(
+  CHECK_TYPES.map((t) => sql`select ${sql.lit(t)} as id, ${sql.lit(TYPE_NAMES[t])} as name, ${sql.lit(TYPES_EPOCH)} as created_at, ${sql.lit(TYPES_EPOCH)} as updated_at, ${sql.lit('{}')} as tags, ${sql.lit(JSON.stringify(TYPE_OSES[t].map((type) => ({ type, versions: [] }))))} as operating_systems`),
+  sql` union all `,
+);
+const typeSource = (db: Db) => db.selectFrom(sql`(${typeRows})`.as('e') as never) as never;
+
+export const postureCheckTypes = defineResource({
+  name: 'posture check type',
+  plural: 'posture-check-types',
+  table: 'postureChecks',
+  apis: ['management'],
+  ops: ['list', 'get'],
+  description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC, MFA)',
+  schemas: { detail: Type.Object({ ...baseFields, name: Type.String(), operatingSystems: Type.Array(Type.Object({ type: Type.String(), versions: Type.Array(Type.String()) })), version: Type.String() }) },
+  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true } },
+  source: typeSource,
+  detailQuery: (db) => (typeSource(db) as unknown as { selectAll(): never }).selectAll(),
+  toDetail: (r) => ({ ...baseDetail('posture-check-types', r), name: r.name, operatingSystems: fromJson(r.operatingSystems, []), version: '1' }),
+  cli: { columns: ['id', 'name'] },
+});
+
+const OsType = Type.Union(OS_TYPES.map((t) => Type.Literal(t)));
+const Strings = (o: { minItems?: number } = {}) => Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { maxItems: 1000, ...o });
+const typeFields = {
+  domains: Type.Optional(Strings({ minItems: 1 })),
+  macAddresses: Type.Optional(Strings({ minItems: 1 })),
+  operatingSystems: Type.Optional(Type.Array(Type.Object({ type: OsType, versions: Type.Optional(Strings()) }, { additionalProperties: false }), { minItems: 1, maxItems: 100 })),
+  process: Type.Optional(Type.Object({ osType: OsType, path: Type.String({ minLength: 1, maxLength: 1024 }), hashes: Type.Optional(Strings()), signerFingerprint: Type.Optional(Type.String({ maxLength: 1024 })) }, { additionalProperties: false })),
+  processes: Type.Optional(Type.Array(Type.Object({ osType: OsType, path: Type.String({ minLength: 1, maxLength: 1024 }), hashes: Type.Optional(Strings()), signerFingerprints: Type.Optional(Strings()) }, { additionalProperties: false }), { minItems: 1, maxItems: 100 })),
+  semantic: Type.Optional(Type.Union([Type.Literal('AllOf'), Type.Literal('AnyOf')])),
+  timeoutSeconds: Type.Optional(Type.Integer({ minimum: -1, maximum: 2 ** 31 - 1 })),
+  promptOnWake: Type.Optional(Type.Boolean()),
+  promptOnUnlock: Type.Optional(Type.Boolean()),
+  ignoreLegacyEndpoints: Type.Optional(Type.Boolean()),
+};
+/** Each type's own fields: the required ones first. */
+const FIELDS: Record<CheckType, { required: string[]; optional: string[] }> = {
+  DOMAIN: { required: ['domains'], optional: [] },
+  MAC: { required: ['macAddresses'], optional: [] },
+  OS: { required: ['operatingSystems'], optional: [] },
+  PROCESS: { required: ['process'], optional: [] },
+  PROCESS_MULTI: { required: ['processes', 'semantic'], optional: [] },
+  MFA: { required: [], optional: ['timeoutSeconds', 'promptOnWake', 'promptOnUnlock', 'ignoreLegacyEndpoints'] },
+};
+const CheckTypeT = Type.Union(CHECK_TYPES.map((t) => Type.Literal(t)));
+const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(Tags), ...typeFields };
+
+export const postureCheckDetail = Type.Object({ ...baseFields, name: Type.String(), typeId: Type.String(), version: Type.Integer(), roleAttributes: Type.Array(Type.String()) }, { additionalProperties: true });
+
+/** The type's fields of a request, checked: the required ones present, none of another type's. */
+function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode): Row {
+  const spec = FIELDS[typeId];
+  const own = [...spec.required, ...spec.optional];
+  for (const k of Object.keys(typeFields)) {
+    if (k in input && !own.includes(k)) throw invalidField(k, `does not apply to ${typeId} posture checks (they take ${own.join(', ') || 'no fields of their own'})`);
+  }
+  const data: Row = mode === 'patch' ? { ...previous } : {};
+  for (const k of own) if (k in input) data[k] = input[k];
+  for (const k of spec.required) if (data[k] === undefined) throw invalidField(k, `is required for ${typeId} posture checks`);
+  if (typeId === 'MFA') data.timeoutSeconds ??= -1;
+  return data;
+}
+
+export const postureChecks = defineResource({
+  name: 'posture check',
+  plural: 'posture-checks',
+  table: 'postureChecks',
+  apis: ['management'],
+  ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
+  description: 'Posture checks: conditions on the client device (OS, running processes, domain, MAC address, MFA) that service policies can require',
+  schemas: {
+    detail: postureCheckDetail,
+    create: Type.Object({ name: Name, typeId: CheckTypeT, ...common }, { additionalProperties: false }),
+    update: Type.Object({ name: Name, typeId: Type.Optional(CheckTypeT), ...common }, { additionalProperties: false }),
+    patch: Type.Object({ name: Type.Optional(Name), typeId: Type.Optional(CheckTypeT), ...common }, { additionalProperties: false }),
+  },
+  roleAttributes: 'roleAttributes',
+  policySide: 'posture-check',
+  touchesServices: true,
+  filterable: {
+    ...baseFilterable,
+    name: { column: 'e.name', type: 'string', sortable: true },
+    typeId: { column: 'e.type_id', type: 'string', sortable: true },
+    roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+  },
+  toDetail: (r) => ({
+    ...fromJson<Row>(r.data, {}),
+    ...baseDetail('posture-checks', r),
+    name: r.name,
+    typeId: r.typeId,
+    version: Number(r.version),
+    roleAttributes: fromJson(r.roleAttributes, []),
+  }),
+  toRow: async (input: Row, mode: WriteMode, _tx: Tx, _ctx, existing?: Row) => {
+    const typeId = (input.typeId ?? existing?.typeId) as CheckType;
+    if (existing && input.typeId && input.typeId !== existing.typeId) throw invalidField('typeId', `a posture check keeps its type (${existing.typeId}): create a new check instead`, input.typeId);
+    const out: Row = { data: JSON.stringify(typeData(typeId, input, fromJson<Row>(existing?.data, {}), mode)) };
+    if (mode === 'create') out.typeId = typeId;
+    else out.version = Number(existing?.version ?? 1) + 1;
+    if (mode !== 'patch' || 'name' in input) out.name = input.name;
+    if (mode !== 'patch' || 'roleAttributes' in input) out.roleAttributes = JSON.stringify([...new Set(input.roleAttributes ?? [])]);
+    return out;
+  },
+  cli: { columns: ['id', 'name', 'typeId', 'roleAttributes'] },
+});

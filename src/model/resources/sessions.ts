@@ -1,0 +1,195 @@
+// Sessions: an identity's permission, for one API session, to dial or bind one service, with the
+// edge routers it may use. Only the token's hash is stored; the token is shown once, on create.
+// A session ends with its API session (foreign key, ON DELETE CASCADE).
+import { Type } from 'typebox';
+import type { Db } from '../../store/db.js';
+import { indexTags } from '../../store/entity-index.js';
+import { iso } from '../clock.js';
+import type { Ctx, Principal } from '../context.js';
+import { writeTx } from '../crud.js';
+import { ApiError, notFound } from '../errors.js';
+import { hashSecret, newId, newSecret } from '../ids.js';
+import { canUse, grantsFor, type Grant } from '../policy/access.js';
+import { checksOfPolicies, evaluateCheck, responsesOf } from '../posture/evaluate.js';
+import { baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
+import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
+import { edgeRouterClientFields, edgeRouterClientView } from './routers.js';
+
+export const SessionType = Type.Union([Type.Literal('Dial'), Type.Literal('Bind'), Type.Literal('Invalid')]);
+export const sessionCreate = Type.Object({ serviceId: Type.String({ minLength: 1, maxLength: 255 }), type: Type.Optional(SessionType), tags: Type.Optional(Tags) }, { additionalProperties: false });
+
+const SessionRouter = Type.Object({ ...edgeRouterClientFields, urls: MapOf(Type.String()) });
+export const sessionDetail = Type.Object({
+  ...baseFields,
+  apiSession: EntityRef,
+  apiSessionId: Type.String(),
+  identityId: Type.String(),
+  service: EntityRef,
+  serviceId: Type.String(),
+  token: Type.String(),
+  type: Type.String(),
+  edgeRouters: Type.Array(SessionRouter),
+  servicePolicies: Type.Optional(Type.Array(EntityRef)),
+});
+
+/** The routers an identity may use for a service, for many (identity, service) pairs in two queries. */
+async function routersForPairs(db: Db, pairs: { identityId: string; serviceId: string }[]) {
+  const out = new Map<string, Row[]>();
+  if (!pairs.length) return out;
+  const identities = [...new Set(pairs.map((p) => p.identityId))];
+  const services = [...new Set(pairs.map((p) => p.serviceId))];
+  const links = await db
+    .selectFrom('policyMembers as af')
+    .innerJoin('policyMembers as at', (j) => j.onRef('at.policyId', '=', 'af.policyId').on('at.side', '=', 'edge-router'))
+    .innerJoin('policyMembers as bt', (j) => j.onRef('bt.entityId', '=', 'at.entityId').on('bt.side', '=', 'edge-router').on('bt.kind', '=', 'serp'))
+    .innerJoin('policyMembers as bf', (j) => j.onRef('bf.policyId', '=', 'bt.policyId').on('bf.side', '=', 'service'))
+    .select(['af.entityId as identityId', 'bf.entityId as serviceId', 'at.entityId as routerId'])
+    .where('af.side', '=', 'identity')
+    .where('af.kind', '=', 'erp')
+    .where('af.entityId', 'in', identities)
+    .where('bf.entityId', 'in', services)
+    .distinct()
+    .execute();
+  const routerIds = [...new Set(links.map((l) => l.routerId))];
+  const routers = routerIds.length ? await db.selectFrom('routers').selectAll().where('id', 'in', routerIds).where('disabled', '=', 0).orderBy('cost').orderBy('name').execute() : [];
+  for (const p of pairs) {
+    const mine = new Set(links.filter((l) => l.identityId === p.identityId && l.serviceId === p.serviceId).map((l) => l.routerId));
+    out.set(`${p.identityId}|${p.serviceId}`, (routers as Row[]).filter((r) => mine.has(r.id)));
+  }
+  return out;
+}
+
+/** The session form of an edge router: no base fields, plus its listener URLs. */
+export const sessionRouter = (r: Row) => {
+  const view = edgeRouterClientView(r);
+  return { ...view, urls: view.supportedProtocols };
+};
+
+async function expandSessions(db: Db, rows: Row[], withPolicies: boolean) {
+  const routers = await routersForPairs(db, rows.map((r) => ({ identityId: r.identityId, serviceId: r.serviceId })));
+  for (const r of rows) r.routers = routers.get(`${r.identityId}|${r.serviceId}`) ?? [];
+  if (!withPolicies) return;
+  for (const identityId of new Set(rows.map((r) => r.identityId as string))) {
+    const mine = rows.filter((r) => r.identityId === identityId);
+    const grants = await grantsFor(db, identityId, mine.map((r) => r.serviceId));
+    const names = await policyNames(db, grants);
+    for (const r of mine) r.servicePolicies = grants.filter((g) => g.serviceId === r.serviceId && g.kind === String(r.type).toLowerCase()).map((g) => entityRef('service-policies', g.policyId, names.get(g.policyId) ?? ''));
+  }
+}
+
+async function policyNames(db: Db, grants: Grant[]) {
+  const ids = [...new Set(grants.map((g) => g.policyId))];
+  const rows = ids.length ? await db.selectFrom('servicePolicies').select(['id', 'name']).where('id', 'in', ids).execute() : [];
+  return new Map(rows.map((r) => [r.id, r.name]));
+}
+
+const declFor = (withPolicies: boolean) =>
+  defineResource({
+    name: 'session',
+    plural: 'sessions',
+    table: 'sessions',
+    apis: ['management', 'client'],
+    ops: ['list', 'get', 'delete'],
+    description: 'Sessions: permissions to dial or bind a service, each tied to an API session',
+    schemas: { detail: sessionDetail },
+    filterable: {
+      ...baseFilterable,
+      apiSessionId: { column: 'e.api_session_id', type: 'string', sortable: true },
+      identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+      serviceId: { column: 'e.service_id', type: 'string', sortable: true },
+      type: { column: 'e.type', type: 'string', sortable: true },
+    },
+    detailQuery: (db) => db.selectFrom('sessions as e').innerJoin('services as s', 's.id', 'e.serviceId').selectAll('e').select('s.name as serviceName') as never,
+    expand: (db, rows) => expandSessions(db, rows, withPolicies),
+    toDetail: (r) => ({
+      ...baseDetail('sessions', r, { 'route-path': { href: `./sessions/${r.id}/route-path` } }),
+      apiSession: entityRef('api-sessions', r.apiSessionId, ''),
+      apiSessionId: r.apiSessionId,
+      identityId: r.identityId,
+      service: entityRef('services', r.serviceId, r.serviceName),
+      serviceId: r.serviceId,
+      token: r.token ?? '',
+      type: r.type,
+      edgeRouters: ((r.routers as Row[]) ?? []).map(sessionRouter),
+      ...(withPolicies ? { servicePolicies: r.servicePolicies ?? [] } : {}),
+    }),
+    cli: { columns: ['id', 'type', 'service.name', 'identityId', 'apiSessionId', 'createdAt'] },
+  });
+
+export const sessions = declFor(true);
+export const clientSessions = declFor(false);
+
+interface PolicyFailure {
+  policyId: string;
+  policyName: string;
+  checks: { postureCheckId: string; postureCheckName: string; postureCheckType: string }[];
+}
+
+/** A Dial or Bind session for a service the caller may use, whose posture checks pass. */
+export async function createSession(ctx: Ctx, who: Principal, body: { serviceId: string; type?: string; tags?: Record<string, unknown> }) {
+  const db = ctx.store.db;
+  const type = body.type ?? 'Dial';
+  if (type === 'Invalid') throw new ApiError(400, 'INVALID_FIELD', 'type must be Dial or Bind', { field: 'type', reason: 'must be Dial or Bind', value: type });
+  const service =
+    (await db.selectFrom('services').select(['id', 'name']).where('id', '=', body.serviceId).executeTakeFirst()) ??
+    (await db.selectFrom('services').select(['id', 'name']).where('name', '=', body.serviceId).executeTakeFirst());
+  // A service the caller cannot see does not exist, as far as it can tell.
+  if (!service || (!who.isAdmin && !(await canUse(db, who.identityId, service.id)))) throw notFound('service', body.serviceId);
+  const kind = type === 'Dial' ? 'dial' : 'bind';
+  const grants = (await grantsFor(db, who.identityId, [service.id])).filter((g) => g.kind === kind);
+  if (!grants.length) throw new ApiError(401, 'UNAUTHORIZED', `No service policy grants this identity ${type} on service '${service.name}'`);
+
+  const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
+  const responses = await responsesOf(db, who.apiSessionId);
+  const now = ctx.clock.now();
+  const failures: PolicyFailure[] = [];
+  for (const g of grants) {
+    const failed = (checks.get(g.policyId) ?? []).filter((c) => !evaluateCheck(c, responses, now).isPassing);
+    if (!failed.length) {
+      failures.length = 0;
+      break;
+    }
+    failures.push({ policyId: g.policyId, policyName: '', checks: failed.map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: c.typeId })) });
+  }
+  if (failures.length) {
+    const names = await policyNames(db, grants);
+    for (const f of failures) f.policyName = names.get(f.policyId) ?? '';
+    await recordFailure(ctx, who, service, type, failures);
+    const missing = [...new Set(failures.flatMap((f) => f.checks.map((c) => c.postureCheckName)))];
+    throw new ApiError(401, 'INVALID_POSTURE', `The posture checks of every policy granting ${type} on '${service.name}' fail: ${missing.join(', ')}; submit posture responses (POST /posture-response) and try again`);
+  }
+
+  const token = newSecret();
+  const id = newId();
+  const at = iso(now);
+  await writeTx(ctx, async (tx) => {
+    await tx
+      .insertInto('sessions')
+      .values({ id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, type, tokenHash: hashSecret(token) })
+      .execute();
+    await indexTags(tx, id, body.tags);
+  });
+  const row: Row = { id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, serviceName: service.name, type, token };
+  await expandSessions(db, [row], false);
+  return clientSessions.toDetail(row, ctx);
+}
+
+const FAILURES_KEPT = 50;
+
+async function recordFailure(ctx: Ctx, who: Principal, service: { id: string; name: string }, type: string, failures: PolicyFailure[]) {
+  await writeTx(ctx, async (tx) => {
+    await tx
+      .insertInto('failedServiceRequests')
+      .values({ id: newId(), identityId: who.identityId, apiSessionId: who.apiSessionId, serviceId: service.id, serviceName: service.name, sessionType: type, at: iso(ctx.clock.now()), policyFailures: JSON.stringify(failures) })
+      .execute();
+    const keep = tx.selectFrom('failedServiceRequests').select('id').where('identityId', '=', who.identityId).orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILURES_KEPT);
+    await tx.deleteFrom('failedServiceRequests').where('identityId', '=', who.identityId).where('id', 'not in', keep).execute();
+  });
+}
+
+/** The session-token header of GET /services/{id}/edge-routers must name one of the caller's sessions. */
+export async function checkSessionToken(db: Db, identityId: string, token: string | undefined) {
+  if (token === undefined) return;
+  const found = await db.selectFrom('sessions').select('id').where('tokenHash', '=', hashSecret(token)).where('identityId', '=', identityId).executeTakeFirst();
+  if (!found) throw new ApiError(401, 'UNAUTHORIZED', 'The session-token header does not name a current session of this identity');
+}

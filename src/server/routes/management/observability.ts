@@ -1,0 +1,99 @@
+// What an administrator can learn about the network as a whole and about one identity: resource
+// counts, an identity's posture data and failed service requests, and its trace spec.
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { Type } from 'typebox';
+import { iso } from '../../../model/clock.js';
+import type { Ctx } from '../../../model/context.js';
+import { invalidField } from '../../../model/errors.js';
+import { failedRequestsOf, postureDataOf } from '../../../model/posture/responses.js';
+import { identities } from '../../../model/resources/identities.js';
+import { Envelope, IdParams, MapOf } from '../../../model/schemas/common.js';
+import { errors } from '../../crud.js';
+import { listOf, ok } from '../../envelope.js';
+import { parentExists } from '../../related.js';
+
+/** What /summary counts: the name it reports, and the rows it counts. */
+const COUNTED: [string, string, string?][] = [
+  ['identities', 'identities'], ['services', 'services'], ['edgeRouters', 'routers', 'is_edge = 1'], ['routers', 'routers'],
+  ['servicePolicies', 'service_policies'], ['edgeRouterPolicies', 'edge_router_policies'], ['serviceEdgeRouterPolicies', 'service_edge_router_policies'],
+  ['configs', 'configs'], ['configTypes', 'config_types'], ['authenticators', 'authenticators'], ['enrollments', 'enrollments'],
+  ['apiSessions', 'api_sessions'], ['sessions', 'sessions'], ['terminators', 'terminators'], ['postureChecks', 'posture_checks'],
+  ['cas', 'cas'], ['authPolicies', 'auth_policies'], ['externalJwtSigners', 'external_jwt_signers'], ['controllers', 'controllers'],
+];
+
+/** Go-style durations as upstream takes them: "90s", "5m", "1h30m". */
+export function parseDuration(text: string): number | undefined {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  let rest = text.trim();
+  if (!rest) return undefined;
+  while (rest) {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
+    if (!m) return undefined;
+    total += Number(m[1]) * units[m[2]];
+    rest = rest.slice(m[0].length);
+  }
+  return total;
+}
+
+export function registerObservability(app: FastifyInstance, ctx: Ctx) {
+  app.get(
+    '/summary',
+    { config: { access: 'admin' }, schema: { operationId: 'listSummary', tags: ['Informational'], summary: 'How many of each resource there are', response: { 200: Envelope(MapOf(Type.Integer())), ...errors(401) } } },
+    async () => {
+      const parts = COUNTED.map(([name, table, where]) => sql`select ${sql.lit(name)} as name, count(*) as n from ${sql.table(table)}${where ? sql.raw(` where ${where}`) : sql``}`);
+      const rows = await sql<{ name: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(ctx.store.db);
+      return ok(Object.fromEntries(rows.rows.map((r) => [r.name, Number(r.n)])));
+    },
+  );
+
+  app.get(
+    '/identities/:id/posture-data',
+    { config: { access: 'admin' }, schema: { operationId: 'getIdentityPostureData', tags: ['Identities'], summary: 'What the identity\'s API sessions reported about its device', params: IdParams, response: { 200: Envelope(Type.Object({}, { additionalProperties: true })), ...errors(401, 404) } } },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      await parentExists(ctx, identities, id);
+      return ok(await postureDataOf(ctx.store.db, id));
+    },
+  );
+
+  app.get(
+    '/identities/:id/failed-service-requests',
+    { config: { access: 'admin' }, schema: { operationId: 'getIdentityFailedServiceRequests', tags: ['Identities'], summary: 'The identity\'s recent session requests refused for posture, newest first, with the checks that failed', params: IdParams, response: { 200: Type.Object({ data: Type.Array(Type.Object({}, { additionalProperties: true })), meta: Type.Any() }), ...errors(401, 404) } } },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      await parentExists(ctx, identities, id);
+      const data = await failedRequestsOf(ctx.store.db, id);
+      return listOf(data, { limit: data.length, offset: 0, totalCount: data.length }, []);
+    },
+  );
+
+  app.put(
+    '/identities/:id/trace',
+    {
+      config: { access: 'admin' },
+      schema: {
+        operationId: 'updateIdentityTracing', tags: ['Identities'], summary: 'Turn tracing of an identity\'s traffic on (for a duration such as "10m") or off', params: IdParams,
+        body: Type.Object({ enabled: Type.Optional(Type.Boolean()), duration: Type.Optional(Type.String({ maxLength: 32 })), traceId: Type.Optional(Type.String({ maxLength: 255 })), channels: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 })) }, { additionalProperties: false }),
+        response: { 200: Envelope(Type.Object({ enabled: Type.Boolean(), traceId: Type.String(), until: Type.String() })), ...errors(400, 401, 404) },
+      },
+    },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      const b = req.body as { enabled?: boolean; duration?: string; traceId?: string; channels?: string[] };
+      await parentExists(ctx, identities, id);
+      const now = ctx.clock.now();
+      if (!b.enabled) {
+        await ctx.store.db.deleteFrom('identityTraces').where('identityId', '=', id).execute();
+        return ok({ enabled: false, traceId: '', until: iso(now) });
+      }
+      const ms = parseDuration(b.duration ?? '10m');
+      if (ms === undefined || ms <= 0 || ms > 7 * 86_400_000) throw invalidField('duration', 'must be a duration such as 90s, 10m or 1h30m, at most a week', b.duration);
+      const until = iso(new Date(now.getTime() + ms));
+      const row = { traceId: b.traceId ?? '', channels: JSON.stringify(b.channels ?? []), until };
+      await ctx.store.db.insertInto('identityTraces').values({ identityId: id, ...row }).onConflict((oc) => oc.column('identityId').doUpdateSet(row)).execute();
+      return ok({ enabled: true, traceId: row.traceId, until });
+    },
+  );
+}
