@@ -13,7 +13,7 @@ if (kind === 'hello') {
   app.get('/', async () => ({ hello: 'world' }));
   await app.listen({ port: Number(port), host: '127.0.0.1' });
 } else {
-  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost' }, {}));
+  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 }, {}));
 }
 process.stdout.write('ready\n');
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));

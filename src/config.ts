@@ -18,6 +18,10 @@ export interface Config {
   sessionTimeoutMinutes: number;
   enrollmentTtlMinutes: number;
   logLevel: string;
+  /** Authentication and enrollment requests per minute from one client address (0: no limit). */
+  authRateLimitPerMinute: number;
+  /** Other API requests per minute per API session (or per address without one; 0: no limit). */
+  apiRateLimitPerMinute: number;
 }
 
 export const defaults = (): Config => ({
@@ -31,6 +35,8 @@ export const defaults = (): Config => ({
   sessionTimeoutMinutes: 30,
   enrollmentTtlMinutes: 180,
   logLevel: 'info',
+  authRateLimitPerMinute: 300,
+  apiRateLimitPerMinute: 6000,
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -46,6 +52,8 @@ const ENV: Record<keyof Config, string> = {
   sessionTimeoutMinutes: 'ZTC_SESSION_TIMEOUT_MINUTES',
   enrollmentTtlMinutes: 'ZTC_ENROLLMENT_TTL_MINUTES',
   logLevel: 'ZTC_LOG_LEVEL',
+  authRateLimitPerMinute: 'ZTC_AUTH_RATE_LIMIT_PER_MINUTE',
+  apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
 };
 
 export class ConfigError extends Error {}

@@ -9,6 +9,7 @@ import type { Ctx } from '../model/context.js';
 import { ApiError } from '../model/errors.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
+import { registerRateLimits } from './plugins/rate-limit.js';
 import { RouteTable } from './route-table.js';
 import { registerManagement } from './routes/management/index.js';
 import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
@@ -112,6 +113,8 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   contentTypes(app);
   registerErrorHandling(app, table);
   registerAuth(app, ctx, opts.localAdmin);
+  // The CLI's local mode is the administrator at the keyboard: no throttling there.
+  if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });

@@ -68,9 +68,14 @@ describe('integrity scan', () => {
     expect((await mg('POST', '/database/check-data-integrity')).status).toBe(202);
     expect((await finished()).results).toEqual([]);
 
-    // Deleting an entity also takes it out of the policies that named it by id.
+    // Deleting an entity also takes it out of the AnyOf policies that named it by id; in an AllOf
+    // policy the role stays, so the policy does not widen to everyone else with #staff.
+    const narrow = (await mg('POST', '/service-policies', { name: 'only-alice-staff', type: 'Bind', semantic: 'AllOf', identityRoles: [`@${alice}`, '#staff'], serviceRoles: ['#all'] })).body.data.id;
+    await mg('POST', '/identities', { name: 'carol', type: 'User', isAdmin: false, roleAttributes: ['staff'] });
     expect((await mg('DELETE', `/identities/${alice}`)).status).toBe(200);
     expect((await mg('GET', `/service-policies/${sp}`)).body.data.identityRoles).toEqual(['#staff']);
+    expect((await mg('GET', `/service-policies/${narrow}`)).body.data.identityRoles).toEqual([`@${alice}`, '#staff']);
+    expect((await mg('GET', `/service-policies/${narrow}/identities`)).body.data).toEqual([]);
     expect((await mg('POST', '/database/check-data-integrity')).status).toBe(202);
     expect((await finished()).results).toEqual([]);
   });

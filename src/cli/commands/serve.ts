@@ -20,6 +20,8 @@ export function serveCommand(): Command {
     .option('--admin-username <name>', 'default admin username at first start (default admin)')
     .option('--admin-password <password>', 'default admin password at first start (env ZTC_ADMIN_PASSWORD; generated when absent)')
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
+    .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
+    .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .action(async (opts: Record<string, string | undefined>) => {
       const config = loadConfig({
@@ -32,6 +34,8 @@ export function serveCommand(): Command {
         adminUsername: opts.adminUsername,
         adminPassword: opts.adminPassword,
         sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
+        authRateLimitPerMinute: opts.authRateLimitPerMinute,
+        apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
         logLevel: opts.logLevel,
       });
       const running = await startController(config, {

@@ -99,10 +99,14 @@ export async function evaluateEntity(tx: AnyDb, side: Side, id: string, attribut
 const POLICY_TABLE: Record<PolicyKind, string> = { erp: 'edge_router_policies', serp: 'service_edge_router_policies', dial: 'service_policies', bind: 'service_policies', invalid: 'service_policies' };
 const ROLE_COLUMN: Record<Side, string> = { identity: 'identity_roles', service: 'service_roles', 'edge-router': 'edge_router_roles', 'posture-check': 'posture_check_roles' };
 
-/** A deleted entity leaves every policy: its member rows, and the @id roles that named it. */
+/**
+ * A deleted entity leaves every policy: its member rows, and the @id roles that named it in AnyOf
+ * policies. In an AllOf policy the role stays: dropping a condition there would widen the policy to
+ * entities it never selected (AllOf [@alice, #admins] must not become every admin); it matches nothing.
+ */
 export async function forgetEntity(tx: AnyDb, id: string) {
   await tx.deleteFrom('policyMembers').where('entityId', '=', id).execute();
-  const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
+  const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
   for (const r of naming) {
     const table = sql.table(POLICY_TABLE[r.kind]);
     const column = sql.ref(ROLE_COLUMN[r.side]);
@@ -110,7 +114,7 @@ export async function forgetEntity(tx: AnyDb, id: string) {
     const kept = (JSON.parse(row.rows[0]?.roles ?? '[]') as string[]).filter((x) => x !== `@${id}`);
     await sql`update ${table} set ${column} = ${JSON.stringify(kept)} where id = ${r.policyId}`.execute(tx);
   }
-  await tx.deleteFrom('policyRoles').where('role', '=', `@${id}`).execute();
+  await tx.deleteFrom('policyRoles').where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute();
 }
 
 /** Roles as a policy stores them: #attribute, @id (a @name is resolved to the id), #all. */

@@ -1,0 +1,31 @@
+// Throttling with @fastify/rate-limit: authentication and enrollment per client address, everything
+// else that needs a session per API session. Counters are per process (in memory): behind a load
+// balancer each controller enforces its own share, which is what stops a flood reaching one process.
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { Config } from '../../config.js';
+import { ApiError } from '../../model/errors.js';
+
+const isAuthentication = (url: string) => /\/(authenticate|enroll)(\/|$)/.test(url);
+
+export async function registerRateLimits(app: FastifyInstance, config: Config) {
+  // Runs before the plugin's own onRoute hook, so every route's limit is set when it reads it.
+  app.addHook('onRoute', (r: RouteOptions) => {
+    const access = (r.config as { access?: string } | undefined)?.access ?? 'admin';
+    const auth = isAuthentication(r.url);
+    const max = auth ? config.authRateLimitPerMinute : config.apiRateLimitPerMinute;
+    if (!max || (access === 'public' && !auth)) return;
+    r.config = {
+      ...(r.config ?? {}),
+      rateLimit: {
+        max,
+        timeWindow: 60_000,
+        keyGenerator: auth ? (req: FastifyRequest) => `ip:${req.ip}` : (req: FastifyRequest) => String(req.headers['zt-session'] ?? `ip:${req.ip}`),
+      },
+    } as never;
+  });
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, c) => new ApiError(429, 'RATE_LIMITED', `Too many requests: at most ${c.max} a minute ${c.ban ? '' : 'are allowed here'}; try again in ${c.after}`),
+  });
+}
