@@ -11,6 +11,11 @@ import { configs, configTypes } from '../model/resources/configs.js';
 import { identityTypes } from '../model/resources/identity-types.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../model/resources/policies.js';
 import { routers } from '../model/resources/routers.js';
+import { postureCheckTypes, postureChecks } from '../model/resources/posture-checks.js';
+import { terminators } from '../model/resources/terminators.js';
+import { sessions } from '../model/resources/sessions.js';
+import { controllers } from '../model/resources/controllers.js';
+import { dbCommand } from './commands/db.js';
 import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
@@ -49,6 +54,12 @@ export function program(): Command {
   p.addCommand(resourceCommand(edgeRouterPolicies, { semantic: 'AnyOf' }));
   p.addCommand(resourceCommand(serviceEdgeRouterPolicies, { semantic: 'AnyOf' }));
   p.addCommand(resourceCommand(servicePolicies, { semantic: 'AnyOf' }));
+  p.addCommand(resourceCommand(postureCheckTypes));
+  p.addCommand(resourceCommand(postureChecks));
+  p.addCommand(resourceCommand(terminators));
+  p.addCommand(resourceCommand(sessions));
+  p.addCommand(resourceCommand(controllers));
+  p.addCommand(dbCommand());
   return p;
 }
 

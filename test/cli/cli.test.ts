@@ -114,6 +114,18 @@ describe('ztc on a local data dir', () => {
     expect(await ok('edge-router', 're-enroll', 'er-cli')).toMatch(/^edge router \S+\ney/);
   });
 
+  it('checks, fixes and snapshots the database', async () => {
+    const check = await ztc('db', 'check', '-d', dir);
+    expect(check.code, check.stderr).toBe(0);
+    expect(check.stdout).toMatch(/no problems found/);
+    const snap = await ztc('db', 'snapshot', '-d', dir, '-o', 'json');
+    expect(snap.code, snap.stderr).toBe(0);
+    const file = JSON.parse(snap.stdout).path as string;
+    if (!localDb) expect(fs.existsSync(file)).toBe(true);
+    const fix = await ztc('db', 'fix', '-d', dir);
+    expect(fix.code, fix.stderr).toBe(0);
+  });
+
   it('exits non-zero with the server message on refused input', async () => {
     const bad = await ztc('identity', 'create', 'x', '-d', dir, '--default-hosting-cost', '70000');
     expect(bad.code).toBe(1);
