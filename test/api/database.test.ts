@@ -33,7 +33,7 @@ describe('integrity scan', () => {
     const sp = (await mg('POST', '/service-policies', { name: 'p', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#staff', `@${alice}`], serviceRoles: ['#all'] })).body.data.id;
     expect((await mg('POST', '/database/check-data-integrity')).status).toBe(202);
     const clean = await finished();
-    expect(clean).toMatchObject({ inProgress: false, fixingErrors: false, error: null, results: [] });
+    expect(clean).toMatchObject({ inProgress: false, fixingErrors: false, error: '', results: [] });
     expect(clean.endTime).toBeTruthy();
 
     // Break invariants behind the controller's back.

@@ -11,7 +11,7 @@ interface RunState {
   inProgress: boolean;
   fixingErrors: boolean;
   tooManyErrors: boolean;
-  error: string | null;
+  error: string;
   results: { description: string; fixed: boolean }[];
 }
 

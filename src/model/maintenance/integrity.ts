@@ -16,6 +16,7 @@ import { indexRoleAttributes, indexTags } from '../../store/entity-index.js';
 type AnyDb = Kysely<any>;
 
 export const MAX_FINDINGS = 1000;
+const ZERO_TIME = '0001-01-01T00:00:00.000Z';
 const STALE_RUN_MS = 15 * 60_000;
 
 export interface Finding {
@@ -249,9 +250,10 @@ export async function runState(db: AnyDb) {
     inProgress: !!Number(r.inProgress),
     fixingErrors: !!Number(r.fixingErrors),
     tooManyErrors: !!Number(r.tooManyErrors),
-    startTime: r.startedAt ?? null,
-    endTime: r.endedAt ?? null,
-    error: r.error ?? null,
+    // Never run yet: upstream's zero time and an empty error, as its clients expect strings.
+    startTime: r.startedAt ?? ZERO_TIME,
+    endTime: r.endedAt ?? ZERO_TIME,
+    error: r.error ?? '',
     results: fromJson<Finding[]>(r.results, []),
   };
 }

@@ -8,7 +8,7 @@ import { ApiError, conflict, invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
 import { baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
-import { baseFields, DateTime, EntityRef, Nullable, Username } from '../schemas/common.js';
+import { baseFields, DateTime, EntityRef, MapOf, Nullable, Username } from '../schemas/common.js';
 
 const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
 export const enrollmentCreate = Type.Object(
@@ -17,7 +17,7 @@ export const enrollmentCreate = Type.Object(
 );
 export const enrollmentRefresh = Type.Object({ expiresAt: DateTime }, { additionalProperties: false });
 export const enrollmentDetail = Type.Object({
-  ...baseFields, method: Type.String(), token: Type.String(), jwt: Type.String(), expiresAt: Type.String(),
+  ...baseFields, method: Type.String(), details: MapOf(Type.String()), token: Type.String(), jwt: Type.String(), expiresAt: Type.String(),
   identityId: Type.Optional(Type.String()), identity: Type.Optional(EntityRef),
   edgeRouterId: Type.Optional(Type.String()), edgeRouter: Type.Optional(EntityRef), transitRouterId: Type.Optional(Type.String()), transitRouter: Type.Optional(EntityRef), caId: Nullable(Type.String()), ca: Type.Optional(EntityRef), username: Type.Optional(Type.String()),
 });
@@ -86,7 +86,7 @@ export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
 export function enrollmentDetailOf(r: Row) {
   return {
     ...baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }),
-    method: r.method, token: tokenOf(r.jwt), jwt: r.jwt, expiresAt: r.expiresAt,
+    method: r.method, token: tokenOf(r.jwt), jwt: r.jwt, expiresAt: r.expiresAt, details: {},
     ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
     ...(r.username ? { username: r.username } : {}),

@@ -11,7 +11,7 @@ import { empty, ok } from '../../envelope.js';
 const tags = ['Database'];
 const Results = Type.Object({
   inProgress: Type.Boolean(), fixingErrors: Type.Boolean(), tooManyErrors: Type.Boolean(),
-  startTime: Type.Union([Type.String(), Type.Null()]), endTime: Type.Union([Type.String(), Type.Null()]), error: Type.Union([Type.String(), Type.Null()]),
+  startTime: Type.String(), endTime: Type.String(), error: Type.String(),
   results: Type.Array(Type.Object({ description: Type.String(), fixed: Type.Boolean() })),
 });
 
