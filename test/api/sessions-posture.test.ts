@@ -2,6 +2,7 @@
 // counts and traces, through both APIs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from 'otplib';
+import { expireApiSessions } from '../../src/model/auth/api-sessions.js';
 import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
 let c: TestController;
@@ -67,6 +68,18 @@ describe('sessions', () => {
     const third = (await cl('POST', '/sessions', { body: { serviceId: 'web' } })).body.data;
     expect((await cl('DELETE', `/sessions/${third.id}`)).status).toBe(200);
     expectError(await cl('GET', `/sessions/${third.id}`), 404);
+    // An admin deleting the API session ends its sessions too.
+    const fourth = (await cl('POST', '/sessions', { body: { serviceId: web } })).body.data;
+    expect((await mg('DELETE', `/api-sessions/${fourth.apiSessionId}`)).status).toBe(200);
+    expectError(await mg('GET', `/sessions/${fourth.id}`), 404);
+    // So does idle expiry.
+    userToken = await c.login('sess-user', 'password1');
+    const fifth = (await cl('POST', '/sessions', { body: { serviceId: web } })).body.data;
+    c.clock.advance((c.config.sessionTimeoutMinutes + 1) * 60_000);
+    await expireApiSessions(c.opened.ctx);
+    admin = await c.login();
+    expectError(await mg('GET', `/sessions/${fifth.id}`), 404);
+    userToken = await c.login('sess-user', 'password1');
   });
 });
 
