@@ -45,7 +45,12 @@ const config = {
   main: path.join(out, 'loader.cjs'),
   output: path.join(out, 'ztc.blob'),
   disableExperimentalSEAWarning: true,
-  assets: { app: path.join(out, 'app.mjs'), sqlite: addon },
+  assets: {
+    app: path.join(out, 'app.mjs'),
+    sqlite: addon,
+    'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
+    'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),
+  },
 };
 fs.writeFileSync(path.join(out, 'sea-config.json'), JSON.stringify(config, null, 2));
 execFileSync(process.execPath, ['--experimental-sea-config', path.join(out, 'sea-config.json')], { stdio: 'inherit' });

@@ -23,6 +23,11 @@ if (!fs.existsSync(appFile) || !fs.existsSync(addonFile)) {
     fs.renameSync(tmp, file);
   }
 }
+// The API reference's static files (served at /docs), kept in memory.
+globalThis.__ztcAssets = {
+  'swagger-ui.css': sea.getAsset('swagger-ui.css', 'utf8'),
+  'swagger-ui-bundle.js': sea.getAsset('swagger-ui-bundle.js', 'utf8'),
+};
 const m = { exports: {} };
 process.dlopen(m, addonFile);
 globalThis.__ztcSqliteBinding = m.exports;

@@ -21,8 +21,10 @@ done
 run login "https://127.0.0.1:$port" -u admin -p smoke-pass-1 --yes | grep -q 'logged in' || { echo "FAIL: login"; exit 1; }
 run identity create smoke-device --type Device | grep -q 'created identity' || { echo "FAIL: create"; exit 1; }
 run identity list 'name = "smoke-device"' -o json | grep -q '"name": "smoke-device"' || { echo "FAIL: list"; exit 1; }
+/usr/bin/curl -skf "https://127.0.0.1:$port/docs/swagger-ui-bundle.js" | head -c 200 | grep -q . || { echo "FAIL: API docs assets"; exit 1; }
+run db snapshot | grep -q 'snapshot written' || { echo "FAIL: db snapshot"; exit 1; }
 kill -TERM "$pid"
 wait "$pid" && status=0 || status=$?
 pid=
 [ "$status" = 0 ] || { echo "FAIL: serve exited with $status on SIGTERM"; exit 1; }
-echo "smoke: 5 passed, 0 failed"
+echo "smoke: 7 passed, 0 failed"

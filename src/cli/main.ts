@@ -16,11 +16,13 @@ import { terminators } from '../model/resources/terminators.js';
 import { sessions } from '../model/resources/sessions.js';
 import { controllers } from '../model/resources/controllers.js';
 import { dbCommand } from './commands/db.js';
+import { completionCommand } from './commands/completion.js';
 import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
 import { caCommand, enrollCommand, enrollmentCommand, identityCommand } from './commands/pki.js';
 import { serveCommand } from './commands/serve.js';
+import { quickstartCommand } from './commands/quickstart.js';
 import { loginCommand, logoutCommand, versionCommand } from './commands/session.js';
 import { CliError } from './transport.js';
 
@@ -31,6 +33,7 @@ export function program(): Command {
     .showHelpAfterError()
     .exitOverride();
   p.addCommand(serveCommand());
+  p.addCommand(quickstartCommand());
   p.addCommand(loginCommand());
   p.addCommand(logoutCommand());
   p.addCommand(versionCommand());
@@ -60,6 +63,7 @@ export function program(): Command {
   p.addCommand(resourceCommand(sessions));
   p.addCommand(resourceCommand(controllers));
   p.addCommand(dbCommand());
+  p.addCommand(completionCommand(program));
   return p;
 }
 

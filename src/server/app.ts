@@ -18,6 +18,7 @@ import { registerExtend } from './routes/shared/extend.js';
 import { registerMfa } from './routes/shared/mfa.js';
 import { registerEnroll } from './routes/client/enroll.js';
 import { registerServices } from './routes/shared/services.js';
+import { registerDocs } from './routes/docs.js';
 import { registerSessions } from './routes/shared/sessions.js';
 import { registerControllers } from './routes/shared/controllers.js';
 import { registerPosture } from './routes/client/posture.js';
@@ -123,6 +124,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerVersionRoutes(app, ctx);
   await registerApi(app, ctx, specs, 'client');
   await registerApi(app, ctx, specs, 'management');
+  registerDocs(app, specs);
   await app.ready();
   return app;
 }

@@ -1,5 +1,5 @@
 // The built program, run as a user would: bin/ztc in local mode (a data dir) and remote mode (a profile).
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -124,6 +124,20 @@ describe('ztc on a local data dir', () => {
     if (!localDb) expect(fs.existsSync(file)).toBe(true);
     const fix = await ztc('db', 'fix', '-d', dir);
     expect(fix.code, fix.stderr).toBe(0);
+  });
+
+  it('prints a bash completion script that completes commands, subcommands and flags', async () => {
+    const script = await ztc('completion', 'bash');
+    expect(script.code).toBe(0);
+    const file = path.join(dir, 'completion.bash');
+    fs.writeFileSync(file, script.stdout);
+    const complete = (...words: string[]) =>
+      execFileSync('bash', ['-c', `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _ztc_complete; echo "\${COMPREPLY[@]}"`]).toString().trim();
+    expect(complete('ztc', 'service-p')).toBe('service-policy');
+    expect(complete('ztc', 'db', '')).toBe('snapshot check fix');
+    expect(complete('ztc', 'edge-router', 're')).toBe('re-enroll');
+    expect(complete('ztc', 'service-policy', 'create', '--ide')).toBe('--identity-roles');
+    expect((await ztc('completion', 'fish')).code).not.toBe(0);
   });
 
   it('exits non-zero with the server message on refused input', async () => {

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config.js';
-import { startController } from '../../server/controller.js';
+import type { Config } from '../../config.js';
+import { startController, type Running } from '../../server/controller.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { progress } from '../output.js';
@@ -8,9 +9,9 @@ import { progress } from '../output.js';
 /** Request log lines without secrets: one-time tokens travel in query strings. */
 const redactRequestUrl = (url: string) => url.replace(/([?&](?:token|password)=)[^&]*/gi, '$1[redacted]');
 
-export function serveCommand(): Command {
-  return new Command('serve')
-    .description('run the controller: both Edge APIs over HTTPS on one port')
+/** The flags `serve` and `quickstart` share. */
+export function serverOptions(cmd: Command): Command {
+  return cmd
     .option('-d, --data-dir <dir>', 'where the database and PKI live (env ZTC_DATA_DIR; default ./.ztc-data)')
     .option('--config <file>', 'YAML or JSON config file (default: ztc.yaml in the data dir, if present)')
     .option('-p, --port <port>', 'HTTPS port (env ZTC_PORT; default 1280)')
@@ -22,51 +23,66 @@ export function serveCommand(): Command {
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
-    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
-    .action(async (opts: Record<string, string | undefined>) => {
-      const config = loadConfig({
-        dataDir: opts.dataDir,
-        config: opts.config,
-        port: opts.port,
-        db: opts.db,
-        bind: opts.bind,
-        hostnames: opts.hostnames,
-        adminUsername: opts.adminUsername,
-        adminPassword: opts.adminPassword,
-        sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
-        authRateLimitPerMinute: opts.authRateLimitPerMinute,
-        apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
-        logLevel: opts.logLevel,
-      });
-      const running = await startController(config, {
-        progress,
-        logger: {
-          level: config.logLevel,
-          redact: { paths: ['req.headers["zt-session"]', 'req.headers.authorization', 'req.headers["mfa-validation-code"]'], censor: '[redacted]' },
-          serializers: {
-            req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactRequestUrl(req.url), remoteAddress: req.ip }),
-          },
-        },
-      });
-      const out = process.stdout;
-      out.write(`ztc controller v${VERSION}\n`);
-      out.write(`  data dir      ${config.dataDir}\n`);
-      out.write(`  database      ${config.db ? redactUrl(config.db) : 'SQLite, ' + config.dataDir + '/ztc.db'}\n`);
-      out.write(`  listening     https://${config.bind}:${config.port}\n`);
-      out.write(`  client API    ${running.url}/edge/client/v1\n`);
-      out.write(`  management    ${running.url}/edge/management/v1\n`);
-      if (running.boot.generatedPassword) {
-        out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
-      } else if (running.boot.adminCreated) {
-        out.write(`  admin         ${config.adminUsername} (password as given)\n`);
-      }
-      out.write(`log in with:   ztc login ${running.url} -u ${config.adminUsername} -p <password>\n`);
-      const stop = async (signal: string) => {
-        running.app.log.info({ signal }, 'shutting down');
-        await running.close();
-        process.exit(0);
-      };
-      process.once('SIGTERM', () => void stop('SIGTERM'));
-      process.once('SIGINT', () => void stop('SIGINT'));
-    });
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
+}
+
+export function configFromOptions(opts: Record<string, string | undefined>, overrides: Partial<Config> = {}): Config {
+  const config = loadConfig({
+    dataDir: opts.dataDir,
+    config: opts.config,
+    port: opts.port,
+    db: opts.db,
+    bind: opts.bind,
+    hostnames: opts.hostnames,
+    adminUsername: opts.adminUsername,
+    adminPassword: opts.adminPassword,
+    sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
+    authRateLimitPerMinute: opts.authRateLimitPerMinute,
+    apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
+    logLevel: opts.logLevel,
+  });
+  return { ...config, ...overrides };
+}
+
+/** Start serving, print where and how to log in, and stop cleanly on SIGTERM/SIGINT. */
+export async function runController(config: Config): Promise<Running> {
+  const running = await startController(config, {
+    progress,
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers["zt-session"]', 'req.headers.authorization', 'req.headers["mfa-validation-code"]'], censor: '[redacted]' },
+      serializers: {
+        req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactRequestUrl(req.url), remoteAddress: req.ip }),
+      },
+    },
+  });
+  const out = process.stdout;
+  out.write(`ztc controller v${VERSION}\n`);
+  out.write(`  data dir      ${config.dataDir}\n`);
+  out.write(`  database      ${config.db ? redactUrl(config.db) : 'SQLite, ' + config.dataDir + '/ztc.db'}\n`);
+  out.write(`  listening     https://${config.bind}:${config.port}\n`);
+  out.write(`  client API    ${running.url}/edge/client/v1\n`);
+  out.write(`  management    ${running.url}/edge/management/v1\n`);
+  out.write(`  API docs      ${running.url}/docs\n`);
+  if (running.boot.generatedPassword) {
+    out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
+  } else if (running.boot.adminCreated) {
+    out.write(`  admin         ${config.adminUsername} (password as given)\n`);
+  }
+  const stop = async (signal: string) => {
+    running.app.log.info({ signal }, 'shutting down');
+    await running.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  return running;
+}
+
+export function serveCommand(): Command {
+  return serverOptions(new Command('serve').description('run the controller: both Edge APIs over HTTPS on one port')).action(async (opts: Record<string, string | undefined>) => {
+    const config = configFromOptions(opts);
+    const running = await runController(config);
+    process.stdout.write(`log in with:   ztc login ${running.url} -u ${config.adminUsername} -p <password>\n`);
+  });
 }

@@ -1,0 +1,51 @@
+// `ztc completion bash|zsh`: a completion script generated from the command tree itself, so every
+// command, subcommand and flag completes without a hand-kept list.
+import { Command } from 'commander';
+import { CliError } from '../transport.js';
+
+/** Every command path ("", "identity", "identity list", ...) with the words that may follow it. */
+function table(root: Command): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const walk = (cmd: Command, prefix: string) => {
+    const words = [...cmd.commands.map((c) => c.name()), ...cmd.options.flatMap((o) => [o.long, o.short].filter((f): f is string => !!f))];
+    out.set(prefix, [...new Set(words)]);
+    for (const c of cmd.commands) walk(c, prefix ? `${prefix} ${c.name()}` : c.name());
+  };
+  walk(root, '');
+  return out;
+}
+
+export function bashScript(root: Command): string {
+  const cases = [...table(root)].map(([p, words]) => `    "${p}") words="${words.join(' ')}" ;;`).join('\n');
+  return `# ztc bash completion: source <(ztc completion bash)
+_ztc_complete() {
+  local cur="\${COMP_WORDS[COMP_CWORD]}" path="" i w words
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w="\${COMP_WORDS[i]}"
+    [[ "$w" == -* ]] && continue
+    case "\${path:+$path }$w" in
+      ${[...table(root).keys()].filter(Boolean).map((p) => `"${p}"`).join('|')})
+        path="\${path:+$path }$w" ;;
+    esac
+  done
+  case "$path" in
+${cases}
+    *) words="" ;;
+  esac
+  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -o default -F _ztc_complete ztc
+`;
+}
+
+export function completionCommand(root: () => Command): Command {
+  return new Command('completion')
+    .description('print a shell completion script: source <(ztc completion bash), or for zsh source <(ztc completion zsh)')
+    .argument('<shell>', 'bash or zsh')
+    .action((shell: string) => {
+      if (shell === 'bash') process.stdout.write(bashScript(root()));
+      // zsh runs the bash completion through its compatibility layer.
+      else if (shell === 'zsh') process.stdout.write(`autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n${bashScript(root())}`);
+      else throw new CliError(`No completion for '${shell}': use bash or zsh`);
+    });
+}
