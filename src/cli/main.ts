@@ -17,6 +17,7 @@ import { sessions } from '../model/resources/sessions.js';
 import { controllers } from '../model/resources/controllers.js';
 import { dbCommand } from './commands/db.js';
 import { completionCommand } from './commands/completion.js';
+import { apiCommand } from './commands/api.js';
 import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
@@ -63,6 +64,7 @@ export function program(): Command {
   p.addCommand(resourceCommand(sessions));
   p.addCommand(resourceCommand(controllers));
   p.addCommand(dbCommand());
+  p.addCommand(apiCommand());
   p.addCommand(completionCommand(program));
   return p;
 }

@@ -1,5 +1,5 @@
 // The built program, run as a user would: bin/ztc in local mode (a data dir) and remote mode (a profile).
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -112,6 +112,12 @@ describe('ztc on a local data dir', () => {
     const policy = JSON.parse(await ok('service-edge-router-policy', 'get', 'web-public', '-o', 'json'));
     expect(policy.serviceRolesDisplay).toEqual([{ role: expect.stringMatching(/^@/), name: '@web' }]);
     expect(await ok('edge-router', 're-enroll', 'er-cli')).toMatch(/^edge router \S+\ney/);
+    // Any other operation goes through `ztc api`, with the same transport and output.
+    expect((await ok('api', 'GET', '/service-role-attributes')).split('\n')).toContain('web');
+    expect(JSON.parse(await ok('api', 'GET', '/summary', '-o', 'json'))).toMatchObject({ services: 1, edgeRouters: 1 });
+    const refused = await ztc('api', 'GET', '/identities/nope/services', '-d', dir);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/not found \[NOT_FOUND, HTTP 404\]/);
   });
 
   it('checks, fixes and snapshots the database', async () => {
@@ -231,4 +237,38 @@ describe('ztc against a running controller', () => {
     expect(after.code).toBe(1);
     expect(after.stderr).toMatch(/Logged out of/);
   }, 180_000);
+});
+
+describe('ztc quickstart', () => {
+  it('starts a controller, logs the CLI in, and leaves a sample identity ready to enroll', async () => {
+    const dir = tempDataDir();
+    const qsHome = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-qs-home-'));
+    const env = { ...process.env, ZTC_HOME: qsHome, ZTC_DATA_DIR: '', ZTC_DB: '' };
+    const child = spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', 'quick-pass-1'], { env });
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('Stop with Ctrl-C')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`quickstart exited with ${code}: ${out}`)));
+      });
+      expect(out).toMatch(/logged in \(profile 'quickstart'\)/);
+      const jwtFile = path.join(dir, 'quickstart-device.jwt');
+      expect(out).toContain(`ztc enroll ${jwtFile}`);
+      expect(fs.statSync(jwtFile).mode & 0o777).toBe(0o600);
+      const run = (...args: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => execFile(process.execPath, [bin, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr })));
+      const listed = await run('identity', 'list');
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toMatch(/quickstart-device\s+Device/);
+      const enrolled = await run('enroll', jwtFile, '--out', path.join(dir, 'device.json'));
+      expect(enrolled.code, enrolled.stderr).toBe(0);
+      expect(JSON.parse(fs.readFileSync(path.join(dir, 'device.json'), 'utf8')).id.cert).toContain('BEGIN CERTIFICATE');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

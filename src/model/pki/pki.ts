@@ -84,7 +84,9 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   }
   const names = serverNames(hostnames);
   const current = fs.existsSync(f('server')) ? certNames(read('server')) : [];
-  if (!names.every((n) => current.includes(canonical(n)))) {
+  // Renewed at start when the names changed or it has less than 30 days left.
+  const expiring = fs.existsSync(f('server')) && Date.parse(new X509Certificate(read('server')).validTo) - Date.now() < 30 * 86_400_000;
+  if (expiring || !names.every((n) => current.includes(canonical(n)))) {
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
     const key = newRsaKey(2048);
     const pem = issueCertificate({

@@ -1,0 +1,40 @@
+// `ztc api METHOD PATH`: any operation of either API through the same transport (local or a saved
+// profile) and output, for what has no dedicated command (related lists, posture data, traces...).
+import { Command } from 'commander';
+import { parseFormat, print } from '../output.js';
+import { CliError, expectOk } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+import { fileOrValue, withTransport } from './resources.js';
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+export function apiCommand(): Command {
+  return targetOptions(
+    new Command('api').description('call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/)'),
+  )
+    .argument('<method>', METHODS.join(', '))
+    .argument('<path>', 'e.g. /summary, /identities/ID/posture-data, /edge/client/v1/protocols')
+    .option('--body <json>', 'request body as JSON, or @file')
+    .action(async (method: string, path: string, opts: CommonOpts & { body?: string }) => {
+      const m = method.toUpperCase();
+      if (!METHODS.includes(m)) throw new CliError(`Unknown method '${method}': use ${METHODS.join(', ')}`);
+      let body: unknown;
+      if (opts.body !== undefined) {
+        try {
+          body = JSON.parse(fileOrValue(opts.body));
+        } catch (e) {
+          throw new CliError(`--body is not JSON: ${(e as Error).message}`);
+        }
+      }
+      const full = path.startsWith('/edge/') || path === '/version' || path.startsWith('/.well-known/') ? path : `/edge/management/v1${path.startsWith('/') ? '' : '/'}${path}`;
+      const reply = await withTransport(opts, async (t) => expectOk(await t.request(m, full, body), `${m} ${full}`));
+      const format = parseFormat(opts.output);
+      const data = reply?.data;
+      if (format === 'table' && Array.isArray(data) && data.every((x) => typeof x !== 'object' || x === null)) {
+        process.stdout.write(data.map(String).join('\n') + (data.length ? '\n' : ''));
+        return;
+      }
+      const columns = Array.isArray(data) && data.length ? Object.keys(data[0] as object).filter((k) => k !== '_links').slice(0, 6) : undefined;
+      print(data ?? {}, format, { columns });
+    });
+}
