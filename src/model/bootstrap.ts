@@ -50,6 +50,7 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     await db.insertInto('configTypes').values({ id: name, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
   }
 
+  await sealLegacySecrets(ctx);
   await db.insertInto('changeMarkers').values({ name: 'services', changedAt: now }).onConflict((oc) => oc.doNothing()).execute();
 
   const admin = await db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).executeTakeFirst();
@@ -80,4 +81,17 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     throw err;
   }
   return { adminCreated: true, generatedPassword: generated };
+}
+
+/** Secrets written before they were sealed at rest (databases from earlier versions) are sealed now. */
+async function sealLegacySecrets(ctx: Ctx) {
+  const { db } = ctx.store;
+  const s = ctx.sealer;
+  for (const m of await db.selectFrom('mfa').select(['id', 'secret', 'recoveryCodes']).execute()) {
+    if (s.isSealed(m.secret) && s.isSealed(m.recoveryCodes)) continue;
+    await db.updateTable('mfa').set({ secret: s.seal(s.open(m.secret)), recoveryCodes: s.seal(s.open(m.recoveryCodes)) }).where('id', '=', m.id).where('secret', '=', m.secret).execute();
+  }
+  for (const e of await db.selectFrom('enrollments').select(['id', 'jwt']).execute()) {
+    if (!s.isSealed(e.jwt)) await db.updateTable('enrollments').set({ jwt: s.seal(e.jwt) }).where('id', '=', e.id).where('jwt', '=', e.jwt).execute();
+  }
 }

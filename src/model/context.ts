@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
 import type { Clock } from './clock.js';
 import type { Pki } from './pki/pki.js';
+import type { Sealer } from './secrets.js';
 
 /** What model code needs from the running controller. No HTTP in here. */
 export interface Ctx {
@@ -9,6 +10,8 @@ export interface Ctx {
   clock: Clock;
   config: Config;
   pki: Pki;
+  /** Seals the secrets the controller must read back (model/secrets.ts). */
+  sealer: Sealer;
 }
 
 /** Who is calling: resolved from the API session by the auth plugin. */

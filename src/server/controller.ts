@@ -9,6 +9,7 @@ import type { Ctx } from '../model/context.js';
 import { registerController } from '../model/resources/controllers.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { openStore } from '../store/db.js';
+import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 
 export interface Opened {
@@ -24,7 +25,7 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
   const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
   for (const w of store.warnings) progress(`warning: ${w}`);
-  const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock };
+  const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
   const boot = await bootstrap(ctx);
   return { ctx, boot, close: () => store.close() };
 }

@@ -22,9 +22,14 @@ function recoveryCodes(): string[] {
   return Array.from({ length: 20 }, () => [...randomBytes(6)].map((b) => BASE32[b & 31]).join(''));
 }
 
-export async function getMfa(ctx: Ctx, identityId: string): Promise<MfaRow | undefined> {
-  return ctx.store.db.selectFrom('mfa').selectAll().where('identityId', '=', identityId).executeTakeFirst();
+/** The identity's MFA row with its secret and recovery codes opened (storedRecoveryCodes: as stored). */
+export async function getMfa(ctx: Ctx, identityId: string): Promise<(MfaRow & { storedRecoveryCodes: string }) | undefined> {
+  const row = await ctx.store.db.selectFrom('mfa').selectAll().where('identityId', '=', identityId).executeTakeFirst();
+  if (!row) return undefined;
+  return { ...row, secret: ctx.sealer.open(row.secret), recoveryCodes: ctx.sealer.open(row.recoveryCodes), storedRecoveryCodes: row.recoveryCodes };
 }
+
+const sealCodes = (ctx: Ctx, codes: string[]) => ctx.sealer.seal(JSON.stringify(codes));
 
 /** The issuer shown in authenticator apps: the controller's host name. */
 const issuer = (ctx: Ctx) => ctx.config.hostnames[0] ?? 'ztc';
@@ -41,7 +46,7 @@ export async function startMfa(ctx: Ctx, identityId: string) {
   try {
     await ctx.store.db
       .insertInto('mfa')
-      .values({ id, createdAt: now, updatedAt: now, tags: '{}', identityId, secret: generateSecret({ length: 20 }), isVerified: 0, recoveryCodes: JSON.stringify(recoveryCodes()), lastStep: 0 })
+      .values({ id, createdAt: now, updatedAt: now, tags: '{}', identityId, secret: ctx.sealer.seal(generateSecret({ length: 20 })), isVerified: 0, recoveryCodes: sealCodes(ctx, recoveryCodes()), lastStep: 0 })
       .execute();
   } catch (err) {
     if (ctx.store.dialect.uniqueViolation(err)) throw new ApiError(409, 'ALREADY_MFA_ENROLLED', 'An MFA enrollment is already started');
@@ -76,21 +81,21 @@ async function acceptTotp(ctx: Ctx, m: MfaRow, code: string): Promise<boolean> {
 }
 
 /** Accept a recovery code once: it is removed in the same statement that checks it is still there. */
-async function acceptRecoveryCode(ctx: Ctx, m: MfaRow, code: string): Promise<boolean> {
+async function acceptRecoveryCode(ctx: Ctx, m: MfaRow & { storedRecoveryCodes: string }, code: string): Promise<boolean> {
   const codes = fromJson<string[]>(m.recoveryCodes, []);
   const match = codes.find((c) => safeEqual(c, code.toUpperCase()));
   if (!match) return false;
   const res = await ctx.store.db
     .updateTable('mfa')
-    .set({ recoveryCodes: JSON.stringify(codes.filter((c) => c !== match)), updatedAt: iso(ctx.clock.now()) })
+    .set({ recoveryCodes: sealCodes(ctx, codes.filter((c) => c !== match)), updatedAt: iso(ctx.clock.now()) })
     .where('id', '=', m.id)
-    .where('recoveryCodes', '=', m.recoveryCodes)
+    .where('recoveryCodes', '=', m.storedRecoveryCodes)
     .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
 
 /** A current TOTP code, or (when allowed) a recovery code. */
-export async function checkCode(ctx: Ctx, m: MfaRow, code: unknown, o: { recovery: boolean }): Promise<boolean> {
+export async function checkCode(ctx: Ctx, m: MfaRow & { storedRecoveryCodes: string }, code: unknown, o: { recovery: boolean }): Promise<boolean> {
   if (typeof code !== 'string' || !code) return false;
   if (await acceptTotp(ctx, m, code)) return true;
   return o.recovery && isSet(m.isVerified) && acceptRecoveryCode(ctx, m, code);
@@ -136,7 +141,7 @@ export async function regenerateRecoveryCodes(ctx: Ctx, identityId: string, code
   const m = await getMfa(ctx, identityId);
   if (!m || !isSet(m.isVerified)) throw mfaNotFound();
   if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode();
-  await ctx.store.db.updateTable('mfa').set({ recoveryCodes: JSON.stringify(recoveryCodes()), updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
+  await ctx.store.db.updateTable('mfa').set({ recoveryCodes: sealCodes(ctx, recoveryCodes()), updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
 }
 
 /** The auth query a partially authenticated session must answer. */

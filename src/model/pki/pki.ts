@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import forge from 'node-forge';
 import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
+import { loadSealer } from '../secrets.js';
 import { fingerprintOf, issueCertificate, newRsaKey, pkcs7Base64 } from './certs.js';
 
 export interface Pki {
@@ -59,6 +60,8 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const f = (k: keyof typeof FILES) => path.join(dir, FILES[k]);
   const read = (k: keyof typeof FILES) => fs.readFileSync(f(k), 'utf8');
+  // The key that seals secrets at rest lives with the CA keys, so copying pki/ to another controller copies it.
+  loadSealer(dir);
 
   if (!fs.existsSync(f('root'))) {
     progress('creating the root CA (RSA 4096)');

@@ -63,7 +63,7 @@ export async function enrollmentValues(tx: Tx, ctx: Ctx, e: NewEnrollment): Prom
   }
   const token = randomUUID();
   const jwt = await signEnrollmentJwt(ctx, { subject: e.identityId, token, method: e.method as EnrollMethod, expiresAt: e.expiresAt, caId });
-  return { identityId: e.identityId, method: e.method, tokenHash: hashSecret(token), jwt, expiresAt: e.expiresAt.toISOString(), caId, username };
+  return { identityId: e.identityId, method: e.method, tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: e.expiresAt.toISOString(), caId, username };
 }
 
 export async function insertEnrollment(tx: Tx, ctx: Ctx, id: string, e: NewEnrollment) {
@@ -79,14 +79,15 @@ export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
     if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
     const token = randomUUID();
     const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId });
-    await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt, expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
+    await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
   });
 }
 
-export function enrollmentDetailOf(r: Row) {
+export function enrollmentDetailOf(r: Row, ctx: Ctx) {
+  const jwt = ctx.sealer.open(r.jwt);
   return {
     ...baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }),
-    method: r.method, token: tokenOf(r.jwt), jwt: r.jwt, expiresAt: r.expiresAt, details: {},
+    method: r.method, token: tokenOf(jwt), jwt, expiresAt: r.expiresAt, details: {},
     ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
     ...(r.username ? { username: r.username } : {}),
@@ -121,7 +122,7 @@ export const enrollments = defineResource({
       .leftJoin('routers as r', 'r.id', 'e.routerId')
       .selectAll('e')
       .select(['i.name as identityName', 'c.name as caName', 'r.name as routerName', 'r.isEdge as routerIsEdge']) as never,
-  toDetail: (r) => enrollmentDetailOf(r),
+  toDetail: (r, ctx) => enrollmentDetailOf(r, ctx),
   toRow: async (input, _mode, tx, ctx) => enrollmentValues(tx, ctx, { ...(input as NewEnrollment), expiresAt: new Date(input.expiresAt) }),
   cli: { columns: ['id', 'method', 'identity.name', 'username', 'expiresAt'] },
 });

@@ -158,7 +158,7 @@ export const identities = defineResource({
       .select(['eo.id as ottId', 'eo.jwt as ottJwt', 'eo.expiresAt as ottExpiresAt', 'eca.id as ottcaId', 'eca.jwt as ottcaJwt', 'eca.expiresAt as ottcaExpiresAt', 'eca.caId as ottcaCaId', 'ecac.name as ottcaCaName', 'eu.id as updbEnrollmentId', 'eu.jwt as updbJwt', 'eu.expiresAt as updbExpiresAt', 'm.isVerified as mfaVerified'])
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
-  toDetail: (r) => ({
+  toDetail: (r, ctx) => ({
     ...baseDetail('identities', r, { authenticators: { href: `./identities/${r.id}/authenticators` } }),
     name: r.name,
     type: entityRef('identity-types', r.typeId, r.typeName),
@@ -173,9 +173,9 @@ export const identities = defineResource({
       ...(r.certId ? { cert: { id: r.certId, fingerprint: r.certFingerprint ?? '' } } : {}),
     },
     enrollment: {
-      ...(r.ottId ? { ott: { id: r.ottId, jwt: r.ottJwt, token: tokenOf(r.ottJwt), expiresAt: r.ottExpiresAt } } : {}),
-      ...(r.ottcaId ? { ottca: { id: r.ottcaId, jwt: r.ottcaJwt, token: tokenOf(r.ottcaJwt), expiresAt: r.ottcaExpiresAt, caId: r.ottcaCaId, ca: entityRef('cas', r.ottcaCaId, r.ottcaCaName ?? '') } } : {}),
-      ...(r.updbEnrollmentId ? { updb: { id: r.updbEnrollmentId, jwt: r.updbJwt, token: tokenOf(r.updbJwt), expiresAt: r.updbExpiresAt } } : {}),
+      ...(r.ottId ? { ott: { id: r.ottId, jwt: ctx.sealer.open(r.ottJwt), token: tokenOf(ctx.sealer.open(r.ottJwt)), expiresAt: r.ottExpiresAt } } : {}),
+      ...(r.ottcaId ? { ottca: { id: r.ottcaId, jwt: ctx.sealer.open(r.ottcaJwt), token: tokenOf(ctx.sealer.open(r.ottcaJwt)), expiresAt: r.ottcaExpiresAt, caId: r.ottcaCaId, ca: entityRef('cas', r.ottcaCaId, r.ottcaCaName ?? '') } } : {}),
+      ...(r.updbEnrollmentId ? { updb: { id: r.updbEnrollmentId, jwt: ctx.sealer.open(r.updbJwt), token: tokenOf(ctx.sealer.open(r.updbJwt)), expiresAt: r.updbExpiresAt } } : {}),
     },
     appData: fromJson(r.appData, {}),
     defaultHostingCost: Number(r.defaultHostingCost),

@@ -20,7 +20,7 @@ export async function insertRouterEnrollment(tx: Tx, ctx: Ctx, routerId: string)
   const jwt = await signEnrollmentJwt(ctx, { subject: routerId, token, method: 'erott', expiresAt });
   await tx
     .insertInto('enrollments')
-    .values({ id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method: 'erott', tokenHash: hashSecret(token), jwt, expiresAt: expiresAt.toISOString(), caId: null, username: null })
+    .values({ id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method: 'erott', tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), caId: null, username: null })
     .execute();
 }
 
@@ -97,15 +97,16 @@ export const edgeRouterClientView = (r: Row) => ({
   syncStatus: isSet(r.isVerified) ? 'SYNC_DONE' : 'SYNC_NEW',
 });
 
-function routerStamps(r: Row) {
+function routerStamps(r: Row, ctx: Ctx) {
+  const jwt = r.enrollmentJwt ? ctx.sealer.open(r.enrollmentJwt) : null;
   return {
     isOnline: false,
     isVerified: isSet(r.isVerified),
     fingerprint: r.fingerprint ?? '',
     enrollmentCreatedAt: r.enrollmentCreatedAt ?? null,
     enrollmentExpiresAt: r.enrollmentExpiresAt ?? null,
-    enrollmentJwt: r.enrollmentJwt ?? null,
-    enrollmentToken: r.enrollmentJwt ? tokenOf(r.enrollmentJwt) : null,
+    enrollmentJwt: jwt,
+    enrollmentToken: jwt ? tokenOf(jwt) : null,
     unverifiedCertPem: null,
     unverifiedFingerprint: null,
   };
@@ -173,13 +174,13 @@ export const edgeRouters = defineResource({
   },
   source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,
   detailQuery: detailQuery(true),
-  toDetail: (r) => ({
+  toDetail: (r, ctx) => ({
     ...baseDetail('edge-routers', r, {
       'edge-router-policies': { href: `./edge-routers/${r.id}/edge-router-policies` },
       'service-edge-router-policies': { href: `./edge-routers/${r.id}/service-edge-router-policies` },
     }),
     ...edgeRouterClientView(r),
-    ...routerStamps(r),
+    ...routerStamps(r, ctx),
     roleAttributes: fromJson(r.roleAttributes, []),
     isTunnelerEnabled: isSet(r.isTunnelerEnabled),
     certPem: r.certPem ?? null,
@@ -210,7 +211,7 @@ export const routers = defineResource({
   },
   filterable: { ...routerFilterable, isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true } },
   detailQuery: detailQuery(false),
-  toDetail: (r) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r) }),
+  toDetail: (r, ctx) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
   toRow: async (input, mode) => routerRow(input, mode, false),
   hooks: { afterCreate },
   cli: { columns: ['id', 'name', 'isVerified', 'cost', 'disabled'] },
