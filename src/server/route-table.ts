@@ -1,6 +1,7 @@
 // Every registered route, kept for the 405 answer (which methods a path does take) and for tests
 // that must visit every route without a hand-kept list.
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { checkPublic } from './public-routes.js';
 
 export interface RouteEntry {
   method: string;
@@ -19,6 +20,7 @@ export class RouteTable {
       for (const method of methods) {
         if (method === 'HEAD' || method === 'OPTIONS') continue;
         const access = (r.config as { access?: string } | undefined)?.access ?? 'admin';
+        checkPublic(method, r.url, access);
         this.routes.push({ method, url: r.url, access, pattern: new RegExp(`^${escaped}/?$`) });
       }
     });

@@ -9,7 +9,8 @@ import { mountResource } from '../../crud.js';
 import { ok } from '../../envelope.js';
 
 export function registerControllers(app: FastifyInstance, ctx: Ctx, api: 'client' | 'management') {
-  mountResource(app, ctx, controllers, { access: { list: 'session' } });
+  // Any client may find the controllers; in the management API, as every operation there, admins only.
+  mountResource(app, ctx, controllers, { access: { list: api === 'client' ? 'session' : 'admin' } });
   if (api !== 'client') return;
   app.get(
     '/protocols',

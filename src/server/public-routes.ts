@@ -1,0 +1,51 @@
+// Every route anyone may call without an API session, in one place. A route is public only if it is
+// listed here, and everything listed here must be declared public: the app refuses to start otherwise
+// (checked as routes are registered), so no route becomes open by a slip in its declaration.
+const API_BASES = ['/edge/client/v1', '/edge/management/v1'];
+
+/** Paths under both API bases; "all:" also under the server root, "root:" under the root only, "client:" in the client API only. */
+const PUBLIC: [method: string, path: string, why: string][] = [
+  ['GET', 'all:', 'version information'],
+  ['GET', 'all:/version', 'version information'],
+  ['GET', 'all:/.well-known/est/cacerts', 'the CA store clients trust before anything else'],
+  ['GET', '/enumerated-capabilities', 'capabilities, for clients choosing how to log in'],
+  ['GET', '/specs', 'the API specifications'],
+  ['GET', '/specs/:id', 'the API specifications'],
+  ['GET', '/specs/:id/spec', 'the API specifications'],
+  ['POST', '/authenticate', 'logging in'],
+  ['GET', 'client:/protocols', 'the controller\'s client addresses'],
+  ['GET', 'client:/external-jwt-signers', 'the identity providers a client may log in with'],
+  ['POST', 'client:/enroll', 'enrollment: the one-time token or the certificate is the credential'],
+  ['POST', 'client:/enroll/ott', 'enrollment'],
+  ['POST', 'client:/enroll/updb', 'enrollment'],
+  ['POST', 'client:/enroll/ottca', 'enrollment'],
+  ['POST', 'client:/enroll/ca', 'enrollment'],
+  ['POST', 'client:/enroll/erott', 'router enrollment'],
+  ['POST', 'client:/enroll/extend/router', 'router certificate extension: the router\'s current certificate is the credential'],
+  ['POST', 'client:/enroll/challenge', 'proof that this controller holds its enrollment key'],
+  ['GET', 'client:/enroll/jwks', 'the keys that sign enrollment JWTs'],
+  ['GET', 'root:/docs', 'the API reference page'],
+  ['GET', 'root:/docs/swagger-ui.css', 'the API reference page'],
+  ['GET', 'root:/docs/swagger-ui-bundle.js', 'the API reference page'],
+  ['GET', 'root:/docs/openapi/:file', 'the API reference page'],
+];
+
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(
+  PUBLIC.flatMap(([method, p]) => {
+    if (p.startsWith('root:')) return [`${method} ${p.slice(5)}`];
+    if (p.startsWith('client:')) return [`${method} /edge/client/v1${p.slice(7)}`];
+    if (p.startsWith('all:')) return ['', ...API_BASES].map((b) => `${method} ${`${b}${p.slice(4)}` || '/'}`);
+    return API_BASES.map((b) => `${method} ${b}${p}`);
+  }),
+);
+
+export const isListedPublic = (method: string, url: string) => PUBLIC_ROUTES.has(`${method} ${url.replace(/(.)\/$/, '$1')}`);
+
+export class PublicRouteMismatch extends Error {}
+
+/** Called for each route at registration: its declared access must agree with the list. */
+export function checkPublic(method: string, url: string, access: string) {
+  const listed = isListedPublic(method, url);
+  if (listed && access !== 'public') throw new PublicRouteMismatch(`${method} ${url} is listed in public-routes.ts but declared '${access}'`);
+  if (!listed && access === 'public') throw new PublicRouteMismatch(`${method} ${url} is declared public but not listed in src/server/public-routes.ts`);
+}
