@@ -30,6 +30,12 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   return { ctx, boot, close: () => store.close() };
 }
 
+export const TLS_CIPHERS = [
+  'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', 'TLS_AES_128_GCM_SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305', 'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256',
+].join(':');
+
 export interface Running {
   app: App;
   ctx: Ctx;
@@ -51,6 +57,9 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      // Forward-secret AEAD suites only (TLS 1.3's, and ECDHE with GCM or ChaCha20 for 1.2).
+      ciphers: TLS_CIPHERS,
+      honorCipherOrder: true,
     },
   });
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);

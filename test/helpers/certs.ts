@@ -3,8 +3,8 @@
 import forge from 'node-forge';
 import { newKeyAndCsr } from '../../src/model/pki/csr.js';
 
-export function selfSignedCert(cn: string, o: { ca?: boolean } = {}) {
-  const keys = forge.pki.rsa.generateKeyPair(1024);
+export function selfSignedCert(cn: string, o: { ca?: boolean; bits?: number } = {}) {
+  const keys = forge.pki.rsa.generateKeyPair(o.bits ?? 1024);
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = '01' + forge.util.bytesToHex(forge.random.getBytesSync(8));

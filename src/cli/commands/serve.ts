@@ -2,12 +2,11 @@ import { Command, Option } from 'commander';
 import { loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
 import { startController, type Running } from '../../server/controller.js';
+import { loggerOptions } from '../../server/logging.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { progress } from '../output.js';
 
-/** Request log lines without secrets: one-time tokens travel in query strings. */
-const redactRequestUrl = (url: string) => url.replace(/([?&](?:token|password)=)[^&]*/gi, '$1[redacted]');
 
 /** The flags `serve` and `quickstart` share. */
 export function serverOptions(cmd: Command): Command {
@@ -48,13 +47,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
 export async function runController(config: Config): Promise<Running> {
   const running = await startController(config, {
     progress,
-    logger: {
-      level: config.logLevel,
-      redact: { paths: ['req.headers["zt-session"]', 'req.headers.authorization', 'req.headers["mfa-validation-code"]'], censor: '[redacted]' },
-      serializers: {
-        req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactRequestUrl(req.url), remoteAddress: req.ip }),
-      },
-    },
+    logger: loggerOptions(config.logLevel),
   });
   const out = process.stdout;
   out.write(`ztc controller v${VERSION}\n`);
