@@ -30,7 +30,18 @@ const tempDir = () => {
   return d;
 };
 
-async function server(kind: 'hello' | 'ztc', dir: string, db = ''): Promise<string> {
+const pids = new Map<string, number>();
+/** Resident memory of a server process, from /proc (Linux), in MB. */
+const rssMb = (url: string) => {
+  try {
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pids.get(url)}/status`, 'utf8'))?.[1] ?? 0);
+    return kb / 1024;
+  } catch {
+    return NaN;
+  }
+};
+
+async function server(kind: 'hello' | 'ztc' | 'ztc-limited', dir: string, db = ''): Promise<string> {
   const port = nextPort++;
   const child = spawn(process.execPath, [path.join(here, 'server.js'), kind, String(port), dir, db], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
@@ -38,6 +49,7 @@ async function server(kind: 'hello' | 'ztc', dir: string, db = ''): Promise<stri
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     child.on('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
+  pids.set(`https://127.0.0.1:${port}`, child.pid!);
   return `https://127.0.0.1:${port}`;
 }
 
@@ -112,6 +124,8 @@ async function measureController(label: string, dbServer: string | undefined, ba
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }), connections: 8,
   });
   rows.push([`[${label}] password logins`, line(logins, 'logins/s'), (logins.rps / base.hashes).toFixed(2)]);
+  rows.push(...(await measureFlood(label, dbServer, base)));
+  rows.push(...(await measureMixed(label, url, token, base)));
 
   // A filtered, sorted, paginated list over many identities, on a second controller; one connection,
   // so p50/p99 are the latency of one request rather than queueing.
@@ -195,10 +209,78 @@ async function measurePolicies(label: string, url: string, token: string, base: 
   });
   rows.push([`[${label}] change an identity's role attributes`, line(retag, 'writes/s'), '-']);
   const repolicy = await timed(10, async (i) => {
-    const sp = (await ok(call(url, 'GET', `${M}/service-policies?filter=${encodeURIComponent(`name = "sp-${i}"`)}`, token))).data[0].id;
+    const sp = (await ok(call(url, 'GET', `${M}/service-policies?filter=${encodeURIComponent(`name = "sp-${i % POLICIES}"`)}`, token))).data[0].id;
     await ok(call(url, 'PATCH', `${M}/service-policies/${sp}`, token, { identityRoles: [`#${SEEDED_ATTRS[(i + 2) % 8]}`] }));
   });
   rows.push([`[${label}] re-target a service policy (~${IDENTITIES / 4} identities)`, line(repolicy, 'writes/s'), '-']);
+  return rows;
+}
+
+/** One client's latency, sequential requests from another loopback address than the flood's. */
+async function probeLatency(url: string, token: string, seconds: number) {
+  const times: number[] = [];
+  let bad = 0;
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end) {
+    const t = performance.now();
+    const status = await new Promise<number>((resolve) => {
+      const req = https.request(`${url}/edge/client/v1/current-identity`, { localAddress: '127.0.0.2', rejectUnauthorized: false, agent: false, headers: { 'zt-session': token } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', () => resolve(0));
+      req.end();
+    });
+    times.push(performance.now() - t);
+    if (status !== 200) bad++;
+  }
+  times.sort((a, b) => a - b);
+  return { rps: times.length / seconds, p50: Math.round(times[Math.floor(times.length / 2)]), p99: Math.round(times[Math.floor(times.length * 0.99)]), bad };
+}
+
+/**
+ * A login flood from one address against a controller limiting logins to 30 a minute per address: the flooder gets 429s,
+ * while another client (another address) keeps its latency.
+ */
+async function measureFlood(label: string, dbServer: string | undefined, base: { hello: number }): Promise<Row[]> {
+  const url = await server('ztc-limited', tempDir(), await database(dbServer));
+  const token = await fetchToken(url);
+  const quiet = await probeLatency(url, token, SECONDS);
+  const [flood, during] = await Promise.all([
+    autocannon({ url: `${url}/edge/client/v1/authenticate?method=password`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'wrong-password' }), connections: 20, duration: SECONDS, tlsOptions: { rejectUnauthorized: false } } as autocannon.Options),
+    probeLatency(url, token, SECONDS),
+  ]);
+  const limited = (flood as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats?.['429']?.count ?? 0;
+  return [
+    [`[${label}] login flood from one address (429s)`, `${flood.requests.total} requests, ${limited} answered 429`, '-'],
+    [`[${label}] another client, quiet`, line(quiet), (quiet.rps / base.hello).toFixed(3)],
+    [`[${label}] another client, during the flood`, line(during), (during.rps / base.hello).toFixed(3)],
+  ];
+}
+
+/**
+ * Sustained mixed load (reads, lists, writes) in three equal rounds: errors must stay 0, and memory
+ * must level off after the first round (warm-up: JIT, caches) rather than grow with every round.
+ */
+async function measureMixed(label: string, url: string, token: string, base: { hello: number }): Promise<Row[]> {
+  const rss = [rssMb(url)];
+  let n = 0;
+  const rows: Row[] = [];
+  for (let round = 1; round <= 3; round++) {
+    const result = await autocannon({
+      url, connections: 16, duration: SECONDS * 2, tlsOptions: { rejectUnauthorized: false },
+      headers: { 'zt-session': token, 'content-type': 'application/json' },
+      requests: [
+        { method: 'GET', path: '/edge/client/v1/current-identity' },
+        { method: 'GET', path: '/edge/management/v1/identities?limit=25&filter=' + encodeURIComponent('name contains "mix" sort by name') },
+        { method: 'GET', path: '/edge/client/v1/services?limit=25' },
+        { method: 'POST', path: '/edge/management/v1/identities', setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ name: `mix-${process.pid}-${n++}`, type: 'Device', isAdmin: false, roleAttributes: ['mix'] }) }) },
+      ],
+    } as autocannon.Options);
+    rss.push(rssMb(url));
+    const r = { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors + result.timeouts };
+    rows.push([`[${label}] sustained mixed load, round ${round} (RSS ${rss[round - 1].toFixed(0)} → ${rss[round].toFixed(0)} MB)`, line(r), (r.rps / base.hello).toFixed(3)]);
+  }
   return rows;
 }
 

@@ -1,6 +1,7 @@
 // A server for the benchmarks, in its own process so the load generator does not share its CPU time.
 //   node dist/bench/server.js hello PORT         bare fastify over HTTPS, same certificate
 //   node dist/bench/server.js ztc PORT DATADIR [DB]   the controller (DB: a postgres:// URL)
+//   node dist/bench/server.js ztc-limited PORT DATADIR [DB]   the same with a login limit of 30 a minute per address
 import fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { loadOrCreatePki } from '../src/model/pki/pki.js';
@@ -13,7 +14,9 @@ if (kind === 'hello') {
   app.get('/', async () => ({ hello: 'world' }));
   await app.listen({ port: Number(port), host: '127.0.0.1' });
 } else {
-  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 }, {}));
+  // A limit low enough to be reached within one measure, so the flood meets it.
+  const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 };
+  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', ...limits }, {}));
 }
 process.stdout.write('ready\n');
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));
