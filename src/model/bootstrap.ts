@@ -51,7 +51,9 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
   }
 
   await sealLegacySecrets(ctx);
-  await db.insertInto('changeMarkers').values({ name: 'services', changedAt: now }).onConflict((oc) => oc.doNothing()).execute();
+  for (const name of ['services', 'policy-membership']) {
+    await db.insertInto('changeMarkers').values({ name, changedAt: now }).onConflict((oc) => oc.doNothing()).execute();
+  }
 
   const admin = await db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).executeTakeFirst();
   if (admin) return { adminCreated: false };

@@ -4,11 +4,13 @@
 import type { Kysely } from 'kysely';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
+import { lockMembership } from './policy/membership.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 
 export async function touchServices(tx: AnyDb, ctx: Pick<Ctx, 'clock'>) {
+  await lockMembership(tx);
   await tx.updateTable('changeMarkers').set({ changedAt: iso(ctx.clock.now()) }).where('name', '=', 'services').execute();
 }
 

@@ -178,10 +178,12 @@ const checks: Check[] = [
   },
   // The markers clients poll, and the default admin.
   async (db, fix, report, ctx) => {
-    const marker = await db.selectFrom('changeMarkers').select('name').where('name', '=', 'services').executeTakeFirst();
-    if (!marker) {
-      if (fix) await db.insertInto('changeMarkers').values({ name: 'services', changedAt: iso(ctx.clock.now()) }).execute();
-      report('the service-change marker is missing', fix);
+    for (const name of ['services', 'policy-membership']) {
+      const marker = await db.selectFrom('changeMarkers').select('name').where('name', '=', name).executeTakeFirst();
+      if (!marker) {
+        if (fix) await db.insertInto('changeMarkers').values({ name, changedAt: iso(ctx.clock.now()) }).execute();
+        report(`the ${name} marker is missing`, fix);
+      }
     }
     const admin = await db.selectFrom('identities').select('id').where('isDefaultAdmin', '=', 1).where('isAdmin', '=', 1).executeTakeFirst();
     if (!admin) report('there is no default admin identity (restart the controller with --admin-password to create one)', false);

@@ -38,6 +38,17 @@ const sideTables: Record<Side, { table: string; where?: string }> = {
   'posture-check': { table: 'posture_checks' },
 };
 
+/**
+ * Membership changes are serialized across transactions (and controllers): two concurrent writes, one
+ * adding a policy and one adding an entity, would each miss the other's uncommitted row. Updating one
+ * row takes its lock until commit (PostgreSQL); statements after it see everything committed before
+ * (READ COMMITTED). SQLite runs one writer at a time anyway. Taken before the service-change marker
+ * (see touchServices), so the two locks are always taken in the same order.
+ */
+export async function lockMembership(tx: AnyDb) {
+  await tx.updateTable('changeMarkers').set({ changedAt: sql`changed_at` }).where('name', '=', 'policy-membership').execute();
+}
+
 export function sideQuery(db: AnyDb, side: Side) {
   const t = sideTables[side];
   let q = db.selectFrom(`${t.table} as e`);
@@ -54,6 +65,7 @@ export function matches(roles: string[], semantic: Semantic, id: string, attribu
 
 /** Recompute one policy: its role index and the members of each side. */
 export async function evaluatePolicy(tx: AnyDb, p: PolicyShape) {
+  await lockMembership(tx);
   await forgetPolicy(tx, p.id);
   const roleRows = Object.entries(p.sides).flatMap(([side, roles]) =>
     [...new Set(roles ?? [])].map((role) => ({ policyId: p.id, side, role, kind: p.kind, semantic: p.semantic })),
@@ -70,12 +82,14 @@ export async function evaluatePolicy(tx: AnyDb, p: PolicyShape) {
 }
 
 export async function forgetPolicy(tx: AnyDb, policyId: string) {
+  await lockMembership(tx);
   await tx.deleteFrom('policyMembers').where('policyId', '=', policyId).execute();
   await tx.deleteFrom('policyRoles').where('policyId', '=', policyId).execute();
 }
 
 /** Recompute one entity's membership on one side, after it was created or its role attributes changed. */
 export async function evaluateEntity(tx: AnyDb, side: Side, id: string, attributes: string[]) {
+  await lockMembership(tx);
   await tx.deleteFrom('policyMembers').where('entityId', '=', id).where('side', '=', side).execute();
   const names = ['#all', `@${id}`, ...attributes.map((a) => `#${a}`)];
   const candidates = tx.selectFrom('policyRoles').select('policyId').where('side', '=', side).where('role', 'in', names);
@@ -105,6 +119,7 @@ const ROLE_COLUMN: Record<Side, string> = { identity: 'identity_roles', service:
  * entities it never selected (AllOf [@alice, #admins] must not become every admin); it matches nothing.
  */
 export async function forgetEntity(tx: AnyDb, id: string) {
+  await lockMembership(tx);
   await tx.deleteFrom('policyMembers').where('entityId', '=', id).execute();
   const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
   for (const r of naming) {
