@@ -26,7 +26,7 @@ import { errors } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 import { parentExists, relatedList } from '../../related.js';
 
-const SERVICE_POLICY_KINDS: PolicyKind[] = ['dial', 'bind', 'invalid'];
+const EVERY_SERVICE_POLICY_KIND: PolicyKind[] = ['dial', 'bind', 'invalid'];
 const PolicyTypeQuery = { policyType: Type.Optional(Type.Union([Type.Literal('dial'), Type.Literal('bind'), Type.Literal('Dial'), Type.Literal('Bind')])) };
 const policyType = (req: FastifyRequest) => (req.query as { policyType?: string }).policyType;
 
@@ -41,7 +41,7 @@ function policyLists(): [string, string, ResourceDecl, ResourceDecl, Scope, Reco
   return [
     ['/identities/:id/edge-router-policies', 'listIdentitysEdgeRouterPolicies', identities, edgeRouterPolicies, pol('identity', ['erp'])],
     ['/identities/:id/edge-routers', 'listIdentityEdgeRouters', identities, edgeRouters, rel('identity', 'edge-router', ['erp'])],
-    ['/identities/:id/service-policies', 'listIdentityServicePolicies', identities, servicePolicies, pol('identity', SERVICE_POLICY_KINDS)],
+    ['/identities/:id/service-policies', 'listIdentityServicePolicies', identities, servicePolicies, pol('identity', EVERY_SERVICE_POLICY_KIND)],
     ['/identities/:id/services', 'listIdentityServices', identities, services, within((db, id, req) => relatedIds(db, 'identity', id, 'service', kindsOfType(policyType(req)))), PolicyTypeQuery],
     ['/edge-routers/:id/edge-router-policies', 'listEdgeRouterEdgeRouterPolicies', edgeRouters, edgeRouterPolicies, pol('edge-router', ['erp'])],
     ['/edge-routers/:id/identities', 'listEdgeRouterIdentities', edgeRouters, identities, rel('edge-router', 'identity', ['erp'])],
@@ -57,7 +57,7 @@ function policyLists(): [string, string, ResourceDecl, ResourceDecl, Scope, Reco
     ['/services/:id/edge-routers', 'listServiceEdgeRouters', services, edgeRouters, rel('service', 'edge-router', ['serp'])],
     ['/services/:id/identities', 'listServiceIdentities', services, identities, within((db, id, req) => relatedIds(db, 'service', id, 'identity', kindsOfType(policyType(req)))), PolicyTypeQuery],
     ['/services/:id/service-edge-router-policies', 'listServiceServiceEdgeRouterPolicies', services, serviceEdgeRouterPolicies, pol('service', ['serp'])],
-    ['/services/:id/service-policies', 'listServiceServicePolicies', services, servicePolicies, pol('service', SERVICE_POLICY_KINDS)],
+    ['/services/:id/service-policies', 'listServiceServicePolicies', services, servicePolicies, pol('service', EVERY_SERVICE_POLICY_KIND)],
     ['/services/:id/terminators', 'listServiceTerminators', services, terminators, (_db, id) => (q) => q.where('e.service_id' as never, '=', id as never)],
     ['/service-policies/:id/posture-checks', 'listServicePolicyPostureChecks', servicePolicies, postureChecks, mem('posture-check')],
     ['/configs/:id/services', 'listConfigServices', configs, services, within((db, id) => db.selectFrom('serviceConfigs').select('serviceId').where('configId', '=', id))],

@@ -1,6 +1,5 @@
-// Sessions in both APIs (the client's own; every session for admins), terminators, the service-change
-// indicator, and posture: responses (client), checks and their types, an identity's posture data and
-// failed service requests (management).
+// Sessions in both APIs (the client's own; every session for admins), terminators (management CRUD,
+// and a service's terminators for clients) and the service-change indicator.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { lastServiceChange } from '../../../model/changes.js';
@@ -11,14 +10,13 @@ import { clientSessions, createSession, sessionCreate, sessions } from '../../..
 import { services } from '../../../model/resources/services.js';
 import { terminators } from '../../../model/resources/terminators.js';
 import type { AnyQuery } from '../../../model/resource.js';
-import { Envelope, IdParams, ListQuery } from '../../../model/schemas/common.js';
+import { notFound } from '../../../model/errors.js';
+import { Envelope, IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf, ok } from '../../envelope.js';
 import { principalOf } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
-import { notFound } from '../../../model/errors.js';
-import { ListEnvelope } from '../../../model/schemas/common.js';
 
 const own = (req: FastifyRequest) => {
   const p = principalOf(req);
