@@ -47,17 +47,22 @@ export interface Grant {
 
 /** For a page of services: the service policies that grant the identity Dial or Bind on each. */
 export async function grantsFor(db: AnyDb, identityId: string, serviceIds: string[]): Promise<Grant[]> {
-  if (!serviceIds.length) return [];
+  return (await grantsForMany(db, [identityId], serviceIds)).map(({ identityId: _, ...g }) => g);
+}
+
+/** The same for several identities at once (one query for a page of sessions). */
+export async function grantsForMany(db: AnyDb, identityIds: string[], serviceIds: string[]): Promise<(Grant & { identityId: string })[]> {
+  if (!serviceIds.length || !identityIds.length) return [];
   const rows = await db
     .selectFrom('policyMembers as f')
     .innerJoin('policyMembers as t', (j) => j.onRef('t.policyId', '=', 'f.policyId').on('t.side', '=', 'service'))
-    .select(['t.entityId as serviceId', 't.policyId as policyId', 't.kind as kind'])
-    .where('f.entityId', '=', identityId)
+    .select(['f.entityId as identityId', 't.entityId as serviceId', 't.policyId as policyId', 't.kind as kind'])
+    .where('f.entityId', 'in', [...new Set(identityIds)])
     .where('f.side', '=', 'identity')
     .where('f.kind', 'in', SERVICE_POLICY_KINDS)
-    .where('t.entityId', 'in', serviceIds)
+    .where('t.entityId', 'in', [...new Set(serviceIds)])
     .execute();
-  return rows as Grant[];
+  return rows as (Grant & { identityId: string })[];
 }
 
 export async function canUse(db: AnyDb, identityId: string, serviceId: string, kinds: PolicyKind[] = SERVICE_POLICY_KINDS): Promise<boolean> {

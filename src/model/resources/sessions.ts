@@ -9,7 +9,7 @@ import type { Ctx, Principal } from '../context.js';
 import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
 import { hashSecret, newId, newSecret } from '../ids.js';
-import { canUse, grantsFor, type Grant } from '../policy/access.js';
+import { canUse, grantsFor, grantsForMany, type Grant } from '../policy/access.js';
 import { checksOfPolicies, evaluateCheck, responsesOf } from '../posture/evaluate.js';
 import { baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
@@ -69,11 +69,12 @@ async function expandSessions(db: Db, rows: Row[], withPolicies: boolean) {
   const routers = await routersForPairs(db, rows.map((r) => ({ identityId: r.identityId, serviceId: r.serviceId })));
   for (const r of rows) r.routers = routers.get(`${r.identityId}|${r.serviceId}`) ?? [];
   if (!withPolicies) return;
-  for (const identityId of new Set(rows.map((r) => r.identityId as string))) {
-    const mine = rows.filter((r) => r.identityId === identityId);
-    const grants = await grantsFor(db, identityId, mine.map((r) => r.serviceId));
-    const names = await policyNames(db, grants);
-    for (const r of mine) r.servicePolicies = grants.filter((g) => g.serviceId === r.serviceId && g.kind === String(r.type).toLowerCase()).map((g) => entityRef('service-policies', g.policyId, names.get(g.policyId) ?? ''));
+  const grants = await grantsForMany(db, rows.map((r) => r.identityId), rows.map((r) => r.serviceId));
+  const names = await policyNames(db, grants);
+  for (const r of rows) {
+    r.servicePolicies = grants
+      .filter((g) => g.identityId === r.identityId && g.serviceId === r.serviceId && g.kind === String(r.type).toLowerCase())
+      .map((g) => entityRef('service-policies', g.policyId, names.get(g.policyId) ?? ''));
   }
 }
 
