@@ -89,4 +89,28 @@ describe.skipIf(!onPostgres)('two controllers on one PostgreSQL database', () =>
     expect(attrs).toEqual([...final.roleAttributes].sort());
     expect(tags).toEqual([{ tagKey: 'writer', value: final.tags.writer }]);
   });
+
+  it('keeps policy membership right when policies and entities are created at once through both controllers', async () => {
+    const token = (await call(0, 'POST', `${CLIENT}/authenticate?method=password`, undefined, ADMIN)).body.data.token;
+    const writes = [
+      ...Array.from({ length: 12 }, (_, i) => call(i % 2, 'POST', `${MGMT}/identities`, token, { name: `race-id-${i}`, type: 'User', isAdmin: false, roleAttributes: ['race'] })),
+      ...Array.from({ length: 6 }, (_, i) => call((i + 1) % 2, 'POST', `${MGMT}/service-policies`, token, { name: `race-sp-${i}`, type: 'Dial', semantic: 'AnyOf', identityRoles: ['#race'], serviceRoles: ['#all'] })),
+    ];
+    const results = await Promise.all(writes);
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    // Every policy selects every identity, whichever controller and order wrote them.
+    const policies = results.slice(12).map((r) => r.body.data.id);
+    for (const p of policies) {
+      const members = (await call(1, 'GET', `${MGMT}/service-policies/${p}/identities?limit=100`, token)).body.data.map((x: { name: string }) => x.name);
+      expect(members.filter((n: string) => n.startsWith('race-id-')).length).toBe(12);
+    }
+    expect((await call(0, 'POST', `${MGMT}/database/check-data-integrity`, token)).status).toBe(202);
+    let state;
+    for (let i = 0; i < 200; i++) {
+      state = (await call(1, 'GET', `${MGMT}/database/data-integrity-results`, token)).body.data;
+      if (!state.inProgress) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(state.results).toEqual([]);
+  });
 });
