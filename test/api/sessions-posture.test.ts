@@ -94,7 +94,8 @@ describe('posture', () => {
     const domain = (await mg('POST', '/posture-checks', { name: 'corp-domain', typeId: 'DOMAIN', domains: ['CORP.example'], roleAttributes: ['corp'] })).body.data.id;
     const os = (await mg('POST', '/posture-checks', { name: 'modern-os', typeId: 'OS', operatingSystems: [{ type: 'Windows', versions: ['>=10.0.19041'] }], roleAttributes: ['corp'] })).body.data.id;
     expect((await mg('GET', `/posture-checks/${domain}`)).body.data).toMatchObject({ name: 'corp-domain', typeId: 'DOMAIN', domains: ['CORP.example'], version: 1, roleAttributes: ['corp'] });
-    expect((await mg('PATCH', `/posture-checks/${domain}`, { domains: ['corp.example', 'lab.example'] })).status).toBe(200);
+    expectError(await mg('PATCH', `/posture-checks/${domain}`, { domains: ['corp.example', 'lab.example'] }), 400, 'COULD_NOT_VALIDATE');
+    expect((await mg('PATCH', `/posture-checks/${domain}`, { typeId: 'DOMAIN', domains: ['corp.example', 'lab.example'] })).status).toBe(200);
     expect((await mg('GET', `/posture-checks/${domain}`)).body.data.version).toBe(2);
     expectError(await mg('PATCH', `/posture-checks/${domain}`, { typeId: 'MAC' }), 400);
 

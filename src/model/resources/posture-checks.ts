@@ -97,7 +97,8 @@ export const postureChecks = defineResource({
     detail: postureCheckDetail,
     create: Type.Object({ name: Name, typeId: CheckTypeT, ...common }, { additionalProperties: false }),
     update: Type.Object({ name: Name, typeId: Type.Optional(CheckTypeT), ...common }, { additionalProperties: false }),
-    patch: Type.Object({ name: Type.Optional(Name), typeId: Type.Optional(CheckTypeT), ...common }, { additionalProperties: false }),
+    // As upstream, a patch names the check's type (it selects which fields apply); it cannot change it.
+    patch: Type.Object({ name: Type.Optional(Name), typeId: CheckTypeT, ...common }, { additionalProperties: false }),
   },
   roleAttributes: 'roleAttributes',
   policySide: 'posture-check',
