@@ -10,7 +10,7 @@ import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
 import { edgeRouterClientFields, edgeRouterClientView, edgeRouters } from '../../../model/resources/routers.js';
 import { serviceViewFor, services } from '../../../model/resources/services.js';
-import { checkSessionToken } from '../../../model/resources/sessions.js';
+import { checkSessionToken, sessionRouter } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
@@ -84,13 +84,9 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
       await parentExists(ctx, scope ? { ...services, source: (db) => scope(db.selectFrom('services as e') as never) } : services, id);
       await checkSessionToken(ctx.store.db, p.identityId, (req.headers as Record<string, string | undefined>)['session-token']);
       const routers = (q: AnyQuery) => q.where(idIn(sharedEdgeRouters(ctx.store.db, p.identityId, id)) as never);
-      const { items, pagination } = await listResource(ctx, clientEdgeRouters, req.query as ListParams, routers);
-      const edgeRouters = items.map((r) => {
-        const { id: _id, _links, createdAt, updatedAt, tags, ...rest } = r as Record<string, unknown>;
-        void _id; void _links; void createdAt; void updatedAt; void tags;
-        return { ...rest, urls: rest.supportedProtocols ?? {} };
-      });
-      return { data: { edgeRouters }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
+      // The session form: no base fields, plus the routers' listener URLs.
+      const { items, pagination } = await listResource(ctx, { ...clientEdgeRouters, toDetail: sessionRouter }, req.query as ListParams, routers);
+      return { data: { edgeRouters: items }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
     },
   );
 }
