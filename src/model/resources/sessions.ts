@@ -129,6 +129,7 @@ interface PolicyFailure {
 /** A Dial or Bind session for a service the caller may use, whose posture checks pass. */
 export async function createSession(ctx: Ctx, who: Principal, body: { serviceId: string; type?: string; tags?: Record<string, unknown> }) {
   const db = ctx.store.db;
+  if (!who.apiSessionId) throw new ApiError(400, 'NO_API_SESSION', 'A session belongs to an API session: authenticate first (the local administrator has none)');
   const type = body.type ?? 'Dial';
   if (type === 'Invalid') throw new ApiError(400, 'INVALID_FIELD', 'type must be Dial or Bind', { field: 'type', reason: 'must be Dial or Bind', value: type });
   const service =
