@@ -22,7 +22,8 @@ function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr:
   });
 }
 
-describe('ztc on a local data dir', () => {
+// Each command is a fresh process (start, open the store): a test of a dozen commands needs minutes, not the default 30 s.
+describe('ztc on a local data dir', { timeout: 120_000 }, () => {
   const dir = tempDataDir();
   beforeAll(async () => {
     localDb = await testDatabase();
