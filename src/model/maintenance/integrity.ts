@@ -8,7 +8,7 @@ import type { Ctx } from '../context.js';
 import { touchServices } from '../changes.js';
 import { writeTx } from '../crud.js';
 import { conflict } from '../errors.js';
-import { evaluateEntity, evaluatePolicy, expectedMembers, storedMembers, type Side } from '../policy/membership.js';
+import { evaluateEntity, evaluatePolicy, expectedMembers, removeRole, SIDE_TABLES, storedMembers, type Side } from '../policy/membership.js';
 import { policyShapes } from '../resources/policies.js';
 import { indexRoleAttributes, indexTags } from '../../store/entity-index.js';
 
@@ -25,12 +25,7 @@ export interface Finding {
 }
 
 /** Entities with role attributes, the policy side they sit on, and where their rows are. */
-const ROLE_ENTITIES: { table: string; side: Side; where?: string }[] = [
-  { table: 'identities', side: 'identity' },
-  { table: 'services', side: 'service' },
-  { table: 'routers', side: 'edge-router', where: 'is_edge = 1' },
-  { table: 'posture_checks', side: 'posture-check' },
-];
+const ROLE_ENTITIES = (Object.entries(SIDE_TABLES) as [Side, { table: string; where?: string }][]).map(([side, t]) => ({ side, ...t }));
 /** Every table whose rows carry tags (and so entity_tags rows). */
 const TAGGED = ['identities', 'services', 'routers', 'posture_checks', 'configs', 'config_types', 'cas', 'auth_policies', 'external_jwt_signers', 'edge_router_policies', 'service_edge_router_policies', 'service_policies', 'terminators', 'enrollments', 'authenticators', 'sessions'];
 
@@ -94,11 +89,7 @@ const checks: Check[] = [
           const found = await sql`select id from ${sql.table(e.table)} where id = ${role.slice(1)}`.execute(db);
           if (found.rows.length) continue;
           if (fix) {
-            const table = p.kind === 'erp' ? 'edge_router_policies' : p.kind === 'serp' ? 'service_edge_router_policies' : 'service_policies';
-            const column = { identity: 'identity_roles', service: 'service_roles', 'edge-router': 'edge_router_roles', 'posture-check': 'posture_check_roles' }[side];
-            const kept = roles.filter((r) => r !== role);
-            await sql`update ${sql.table(table)} set ${sql.ref(column)} = ${JSON.stringify(kept)} where id = ${p.id}`.execute(db);
-            p.sides[side] = kept;
+            p.sides[side] = await removeRole(db, p.id, p.kind, side, role);
             await evaluatePolicy(db, p);
           }
           report(`policy ${p.id}: role ${role} names a ${side} that does not exist`, fix);

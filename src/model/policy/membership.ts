@@ -31,7 +31,7 @@ export interface PolicyShape {
 }
 
 /** The entities one side selects from: the table and any condition on it. */
-const sideTables: Record<Side, { table: string; where?: string }> = {
+export const SIDE_TABLES: Record<Side, { table: string; where?: string }> = {
   identity: { table: 'identities' },
   service: { table: 'services' },
   'edge-router': { table: 'routers', where: 'is_edge = 1' },
@@ -50,7 +50,7 @@ export async function lockMembership(tx: AnyDb) {
 }
 
 export function sideQuery(db: AnyDb, side: Side) {
-  const t = sideTables[side];
+  const t = SIDE_TABLES[side];
   let q = db.selectFrom(`${t.table} as e`);
   if (t.where) q = q.where(sql.raw(`e.${t.where}`) as never);
   return q;
@@ -122,14 +122,18 @@ export async function forgetEntity(tx: AnyDb, id: string) {
   await lockMembership(tx);
   await tx.deleteFrom('policyMembers').where('entityId', '=', id).execute();
   const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
-  for (const r of naming) {
-    const table = sql.table(POLICY_TABLE[r.kind]);
-    const column = sql.ref(ROLE_COLUMN[r.side]);
-    const row = await sql<{ roles: string }>`select ${column} as roles from ${table} where id = ${r.policyId}`.execute(tx);
-    const kept = (JSON.parse(row.rows[0]?.roles ?? '[]') as string[]).filter((x) => x !== `@${id}`);
-    await sql`update ${table} set ${column} = ${JSON.stringify(kept)} where id = ${r.policyId}`.execute(tx);
-  }
+  for (const r of naming) await removeRole(tx, r.policyId, r.kind, r.side, `@${id}`);
   await tx.deleteFrom('policyRoles').where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute();
+}
+
+/** Take one role out of a policy's stored role list for a side; returns the roles kept. */
+export async function removeRole(tx: AnyDb, policyId: string, kind: PolicyKind, side: Side, role: string): Promise<string[]> {
+  const table = sql.table(POLICY_TABLE[kind]);
+  const column = sql.ref(ROLE_COLUMN[side]);
+  const row = await sql<{ roles: string }>`select ${column} as roles from ${table} where id = ${policyId}`.execute(tx);
+  const kept = (JSON.parse(row.rows[0]?.roles ?? '[]') as string[]).filter((x) => x !== role);
+  await sql`update ${table} set ${column} = ${JSON.stringify(kept)} where id = ${policyId}`.execute(tx);
+  return kept;
 }
 
 /** Roles as a policy stores them: #attribute, @id (a @name is resolved to the id), #all. */

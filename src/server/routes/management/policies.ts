@@ -8,7 +8,7 @@ import { writeTx } from '../../../model/crud.js';
 import { touchServices } from '../../../model/changes.js';
 import { invalidField, notFound } from '../../../model/errors.js';
 import { canUse, idIn, kindsOfType, membersOf, policiesOf, relatedIds, sharedEdgeRouters } from '../../../model/policy/access.js';
-import type { PolicyKind, Side } from '../../../model/policy/membership.js';
+import { SIDE_TABLES, sideQuery, type PolicyKind, type Side } from '../../../model/policy/membership.js';
 import { reEnrollRouter } from '../../../model/pki/router-enroll.js';
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { entityRef } from '../../../model/resource.js';
@@ -67,11 +67,11 @@ function policyLists(): [string, string, ResourceDecl, ResourceDecl, Scope, Reco
 const tagOf = (decl: ResourceDecl) => decl.plural.replace(/(^|-)(\w)/g, (_, d: string, c: string) => (d ? ' ' : '') + c.toUpperCase());
 
 /** Role attributes in use by one kind of entity, as a plain list of strings (filterable by `id`). */
-function roleAttributeList(app: FastifyInstance, ctx: Ctx, url: string, operationId: string, table: string, where?: string) {
+function roleAttributeList(app: FastifyInstance, ctx: Ctx, url: string, operationId: string, side: Side) {
   const filterable = { id: { column: 'e.id', type: 'string' as const, sortable: true }, name: { column: 'e.id', type: 'string' as const, sortable: true } };
+  const table = SIDE_TABLES[side].table;
   const source = (db: Db) => {
-    let owners = db.selectFrom(`${table} as o` as never).select('o.id' as never);
-    if (where) owners = owners.where(sql.raw(`o.${where}`) as never);
+    const owners = sideQuery(db, side).select('e.id');
     const attrs = db
       .selectFrom('entityRoleAttributes as r')
       .select([sql.ref<string>('r.attribute').as('id'), sql<string>`''`.as('created_at')])
@@ -105,10 +105,10 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
   for (const [url, operationId, parent, child, scope, extraQuery] of policyLists()) {
     relatedList(app, ctx, { url, operationId, tags: [tagOf(parent)], summary: `The ${child.plural.replace(/-/g, ' ')} of ${parent.name === 'identity' ? 'an' : 'a'} ${parent.name}`, parent: { decl: parent }, decl: child, scope, extraQuery });
   }
-  roleAttributeList(app, ctx, '/identity-role-attributes', 'listIdentityRoleAttributes', 'identities');
-  roleAttributeList(app, ctx, '/edge-router-role-attributes', 'listEdgeRouterRoleAttributes', 'routers', 'is_edge = 1');
-  roleAttributeList(app, ctx, '/service-role-attributes', 'listServiceRoleAttributes', 'services');
-  roleAttributeList(app, ctx, '/posture-check-role-attributes', 'listPostureCheckRoleAttributes', 'posture_checks');
+  roleAttributeList(app, ctx, '/identity-role-attributes', 'listIdentityRoleAttributes', 'identity');
+  roleAttributeList(app, ctx, '/edge-router-role-attributes', 'listEdgeRouterRoleAttributes', 'edge-router');
+  roleAttributeList(app, ctx, '/service-role-attributes', 'listServiceRoleAttributes', 'service');
+  roleAttributeList(app, ctx, '/posture-check-role-attributes', 'listPostureCheckRoleAttributes', 'posture-check');
 
   app.post(
     '/edge-routers/:id/re-enroll',
