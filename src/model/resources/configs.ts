@@ -2,6 +2,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
+import { byIdOrName } from '../../store/by-id-or-name.js';
 import { fromJson } from '../../store/json.js';
 import { ApiError, conflict, invalidField } from '../errors.js';
 import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
@@ -78,12 +79,7 @@ export const configPatch = Type.Object({ name: Type.Optional(Name), data: Type.O
 export const configDetail = Type.Object({ ...baseFields, name: Type.String(), configTypeId: Type.String(), configType: EntityRef, data: JsonObject });
 
 /** The config type by id or (as clients often send) by name. */
-async function configType(tx: Tx, ref: string) {
-  return (
-    (await tx.selectFrom('configTypes').selectAll().where('id', '=', ref).executeTakeFirst()) ??
-    (await tx.selectFrom('configTypes').selectAll().where('name', '=', ref).executeTakeFirst())
-  );
-}
+const configType = (tx: Tx, ref: string) => byIdOrName<{ id: string; schema: string }>(tx, 'configTypes', ref, '*');
 
 function checkData(schemaText: string, data: unknown) {
   const validate = validatorFor(schemaText);

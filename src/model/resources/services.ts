@@ -3,6 +3,7 @@
 import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet } from '../../store/json.js';
+import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
 import { grantsFor } from '../policy/access.js';
 import { checksOfPolicies, postureQueries, responsesOf } from '../posture/evaluate.js';
@@ -47,9 +48,7 @@ export const serviceDetail = Type.Object({
 async function resolveConfigs(tx: Tx, refs: string[]): Promise<{ configId: string; configTypeId: string }[]> {
   const out: { configId: string; configTypeId: string }[] = [];
   for (const ref of [...new Set(refs)]) {
-    const c =
-      (await tx.selectFrom('configs').select(['id', 'configTypeId']).where('id', '=', ref).executeTakeFirst()) ??
-      (await tx.selectFrom('configs').select(['id', 'configTypeId']).where('name', '=', ref).executeTakeFirst());
+    const c = await byIdOrName<{ id: string; configTypeId: string }>(tx, 'configs', ref, ['id', 'configTypeId']);
     if (!c) throw invalidField('configs', `no config has the id or name '${ref}'`, ref);
     const clash = out.find((o) => o.configTypeId === c.configTypeId);
     if (clash && clash.configId !== c.id) throw invalidField('configs', `configs '${clash.configId}' and '${c.id}' are of the same type: a service takes one config per type`, ref);

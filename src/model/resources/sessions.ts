@@ -3,6 +3,7 @@
 // A session ends with its API session (foreign key, ON DELETE CASCADE).
 import { Type } from 'typebox';
 import type { Db } from '../../store/db.js';
+import { byIdOrName } from '../../store/by-id-or-name.js';
 import { indexTags } from '../../store/entity-index.js';
 import { iso } from '../clock.js';
 import type { Ctx, Principal } from '../context.js';
@@ -132,9 +133,7 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   if (!who.apiSessionId) throw new ApiError(400, 'NO_API_SESSION', 'A session belongs to an API session: authenticate first (the local administrator has none)');
   const type = body.type ?? 'Dial';
   if (type === 'Invalid') throw new ApiError(400, 'INVALID_FIELD', 'type must be Dial or Bind', { field: 'type', reason: 'must be Dial or Bind', value: type });
-  const service =
-    (await db.selectFrom('services').select(['id', 'name']).where('id', '=', body.serviceId).executeTakeFirst()) ??
-    (await db.selectFrom('services').select(['id', 'name']).where('name', '=', body.serviceId).executeTakeFirst());
+  const service = await byIdOrName<{ id: string; name: string }>(db, 'services', body.serviceId, ['id', 'name']);
   // A service the caller cannot see does not exist, as far as it can tell.
   if (!service || (!who.isAdmin && !(await canUse(db, who.identityId, service.id)))) throw notFound('service', body.serviceId);
   const kind = type === 'Dial' ? 'dial' : 'bind';

@@ -2,6 +2,7 @@
 // With no data plane here they are administered data; hosting SDKs' own terminators arrive the same way.
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
+import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
@@ -27,9 +28,7 @@ export const terminatorDetail = Type.Object({
 });
 
 async function lookup(tx: Tx, table: 'services' | 'routers', field: string, ref: string) {
-  const row =
-    (await tx.selectFrom(table).select('id').where('id', '=', ref).executeTakeFirst()) ??
-    (await tx.selectFrom(table).select('id').where('name', '=', ref).executeTakeFirst());
+  const row = await byIdOrName<{ id: string }>(tx, table, ref);
   if (!row) throw invalidField(field, `no ${table === 'services' ? 'service' : 'router'} has the id or name '${ref}'`, ref);
   return row.id;
 }

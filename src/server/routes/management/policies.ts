@@ -21,6 +21,7 @@ import { terminators } from '../../../model/resources/terminators.js';
 import { postureChecks } from '../../../model/resources/posture-checks.js';
 import { EntityRef, Empty, Envelope, IdParams, ListQuery } from '../../../model/schemas/common.js';
 import type { Db } from '../../../store/db.js';
+import { byIdOrName } from '../../../store/by-id-or-name.js';
 import { listPage, type ListParams } from '../../../store/list.js';
 import { errors } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
@@ -173,9 +174,9 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
   async function resolvePairs(tx: Db, list: { serviceId: string; configId: string }[]) {
     const out = [];
     for (const [i, p] of list.entries()) {
-      const service = await tx.selectFrom('services').select('id').where((eb) => eb.or([eb('id', '=', p.serviceId), eb('name', '=', p.serviceId)])).executeTakeFirst();
+      const service = await byIdOrName<{ id: string }>(tx, 'services', p.serviceId);
       if (!service) throw invalidField(`[${i}].serviceId`, `no service has the id or name '${p.serviceId}'`, p.serviceId);
-      const config = await tx.selectFrom('configs').select(['id', 'configTypeId']).where((eb) => eb.or([eb('id', '=', p.configId), eb('name', '=', p.configId)])).executeTakeFirst();
+      const config = await byIdOrName<{ id: string; configTypeId: string }>(tx, 'configs', p.configId, ['id', 'configTypeId']);
       if (!config) throw invalidField(`[${i}].configId`, `no config has the id or name '${p.configId}'`, p.configId);
       out.push({ serviceId: service.id, configId: config.id, configTypeId: config.configTypeId });
     }
