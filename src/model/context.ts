@@ -21,6 +21,4 @@ export interface Principal {
   isAdmin: boolean;
   apiSessionId: string;
   token: string;
-  /** Config types the client asked for when it authenticated (services then carry those configs). */
-  configTypes: string[];
 }

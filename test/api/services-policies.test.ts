@@ -168,6 +168,10 @@ describe('identity service configs', () => {
     const token = await c.login('carol', 'password1');
     const addresses = async () => (await c.call('GET', `${CLIENT}/services/${app}?configTypes=all`, { token })).body.data.config['intercept.v1'].addresses;
     expect(await addresses()).toEqual(['app.internal']);
+    // Config types named at login apply without the query parameter.
+    const typed = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'carol', password: 'password1', configTypes: ['intercept.v1'] } })).body.data.token;
+    expect(Object.keys((await c.call('GET', `${CLIENT}/services/${app}`, { token: typed })).body.data.config)).toEqual(['intercept.v1']);
+    expect((await c.call('GET', `${CLIENT}/services/${app}`, { token })).body.data.config).toEqual({});
     expect((await post(`/identities/${carol}/service-configs`, [{ serviceId: 'app', configId: mine }])).status).toBe(200);
     expect(await addresses()).toEqual(['app.carol']);
     const listed = (await get(`/identities/${carol}/service-configs`)).body.data;

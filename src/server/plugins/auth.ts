@@ -5,7 +5,7 @@ import { resolveSession, type SessionWithIdentity } from '../../model/auth/api-s
 import type { Ctx, Principal } from '../../model/context.js';
 import { ApiError, unauthorized } from '../../model/errors.js';
 import { safeEqual } from '../../model/ids.js';
-import { fromJson, isSet } from '../../store/json.js';
+import { isSet } from '../../store/json.js';
 
 /**
  * public: anyone; partial: any API session, even one still owing MFA (the MFA routes, the session
@@ -47,12 +47,12 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     const token = sessionToken(request);
     if (!token) throw unauthorized();
     if (localAdmin && safeEqual(token, localAdmin.token)) {
-      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, apiSessionId: '', token, configTypes: [] };
+      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, apiSessionId: '', token };
       return;
     }
     const s = await resolveSession(ctx, token);
     request.apiSession = s;
-    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin: isSet(s.isAdmin), apiSessionId: s.id, token, configTypes: fromJson<string[]>(s.configTypes, []) };
+    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin: isSet(s.isAdmin), apiSessionId: s.id, token };
     if (access !== 'partial' && isSet(s.isMfaRequired) && !isSet(s.isMfaComplete)) {
       throw new ApiError(401, 'MFA_REQUIRED', 'This API session must complete MFA first: POST /authenticate/mfa with a code (or enroll MFA, as the auth policy requires)');
     }

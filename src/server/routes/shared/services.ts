@@ -12,6 +12,7 @@ import { edgeRouterClientFields, edgeRouterClientView, edgeRouters } from '../..
 import { serviceViewFor, services } from '../../../model/resources/services.js';
 import { checkSessionToken, sessionRouter } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
+import { fromJson } from '../../../store/json.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf } from '../../envelope.js';
@@ -24,7 +25,9 @@ function viewer(req: FastifyRequest) {
   const p = principalOf(req);
   const q = (req.query as { configTypes?: string[] | string }).configTypes ?? [];
   const asked = typeof q === 'string' ? [q] : q;
-  return serviceViewFor({ identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...p.configTypes])], apiSessionId: p.apiSessionId || undefined });
+  // With those the client asked for when it authenticated (read here, not on every request).
+  const atLogin = fromJson<string[]>(req.apiSession?.configTypes, []);
+  return serviceViewFor({ identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...atLogin])], apiSessionId: p.apiSessionId || undefined });
 }
 
 /** Non-admins see the services a service policy grants them. */
