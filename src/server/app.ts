@@ -11,6 +11,8 @@ import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
 import { RouteTable } from './route-table.js';
+import { cleanUrl } from './clean-path.js';
+import { isListStream } from './envelope.js';
 import { registerManagement } from './routes/management/index.js';
 import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
 import { registerSessionRoutes } from './routes/shared/session.js';
@@ -127,6 +129,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
+    rewriteUrl: (req) => cleanUrl(req.url ?? '/'),
   }) as unknown as App;
   const table = new RouteTable();
   app.decorate('routeTable', table);
@@ -137,8 +140,9 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerAuth(app, ctx, opts.localAdmin);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', String(request.id));
+    if (isListStream(payload)) reply.header('content-type', 'application/json; charset=utf-8');
   });
 
   const specs = new SpecRegistry();
