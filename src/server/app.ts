@@ -26,6 +26,8 @@ import { registerSessionCertificates } from './routes/client/session-certificate
 import { registerClientSigners } from './routes/client/external-jwt-signers.js';
 import { SpecRegistry } from './specs.js';
 import { VERSION } from '../version.js';
+import { registerCors } from './cors.js';
+import { registerZac } from './zac.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -134,6 +136,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   validators(app);
   contentTypes(app);
   registerErrorHandling(app, table);
+  registerCors(app, ctx.config.corsOrigins);
   registerAuth(app, ctx, opts.localAdmin);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
@@ -146,6 +149,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   await registerApi(app, ctx, specs, 'client');
   await registerApi(app, ctx, specs, 'management');
   registerDocs(app, specs);
+  registerZac(app, ctx.config.zacDir);
   await app.ready();
   return app;
 }
