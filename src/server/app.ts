@@ -28,6 +28,8 @@ import { SpecRegistry } from './specs.js';
 import { VERSION } from '../version.js';
 import { registerCors } from './cors.js';
 import { registerZac } from './zac.js';
+import { registerNetworkJwts } from './routes/shared/network-jwts.js';
+import { registerFabric } from './routes/fabric.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -109,6 +111,7 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       registerServices(child, ctx, api);
       registerSessions(child, ctx, api);
       registerControllers(child, ctx, api);
+      registerNetworkJwts(child, ctx);
       if (api === 'management') registerManagement(child, ctx);
       if (api === 'client') {
         registerEnroll(child, ctx);
@@ -146,8 +149,10 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
 
   const specs = new SpecRegistry();
   registerVersionRoutes(app, ctx);
+  registerNetworkJwts(app, ctx);
   await registerApi(app, ctx, specs, 'client');
   await registerApi(app, ctx, specs, 'management');
+  await registerFabric(app, ctx, specs);
   registerDocs(app, specs);
   registerZac(app, ctx.config.zacDir);
   await app.ready();
