@@ -22,6 +22,10 @@ export interface Config {
   authRateLimitPerMinute: number;
   /** Other API requests per minute per API session (or per address without one; 0: no limit). */
   apiRateLimitPerMinute: number;
+  /** A directory holding a build of OpenZiti's admin console (ZAC), served at /zac/; empty: not served. */
+  zacDir: string;
+  /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
+  corsOrigins: string[];
 }
 
 export const defaults = (): Config => ({
@@ -37,6 +41,8 @@ export const defaults = (): Config => ({
   logLevel: 'info',
   authRateLimitPerMinute: 300,
   apiRateLimitPerMinute: 6000,
+  zacDir: '',
+  corsOrigins: [],
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -54,6 +60,8 @@ const ENV: Record<keyof Config, string> = {
   logLevel: 'ZTC_LOG_LEVEL',
   authRateLimitPerMinute: 'ZTC_AUTH_RATE_LIMIT_PER_MINUTE',
   apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
+  zacDir: 'ZTC_ZAC_DIR',
+  corsOrigins: 'ZTC_CORS_ORIGINS',
 };
 
 export class ConfigError extends Error {}
@@ -89,6 +97,20 @@ function coerce(key: keyof Config, value: unknown, source: string): unknown {
   return String(value);
 }
 
+/** An origin as browsers send it (scheme://host[:port], no path): the only form the Origin header takes. */
+function webOrigin(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`corsOrigins: '${text}' is not an origin such as https://console.example.com`);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`corsOrigins: '${text}' must be a web origin such as https://console.example.com (scheme, host and port only)`);
+  }
+  return url.origin;
+}
+
 /** Merge layers; `flags` holds only what the user typed. */
 export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.ProcessEnv = process.env): Config {
   const envRaw = fromEnv(env);
@@ -113,6 +135,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
     }
   }
   cfg.dataDir = path.resolve(cfg.dataDir);
+  if (cfg.zacDir) cfg.zacDir = path.resolve(cfg.zacDir);
+  cfg.corsOrigins = cfg.corsOrigins.map(webOrigin);
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');

@@ -28,6 +28,10 @@ import { registerSessionCertificates } from './routes/client/session-certificate
 import { registerClientSigners } from './routes/client/external-jwt-signers.js';
 import { SpecRegistry } from './specs.js';
 import { VERSION } from '../version.js';
+import { registerCors } from './cors.js';
+import { registerZac } from './zac.js';
+import { registerNetworkJwts } from './routes/shared/network-jwts.js';
+import { registerFabric } from './routes/fabric.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -109,6 +113,7 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       registerServices(child, ctx, api);
       registerSessions(child, ctx, api);
       registerControllers(child, ctx, api);
+      registerNetworkJwts(child, ctx);
       if (api === 'management') registerManagement(child, ctx);
       if (api === 'client') {
         registerEnroll(child, ctx);
@@ -137,6 +142,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   validators(app);
   contentTypes(app);
   registerErrorHandling(app, table);
+  registerCors(app, ctx.config.corsOrigins);
   registerAuth(app, ctx, opts.localAdmin);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
@@ -147,9 +153,12 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
 
   const specs = new SpecRegistry();
   registerVersionRoutes(app, ctx);
+  registerNetworkJwts(app, ctx);
   await registerApi(app, ctx, specs, 'client');
   await registerApi(app, ctx, specs, 'management');
+  await registerFabric(app, ctx, specs);
   registerDocs(app, specs);
+  registerZac(app, ctx.config.zacDir);
   await app.ready();
   return app;
 }

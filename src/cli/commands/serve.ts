@@ -3,6 +3,7 @@ import { loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
 import { startController, type Running } from '../../server/controller.js';
 import { loggerOptions } from '../../server/logging.js';
+import { ZAC_PATH } from '../../server/zac.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { progress } from '../output.js';
@@ -22,6 +23,8 @@ export function serverOptions(cmd: Command): Command {
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
+    .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
+    .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
 }
 
@@ -39,6 +42,8 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     authRateLimitPerMinute: opts.authRateLimitPerMinute,
     apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
     logLevel: opts.logLevel,
+    zacDir: opts.zacDir,
+    corsOrigins: opts.corsOrigins,
   });
   return { ...config, ...overrides };
 }
@@ -57,6 +62,8 @@ export async function runController(config: Config): Promise<Running> {
   out.write(`  client API    ${running.url}/edge/client/v1\n`);
   out.write(`  management    ${running.url}/edge/management/v1\n`);
   out.write(`  API docs      ${running.url}/docs\n`);
+  if (config.zacDir) out.write(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})\n`);
+  if (config.corsOrigins.length) out.write(`  CORS origins  ${config.corsOrigins.join(', ')}\n`);
   if (running.boot.generatedPassword) {
     out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
   } else if (running.boot.adminCreated) {
