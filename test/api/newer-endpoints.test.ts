@@ -81,7 +81,8 @@ describe('GET /fabric/v1/routers|links|circuits', () => {
       expect(r.body.data, path).toEqual([]);
       expect(r.body.meta.pagination, path).toMatchObject({ offset: 0, totalCount: 0 });
     }
-    expectError(await c.call('GET', '/fabric/v1/links?offset=-1', { token: admin }), 400);
+    // Upstream's paging rules: a negative offset is 0; a limit that is not a whole number is a 400.
+    expectError(await c.call('GET', '/fabric/v1/links?limit=1.5', { token: admin }), 400);
   });
 
   it('is for admins, as upstream\'s fabric API; other fabric paths are a clean 404', async () => {

@@ -9,7 +9,7 @@ import type { Ctx } from '../../model/context.js';
 import { listResource } from '../../model/crud.js';
 import { routers } from '../../model/resources/routers.js';
 import { baseFields, EntityRef, ListEnvelope, ListQuery, MapOf } from '../../model/schemas/common.js';
-import { resolvePaging, type ListParams } from '../../store/list.js';
+import { collect, resolvePaging, type ListParams } from '../../store/list.js';
 import { VERSION } from '../../version.js';
 import { errors, filterableFields } from '../crud.js';
 import { listOf } from '../envelope.js';
@@ -64,7 +64,8 @@ export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: Spec
         { schema: { operationId: 'listRouters', tags, summary: 'List routers as the fabric sees them: every router, none connected', querystring: ListQuery, response: { 200: ListEnvelope(FabricRouter), ...errors(400, 401) } } },
         async (req) => {
           const { items, pagination } = await listResource(ctx, routers, req.query as ListParams);
-          const data = items.map((r: Record<string, unknown>) => ({
+          const all = Array.isArray(items) ? items : await collect(items);
+          const data = all.map((r: Record<string, unknown>) => ({
             id: r.id, _links: r._links, createdAt: r.createdAt, updatedAt: r.updatedAt, tags: r.tags,
             name: r.name, fingerprint: r.fingerprint, connected: false, cost: r.cost, noTraversal: r.noTraversal, disabled: r.disabled,
             listenerAddresses: [], ctrlChanListeners: {}, interfaces: [],
