@@ -12,6 +12,7 @@ import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
+import { capConnectionsPerAddress, serverTimeouts } from './connections.js';
 
 export interface Opened {
   ctx: Ctx;
@@ -61,8 +62,10 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       // Forward-secret AEAD suites only (TLS 1.3's, and ECDHE with GCM or ChaCha20 for 1.2).
       ciphers: TLS_CIPHERS,
       honorCipherOrder: true,
+      ...serverTimeouts(config).server,
     },
   });
+  capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
   await app.listen({ port: config.port, host: config.bind });
