@@ -30,6 +30,10 @@ export interface Config {
   idleTimeoutSeconds: number;
   /** A file holding the default admin's password (not visible in `ps`, unlike --admin-password). */
   adminPasswordFile: string;
+  /** A directory holding a build of OpenZiti's admin console (ZAC), served at /zac/; empty: not served. */
+  zacDir: string;
+  /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
+  corsOrigins: string[];
 }
 
 export const defaults = (): Config => ({
@@ -49,6 +53,8 @@ export const defaults = (): Config => ({
   headersTimeoutSeconds: 10,
   idleTimeoutSeconds: 60,
   adminPasswordFile: '',
+  zacDir: '',
+  corsOrigins: [],
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -70,6 +76,8 @@ const ENV: Record<keyof Config, string> = {
   headersTimeoutSeconds: 'ZTC_HEADERS_TIMEOUT_SECONDS',
   idleTimeoutSeconds: 'ZTC_IDLE_TIMEOUT_SECONDS',
   adminPasswordFile: 'ZTC_ADMIN_PASSWORD_FILE',
+  zacDir: 'ZTC_ZAC_DIR',
+  corsOrigins: 'ZTC_CORS_ORIGINS',
 };
 
 export class ConfigError extends Error {}
@@ -119,6 +127,20 @@ function readPasswordFile(file: string, given: string): string {
   return password;
 }
 
+/** An origin as browsers send it (scheme://host[:port], no path): the only form the Origin header takes. */
+function webOrigin(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`corsOrigins: '${text}' is not an origin such as https://console.example.com`);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`corsOrigins: '${text}' must be a web origin such as https://console.example.com (scheme, host and port only)`);
+  }
+  return url.origin;
+}
+
 /** Merge layers; `flags` holds only what the user typed. */
 export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.ProcessEnv = process.env): Config {
   const envRaw = fromEnv(env);
@@ -143,6 +165,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
     }
   }
   cfg.dataDir = path.resolve(cfg.dataDir);
+  if (cfg.zacDir) cfg.zacDir = path.resolve(cfg.zacDir);
+  cfg.corsOrigins = cfg.corsOrigins.map(webOrigin);
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');

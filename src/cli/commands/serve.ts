@@ -3,6 +3,7 @@ import { loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
 import { startController, type Running } from '../../server/controller.js';
 import { loggerOptions } from '../../server/logging.js';
+import { ZAC_PATH } from '../../server/zac.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { progress } from '../output.js';
@@ -26,6 +27,8 @@ export function serverOptions(cmd: Command): Command {
     .option('--max-connections-per-address <n>', 'open connections one client address may hold (default 256; 0: no cap)')
     .option('--headers-timeout-seconds <n>', 'time to complete the TLS handshake and send the headers (default 10)')
     .option('--idle-timeout-seconds <n>', 'time a connection may stay idle before it is closed (default 60)')
+    .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
+    .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
 }
 
@@ -47,6 +50,8 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     headersTimeoutSeconds: opts.headersTimeoutSeconds,
     idleTimeoutSeconds: opts.idleTimeoutSeconds,
     logLevel: opts.logLevel,
+    zacDir: opts.zacDir,
+    corsOrigins: opts.corsOrigins,
   });
   return { ...config, ...overrides };
 }
@@ -65,6 +70,8 @@ export async function runController(config: Config): Promise<Running> {
   out.write(`  client API    ${running.url}/edge/client/v1\n`);
   out.write(`  management    ${running.url}/edge/management/v1\n`);
   out.write(`  API docs      ${running.url}/docs\n`);
+  if (config.zacDir) out.write(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})\n`);
+  if (config.corsOrigins.length) out.write(`  CORS origins  ${config.corsOrigins.join(', ')}\n`);
   if (running.boot.generatedPassword) {
     out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
   } else if (running.boot.adminCreated) {
