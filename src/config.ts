@@ -26,7 +26,7 @@ export interface Config {
   maxConnectionsPerAddress: number;
   /** Time a client has to complete the TLS handshake and send the request headers. */
   headersTimeoutSeconds: number;
-  /** Time a connection may stay idle (between requests, or with no bytes moving) before it is closed. */
+  /** Time a kept-alive connection may wait for its next request before it is closed. */
   idleTimeoutSeconds: number;
   /** A file holding the default admin's password (not visible in `ps`, unlike --admin-password). */
   adminPasswordFile: string;

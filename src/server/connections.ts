@@ -18,8 +18,10 @@ export function serverTimeouts(c: Limits) {
   const headers = c.headersTimeoutSeconds * 1000;
   return {
     fastify: {
-      // Socket inactivity (no bytes either way), and how long a kept-alive connection may wait for its next request.
-      connectionTimeout: c.idleTimeoutSeconds * 1000,
+      // How long a kept-alive connection may wait for its next request. A silent new connection is
+      // closed by the headers timeout; no socket inactivity timeout, which would also cut a long
+      // answer in preparation (a snapshot of a large database).
+      connectionTimeout: 0,
       keepAliveTimeout: c.idleTimeoutSeconds * 1000,
       requestTimeout: Math.max(REQUEST_TIMEOUT_MS, headers),
       clientErrorHandler: answerUnparsable,

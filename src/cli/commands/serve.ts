@@ -26,7 +26,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
     .option('--max-connections-per-address <n>', 'open connections one client address may hold (default 256; 0: no cap)')
     .option('--headers-timeout-seconds <n>', 'time to complete the TLS handshake and send the headers (default 10)')
-    .option('--idle-timeout-seconds <n>', 'time a connection may stay idle before it is closed (default 60)')
+    .option('--idle-timeout-seconds <n>', 'time a kept-alive connection may wait for its next request (default 60)')
     .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
