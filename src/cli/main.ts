@@ -26,6 +26,8 @@ import { serveCommand } from './commands/serve.js';
 import { quickstartCommand } from './commands/quickstart.js';
 import { loginCommand, logoutCommand, versionCommand } from './commands/session.js';
 import { CliError } from './transport.js';
+import { DataDirNotWritable } from '../server/data-dir.js';
+import { DamagedDatabase } from '../store/sqlite-health.js';
 
 export function program(): Command {
   const p = new Command('ztc')
@@ -82,6 +84,11 @@ export async function main(argv = process.argv) {
     if (err instanceof CliError || err instanceof ConfigError) {
       process.stderr.write(`error: ${err.message}\n`);
       process.exit(err instanceof CliError ? err.exitCode : 2);
+    }
+    // Problems the operator fixes (a damaged database, a read-only data dir): the message, not a stack.
+    if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exit(1);
     }
     if (err instanceof ApiError) {
       process.stderr.write(`error: ${err.message} [${err.code}]\n`);
