@@ -11,6 +11,7 @@ import { ApiError, couldNotValidate, notFound } from './errors.js';
 import { newId } from './ids.js';
 import type { AnyQuery, ResourceDecl, Row, WriteMode } from './resource.js';
 import { evaluateEntity, forgetEntity } from './policy/membership.js';
+import { applySetEdits, checkSetEdits, hasSetEdits, lockRow } from './set-edits.js';
 
 export function listSource(decl: ResourceDecl): ListSource {
   const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
@@ -128,11 +129,16 @@ export async function updateResource(
   check?: (existing: Row) => void | Promise<void>,
 ) {
   const body = withoutBlanks(decl, raw);
-  const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, mode, ctx) : body;
+  const edits = mode === 'patch' && hasSetEdits(body);
+  if (edits) checkSetEdits(decl, body);
+  const prepared = decl.hooks?.prepare ? await decl.hooks.prepare(body, mode, ctx) : body;
   await writeTx(ctx, async (tx) => {
+    if (edits) await lockRow(tx, ctx.store.dialect.name, decl.table, id);
     const existing = await findRow(ctx, decl, id, tx);
     if (!existing) throw notFound(decl.name, id);
     await check?.(existing);
+    // Role attribute and tag edits (our extension) become whole lists from the row as it is now.
+    const input = edits ? applySetEdits(decl, prepared, existing) : prepared;
     const values = decl.toRow ? await decl.toRow(input, mode, tx, ctx, existing) : {};
     await tx
       .updateTable(decl.table)

@@ -8,6 +8,7 @@ import type { Access } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
 import type { ListParams } from '../store/list.js';
 import { empty, listOf, ok } from './envelope.js';
+import { patchWithSetEdits, takesSetEdits } from '../model/set-edits.js';
 
 const pascal = (s: string) => s.replace(/(^|[\s-])(\w)/g, (_, __, c: string) => c.toUpperCase());
 
@@ -86,8 +87,9 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
     });
   }
   for (const mode of ['update', 'patch'] as const) {
-    const body = decl.schemas[mode];
-    if (!has(mode) || !body) continue;
+    const upstreamBody = decl.schemas[mode];
+    if (!has(mode) || !upstreamBody) continue;
+    const body = mode === 'patch' && takesSetEdits(decl) ? patchWithSetEdits(upstreamBody) : upstreamBody;
     app.route({
       method: mode === 'update' ? 'PUT' : 'PATCH',
       url: `${base}/:id`,

@@ -6,6 +6,7 @@ import type { ResourceDecl } from '../../model/resource.js';
 import { print, parseFormat, progress } from '../output.js';
 import { CliError, expectOk, openTransport, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
+import { requiredPatchFields, setEditFlags } from './set-edit-flags.js';
 
 const API = '/edge/management/v1';
 
@@ -198,11 +199,20 @@ export function resourceCommand(
   if (has('patch') && decl.schemas.patch) {
     const u = targetOptions(cmd.command('update').description(`change fields of ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
     const read = schemaFlags(u, decl.schemas.patch as { properties?: Record<string, PropSchema> }, []);
+    const readEdits = setEditFlags(u, decl);
     u.action(async (ref: string, opts: CommonOpts & Record<string, unknown>) => {
       parseFormat(opts.output);
-      const body = read(opts);
+      const body = { ...read(opts), ...readEdits(opts) };
       if (!Object.keys(body).length) throw new CliError('Nothing to change: give at least one field flag (see --help)');
-      await withTransport(opts, async (t) => expectOk(await t.request('PATCH', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`, body), `Updating ${decl.name} '${ref}'`));
+      await withTransport(opts, async (t) => {
+        const id = await resolveId(t, decl, ref);
+        const missing = requiredPatchFields(decl, body);
+        if (missing.length) {
+          const current = expectOk(await t.request('GET', `${base}/${encodeURIComponent(id)}`), `Reading ${decl.name} '${ref}'`)?.data as Record<string, unknown>;
+          for (const f of missing) body[f] = current?.[f];
+        }
+        expectOk(await t.request('PATCH', `${base}/${encodeURIComponent(id)}`, body), `Updating ${decl.name} '${ref}'`);
+      });
       process.stdout.write(`updated ${decl.name} ${ref}\n`);
     });
   }

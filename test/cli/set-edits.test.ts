@@ -1,0 +1,73 @@
+// The built CLI's `update --add-/--remove-role-attributes` and `--add-/--remove-tags`, on a local data dir.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDataDir, testDatabase } from '../helpers/controller.js';
+
+const bin = path.resolve('bin/ztc');
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
+let localDb = '';
+
+function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: localDb }, timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('ztc <kind> update with attribute and tag edits', { timeout: 180_000 }, () => {
+  const dir = tempDataDir();
+  beforeAll(async () => {
+    localDb = await testDatabase();
+  });
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  const get = async (kind: string, name: string) => {
+    const r = await ztc(kind, 'get', name, '-d', dir, '-o', 'json');
+    expect(r.stderr).toBe('');
+    return JSON.parse(r.stdout) as { roleAttributes: string[]; tags: Record<string, unknown> };
+  };
+
+  it('changes an identity\'s attributes and tags, keeping the others', async () => {
+    expect((await ztc('identity', 'create', 'laptop-01', '-d', dir, '--role-attributes', 'us,staff', '--tags', 'env=prod,team=a', '--type', 'Device')).code).toBe(0);
+    const u = await ztc('identity', 'update', 'laptop-01', '-d', dir, '--add-role-attributes', 'eu', '--remove-role-attributes', 'us', '--add-tags', 'owner=ops,team=b', '--remove-tags', 'env');
+    expect(u.stderr).toBe('');
+    expect(u.stdout).toMatch(/updated identity laptop-01/);
+    const got = await get('identity', 'laptop-01');
+    expect([...got.roleAttributes].sort()).toEqual(['eu', 'staff']);
+    expect(got.tags).toEqual({ owner: 'ops', team: 'b' });
+  });
+
+  it('does the same for services, edge routers and posture checks (whose type is kept without being given)', async () => {
+    expect((await ztc('service', 'create', 'web', '-d', dir, '--role-attributes', 'old')).code).toBe(0);
+    expect((await ztc('service', 'update', 'web', '-d', dir, '--add-role-attributes', 'new,extra', '--remove-role-attributes', 'old')).code).toBe(0);
+    expect([...(await get('service', 'web')).roleAttributes].sort()).toEqual(['extra', 'new']);
+
+    expect((await ztc('edge-router', 'create', 'er-1', '-d', dir, '--role-attributes', 'public')).code).toBe(0);
+    expect((await ztc('edge-router', 'update', 'er-1', '-d', dir, '--add-role-attributes', 'eu', '--add-tags', 'zone=1')).code).toBe(0);
+    const er = await get('edge-router', 'er-1');
+    expect([...er.roleAttributes].sort()).toEqual(['eu', 'public']);
+    expect(er.tags).toEqual({ zone: '1' });
+
+    expect((await ztc('posture-check', 'create', 'corp-domain', '-d', dir, '--type-id', 'DOMAIN', '--domains', 'corp.example')).code).toBe(0);
+    const pc = await ztc('posture-check', 'update', 'corp-domain', '-d', dir, '--add-role-attributes', 'corp');
+    expect(pc.stderr).toBe('');
+    expect((await get('posture-check', 'corp-domain')).roleAttributes).toEqual(['corp']);
+  });
+
+  it('refuses a whole list together with edits of it, and a tag without a value', async () => {
+    const both = await ztc('identity', 'update', 'laptop-01', '-d', dir, '--role-attributes', 'x', '--add-role-attributes', 'y');
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toMatch(/either --role-attributes/);
+    const bad = await ztc('identity', 'update', 'laptop-01', '-d', dir, '--add-tags', 'novalue');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/expected key=value/);
+    expect([...(await get('identity', 'laptop-01')).roleAttributes].sort()).toEqual(['eu', 'staff']);
+  });
+});
