@@ -19,6 +19,7 @@ import { dbCommand } from './commands/db.js';
 import { completionCommand } from './commands/completion.js';
 import { apiCommand } from './commands/api.js';
 import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
+import { policyAdvisorCommand } from './commands/policy-advisor.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
 import { caCommand, enrollCommand, enrollmentCommand, identityCommand } from './commands/pki.js';
@@ -60,6 +61,7 @@ export function program(): Command {
   p.addCommand(resourceCommand(edgeRouterPolicies, { semantic: 'AnyOf' }));
   p.addCommand(resourceCommand(serviceEdgeRouterPolicies, { semantic: 'AnyOf' }));
   p.addCommand(resourceCommand(servicePolicies, { semantic: 'AnyOf' }));
+  p.addCommand(policyAdvisorCommand());
   p.addCommand(resourceCommand(postureCheckTypes));
   p.addCommand(resourceCommand(postureChecks));
   p.addCommand(resourceCommand(terminators));

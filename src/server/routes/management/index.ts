@@ -18,6 +18,7 @@ import type { AnyQuery } from '../../../model/resource.js';
 import { mountResource } from '../../crud.js';
 import { relatedList } from '../../related.js';
 import { registerPolicyRoutes } from './policies.js';
+import { registerPolicyAdvisor } from './policy-advisor.js';
 import { registerObservability } from './observability.js';
 import { registerDatabase } from './database.js';
 
@@ -32,6 +33,7 @@ export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   registerPkiManagement(app, ctx);
   registerIdentityActions(app, ctx);
   registerPolicyRoutes(app, ctx);
+  registerPolicyAdvisor(app, ctx);
   registerObservability(app, ctx);
   registerDatabase(app, ctx);
   const childrenOf = (column: string) => (_db: unknown, id: string) => (q: AnyQuery) => q.where(`e.${column}` as never, '=', id as never);
