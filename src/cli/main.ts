@@ -20,6 +20,7 @@ import { completionCommand } from './commands/completion.js';
 import { apiCommand } from './commands/api.js';
 import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
 import { policyAdvisorCommand } from './commands/policy-advisor.js';
+import { pkiCommand, statusCommand } from './commands/pki-status.js';
 import { VERSION } from '../version.js';
 import { resourceCommand } from './commands/resources.js';
 import { caCommand, enrollCommand, enrollmentCommand, identityCommand } from './commands/pki.js';
@@ -41,6 +42,8 @@ export function program(): Command {
   p.addCommand(loginCommand());
   p.addCommand(logoutCommand());
   p.addCommand(versionCommand());
+  p.addCommand(statusCommand());
+  p.addCommand(pkiCommand());
   const identity = identityCommand();
   addIdentityNetworkCommands(identity);
   p.addCommand(identity);

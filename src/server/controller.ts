@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
 import { registerController } from '../model/resources/controllers.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
+import { ownExpiryWarnings } from '../model/pki/status.js';
 import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
@@ -68,6 +69,16 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
+  // Our own certificates close to expiry: said at start and once a day while serving.
+  const warnExpiry = () => {
+    for (const w of ownExpiryWarnings(ctx.pki, ctx.clock.now())) {
+      app.log.warn(w);
+      o.progress?.(`warning: ${w}`);
+    }
+  };
+  warnExpiry();
+  const expiryCheck = setInterval(warnExpiry, 86_400_000);
+  expiryCheck.unref();
   await app.listen({ port: config.port, host: config.bind });
   const port = (app.server.address() as { port: number }).port;
   // Port 0 asks the OS for a free port: advertise the one we got.
@@ -83,6 +94,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      clearInterval(expiryCheck);
       stopHeartbeat();
       await app.close();
       await opened.close();

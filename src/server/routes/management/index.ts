@@ -19,6 +19,7 @@ import { mountResource } from '../../crud.js';
 import { relatedList } from '../../related.js';
 import { registerPolicyRoutes } from './policies.js';
 import { registerPolicyAdvisor } from './policy-advisor.js';
+import { registerPkiStatus } from './pki-status.js';
 import { registerObservability } from './observability.js';
 import { registerDatabase } from './database.js';
 
@@ -34,6 +35,7 @@ export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   registerIdentityActions(app, ctx);
   registerPolicyRoutes(app, ctx);
   registerPolicyAdvisor(app, ctx);
+  registerPkiStatus(app, ctx);
   registerObservability(app, ctx);
   registerDatabase(app, ctx);
   const childrenOf = (column: string) => (_db: unknown, id: string) => (q: AnyQuery) => q.where(`e.${column}` as never, '=', id as never);

@@ -1,0 +1,64 @@
+// `ztc pki status` (every certificate the controller holds or issued, with days left) and `ztc status`
+// (the controller's version and the health of its own certificates), from GET /pki/status.
+import { Command } from 'commander';
+import { parseFormat, print } from '../output.js';
+import { CliError, expectOk } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+import { withTransport } from './resources.js';
+
+const API = '/edge/management/v1';
+
+interface CertStatus {
+  kind: string;
+  name: string;
+  notAfter: string | null;
+  daysLeft: number | null;
+  fingerprint: string;
+}
+interface PkiStatus {
+  certificates: CertStatus[];
+  warnings: string[];
+}
+
+const warn = (lines: string[]) => lines.forEach((w) => process.stderr.write(`warning: ${w}\n`));
+
+export function pkiCommand(): Command {
+  const cmd = new Command('pki').description('the controller\'s certificates');
+  targetOptions(cmd.command('status').description('every certificate the controller holds or issued (its own, trusted CAs, identities\' and routers\' certificates) with days left'))
+    .option('--own', 'only the controller\'s own (root, intermediate, server, enrollment signer)')
+    .option('--expiring <days>', 'only certificates with fewer days left than this')
+    .action(async (opts: CommonOpts & { own?: boolean; expiring?: string }) => {
+      const format = parseFormat(opts.output);
+      const within = opts.expiring === undefined ? undefined : Number(opts.expiring);
+      if (within !== undefined && !Number.isFinite(within)) throw new CliError(`--expiring: expected a number of days, got '${opts.expiring}'`);
+      const status = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/pki/status${opts.own ? '?own=true' : ''}`), 'Reading the certificates')?.data as PkiStatus);
+      const certs = within === undefined ? status.certificates : status.certificates.filter((c) => c.daysLeft !== null && c.daysLeft < within);
+      if (format !== 'table') return print({ certificates: certs, warnings: status.warnings }, format);
+      print(
+        certs.map((c) => ({ ...c, notAfter: c.notAfter ?? '-', daysLeft: c.daysLeft ?? 'no expiry' })),
+        'table',
+        { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'] },
+      );
+      warn(status.warnings);
+    });
+  return cmd;
+}
+
+export function statusCommand(): Command {
+  return targetOptions(new Command('status').description('the controller\'s version and health: warns 30 days before any of its own certificates expires')).action(async (opts: CommonOpts) => {
+    const format = parseFormat(opts.output);
+    const info = await withTransport(opts, async (t) => {
+      const version = (expectOk(await t.request('GET', '/version'), 'Reading the controller version')?.data as { version: string }).version;
+      const pki = expectOk(await t.request('GET', `${API}/pki/status?own=true`), 'Reading the certificates')?.data as PkiStatus;
+      return {
+        target: t.describe,
+        controller: version,
+        certificates: Object.fromEntries(pki.certificates.filter((c) => c.daysLeft !== null).map((c) => [c.kind, `${c.daysLeft} days left (${c.notAfter})`])),
+        warnings: pki.warnings,
+      };
+    });
+    if (format !== 'table') return print(info, format);
+    print({ target: info.target, controller: info.controller, ...info.certificates, health: info.warnings.length ? `${info.warnings.length} warning(s)` : 'ok' }, 'table');
+    warn(info.warnings);
+  });
+}

@@ -1,0 +1,94 @@
+// Every certificate the controller holds or issued, with the days it has left: its own (root,
+// intermediate, server), the third-party CAs it trusts, and the client and server certificates of
+// identities and routers kept in the store. The enrollment signer is a bare key (the JWTs it signs carry
+// their own expiry), listed so nothing the controller signs with is missing from the picture.
+import { X509Certificate } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Pki } from './pki.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+export type CertKind = 'root' | 'intermediate' | 'server' | 'signer' | 'ca' | 'identity' | 'router' | 'router-server';
+
+export interface CertStatus {
+  kind: CertKind;
+  /** The owner's name (identity, router, CA) or the certificate's role for the controller's own. */
+  name: string;
+  ownerId: string | null;
+  subject: string;
+  issuer: string;
+  fingerprint: string;
+  notBefore: string | null;
+  notAfter: string | null;
+  /** Whole days until notAfter (negative once expired); null for the signer, which has no certificate. */
+  daysLeft: number | null;
+}
+
+/** The controller warns this many days before one of its own certificates expires. */
+export const OWN_WARNING_DAYS = 30;
+
+const DAY = 86_400_000;
+
+function describe(kind: CertKind, name: string, pem: string, now: Date, ownerId: string | null = null): CertStatus | undefined {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pem);
+  } catch {
+    // A damaged PEM in the store is reported elsewhere (db check); it has no dates to show here.
+    return undefined;
+  }
+  const notAfter = new Date(cert.validTo);
+  return {
+    kind,
+    name,
+    ownerId,
+    subject: cert.subject.replace(/\n/g, ', '),
+    issuer: cert.issuer.replace(/\n/g, ', '),
+    fingerprint: cert.fingerprint.replace(/:/g, '').toLowerCase(),
+    notBefore: new Date(cert.validFrom).toISOString(),
+    notAfter: notAfter.toISOString(),
+    daysLeft: Math.floor((notAfter.getTime() - now.getTime()) / DAY),
+  };
+}
+
+/** The controller's own certificates and its enrollment signer. */
+export function ownCertificates(pki: Pki, now: Date): CertStatus[] {
+  const own = [describe('root', 'root CA', pki.rootPem, now), describe('intermediate', 'intermediate CA', pki.intermediatePem, now), describe('server', 'server', pki.serverPem, now)];
+  const signer: CertStatus = { kind: 'signer', name: 'enrollment signer', ownerId: null, subject: `key ${pki.signingJwk.kid} (${pki.signingJwk.alg})`, issuer: '', fingerprint: pki.signingJwk.kid, notBefore: null, notAfter: null, daysLeft: null };
+  return [...own.filter((c): c is CertStatus => !!c), signer];
+}
+
+/** Certificates in the store: trusted CAs, identities' client certificates, routers' client and server certificates. */
+export async function storedCertificates(db: AnyDb, now: Date): Promise<CertStatus[]> {
+  const [cas, authenticators, routers] = await Promise.all([
+    db.selectFrom('cas').select(['id', 'name', 'certPem']).orderBy('name').execute(),
+    db
+      .selectFrom('authenticators as a')
+      .innerJoin('identities as i', 'i.id', 'a.identityId')
+      .select(['i.id as identityId', 'i.name as name', 'a.certPem'])
+      .where('a.certPem', 'is not', null)
+      .orderBy('i.name')
+      .execute(),
+    db.selectFrom('routers').select(['id', 'name', 'certPem', 'serverCertPem']).orderBy('name').execute(),
+  ]);
+  const out: (CertStatus | undefined)[] = [];
+  for (const c of cas) out.push(describe('ca', c.name as string, c.certPem as string, now, c.id as string));
+  for (const a of authenticators) out.push(describe('identity', a.name as string, a.certPem as string, now, a.identityId as string));
+  for (const r of routers) {
+    if (r.certPem) out.push(describe('router', r.name as string, r.certPem as string, now, r.id as string));
+    if (r.serverCertPem) out.push(describe('router-server', r.name as string, r.serverCertPem as string, now, r.id as string));
+  }
+  return out.filter((c): c is CertStatus => !!c);
+}
+
+/** One sentence per certificate of the controller's own that expires within OWN_WARNING_DAYS (or has). */
+export function ownExpiryWarnings(pki: Pki, now: Date): string[] {
+  return ownCertificates(pki, now)
+    .filter((c) => c.daysLeft !== null && c.daysLeft < OWN_WARNING_DAYS)
+    .map((c) =>
+      c.daysLeft! < 0
+        ? `the controller's ${c.name} certificate expired on ${c.notAfter}`
+        : `the controller's ${c.name} certificate expires in ${c.daysLeft} day${c.daysLeft === 1 ? '' : 's'} (${c.notAfter})${c.kind === 'server' ? ': restart the controller to renew it' : ''}`,
+    );
+}
