@@ -28,6 +28,8 @@ globalThis.__ztcAssets = {
   'swagger-ui.css': sea.getAsset('swagger-ui.css', 'utf8'),
   'swagger-ui-bundle.js': sea.getAsset('swagger-ui-bundle.js', 'utf8'),
 };
+// The crypto worker threads' program, run from source (model/crypto/pool.ts).
+globalThis.__ztcCryptoWorker = sea.getAsset('crypto-worker', 'utf8');
 const m = { exports: {} };
 process.dlopen(m, addonFile);
 globalThis.__ztcSqliteBinding = m.exports;

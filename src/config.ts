@@ -22,6 +22,8 @@ export interface Config {
   authRateLimitPerMinute: number;
   /** Other API requests per minute per API session (or per address without one; 0: no limit). */
   apiRateLimitPerMinute: number;
+  /** Crypto tasks (password checks, CSR signing) waiting for a worker before more are refused with 429. */
+  cryptoQueueLimit: number;
 }
 
 export const defaults = (): Config => ({
@@ -37,6 +39,7 @@ export const defaults = (): Config => ({
   logLevel: 'info',
   authRateLimitPerMinute: 300,
   apiRateLimitPerMinute: 6000,
+  cryptoQueueLimit: 128,
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -54,6 +57,7 @@ const ENV: Record<keyof Config, string> = {
   logLevel: 'ZTC_LOG_LEVEL',
   authRateLimitPerMinute: 'ZTC_AUTH_RATE_LIMIT_PER_MINUTE',
   apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
+  cryptoQueueLimit: 'ZTC_CRYPTO_QUEUE_LIMIT',
 };
 
 export class ConfigError extends Error {}

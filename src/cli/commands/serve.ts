@@ -22,6 +22,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
+    .option('--crypto-queue-limit <n>', 'logins/enrollments waiting for a crypto worker before 429 (default 128)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
 }
 
@@ -38,6 +39,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
     authRateLimitPerMinute: opts.authRateLimitPerMinute,
     apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
+    cryptoQueueLimit: opts.cryptoQueueLimit,
     logLevel: opts.logLevel,
   });
   return { ...config, ...overrides };
