@@ -2,6 +2,8 @@
 // operator's script would (parallel creates), then the calls a client makes, timed for the identity
 // that reaches every service and router and sorts last, plus an administrator's filtered list.
 //   BENCH_MODELS=small,medium,large (default)  BENCH_MODEL_SECONDS=3 per call
+import fs from 'node:fs';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { openDataDir } from '../src/server/controller.js';
@@ -37,7 +39,7 @@ const pad = (i: number) => String(i).padStart(6, '0');
  * the services with s<i> and the routers with r<i>; services and routers are spread over the policies,
  * so the probe identity reaches all of them through many policies and every other identity through one.
  */
-async function loadModel(url: string, token: string, m: Model) {
+export async function loadModel(url: string, token: string, m: Model) {
   const t: Record<string, number> = {};
   const timed = async (what: string, f: () => Promise<void>) => {
     const start = performance.now();
@@ -127,7 +129,10 @@ async function runModel(m: Model, dbServer: string | undefined): Promise<Measure
 
 /** The same database behind two controllers, the client calls alternating between them. */
 async function twoControllers(dir: string, db: string, m: Model) {
-  const servers = [await startServer(dir, db), await startServer(tempDir(), db)];
+  // The second controller shares the first's PKI, as README's "Several controllers" says to set it up.
+  const second = tempDir();
+  fs.cpSync(path.join(dir, 'pki'), path.join(second, 'pki'), { recursive: true });
+  const servers = [await startServer(dir, db), await startServer(second, db)];
   const admin = await Promise.all(servers.map((s) => login(s.url)));
   const { calls } = await measureCalls(servers, admin, m);
   await Promise.all(servers.map(stopServer));
