@@ -30,7 +30,9 @@ export function tempDir() {
 /** A controller in its own process (bench/server.ts), without rate limits unless `kind` asks. */
 export async function startServer(dir: string, db = '', kind: 'ztc' | 'ztc-limited' = 'ztc'): Promise<Server> {
   const port = nextPort++;
-  const child = spawn(process.execPath, [path.join(here, 'server.js'), kind, String(port), dir, db], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_NODE_OPTIONS: extra node flags for the controllers, e.g. --cpu-prof to see where their time goes.
+  const flags = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...flags, path.join(here, 'server.js'), kind, String(port), dir, db], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());

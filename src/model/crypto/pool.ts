@@ -1,4 +1,4 @@
-// A few worker threads (one per core) for the crypto steps of request handling, so that a burst of
+// A few worker threads (one per core but one) for the crypto steps of request handling, so that a burst of
 // enrollments or logins never stalls the event loop that answers everybody else. Work beyond what the
 // workers are doing waits in a bounded queue; when that is full the caller gets 429 at once rather
 // than a growing wait (clients retry, the controller stays responsive).
@@ -26,7 +26,9 @@ interface Slot {
 /** Tasks waiting for a worker, beyond those running, before new ones are refused with 429. */
 export const DEFAULT_CRYPTO_QUEUE = 128;
 
-const settings = { size: Math.max(1, os.availableParallelism?.() ?? os.cpus().length), queueLimit: DEFAULT_CRYPTO_QUEUE };
+// One worker per core but one, at least one: the event loop keeps a core of its own, so a burst of
+// logins (scrypt holds a core ~100 ms each) does not slow everyone else's requests.
+const settings = { size: Math.max(1, (os.availableParallelism?.() ?? os.cpus().length) - 1), queueLimit: DEFAULT_CRYPTO_QUEUE };
 const slots: Slot[] = [];
 const queue: Job[] = [];
 let nextId = 1;
