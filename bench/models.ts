@@ -2,6 +2,7 @@
 // operator's script would (parallel creates), then the calls a client makes, timed for the identity
 // that reaches every service and router and sorts last, plus an administrator's filtered list.
 //   BENCH_MODELS=small,medium,large (default)  BENCH_MODEL_SECONDS=3 per call
+//   BENCH_PAIR_MODEL=large: the model also measured behind two controllers on one PostgreSQL database
 import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -124,7 +125,7 @@ async function runModel(m: Model, dbServer: string | undefined): Promise<Measure
   const measured = await measureCalls([server], [admin], m);
   const rss = peakRssMb(server.pid);
   await stopServer(server);
-  return { load, ...measured, rss, ...(dbServer && m.name === 'large' ? await twoControllers(dir, db, m) : {}) };
+  return { load, ...measured, rss, ...(dbServer && m.name === (process.env.BENCH_PAIR_MODEL ?? 'large') ? await twoControllers(dir, db, m) : {}) };
 }
 
 /** The same database behind two controllers, the client calls alternating between them. */
