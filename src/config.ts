@@ -24,6 +24,10 @@ export interface Config {
   apiRateLimitPerMinute: number;
   /** Crypto tasks (password checks, CSR signing) waiting for a worker before more are refused with 429. */
   cryptoQueueLimit: number;
+  /** A directory holding a build of OpenZiti's admin console (ZAC), served at /zac/; empty: not served. */
+  zacDir: string;
+  /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
+  corsOrigins: string[];
 }
 
 export const defaults = (): Config => ({
@@ -40,6 +44,8 @@ export const defaults = (): Config => ({
   authRateLimitPerMinute: 300,
   apiRateLimitPerMinute: 6000,
   cryptoQueueLimit: 128,
+  zacDir: '',
+  corsOrigins: [],
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -58,6 +64,8 @@ const ENV: Record<keyof Config, string> = {
   authRateLimitPerMinute: 'ZTC_AUTH_RATE_LIMIT_PER_MINUTE',
   apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
   cryptoQueueLimit: 'ZTC_CRYPTO_QUEUE_LIMIT',
+  zacDir: 'ZTC_ZAC_DIR',
+  corsOrigins: 'ZTC_CORS_ORIGINS',
 };
 
 export class ConfigError extends Error {}
@@ -93,6 +101,20 @@ function coerce(key: keyof Config, value: unknown, source: string): unknown {
   return String(value);
 }
 
+/** An origin as browsers send it (scheme://host[:port], no path): the only form the Origin header takes. */
+function webOrigin(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`corsOrigins: '${text}' is not an origin such as https://console.example.com`);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`corsOrigins: '${text}' must be a web origin such as https://console.example.com (scheme, host and port only)`);
+  }
+  return url.origin;
+}
+
 /** Merge layers; `flags` holds only what the user typed. */
 export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.ProcessEnv = process.env): Config {
   const envRaw = fromEnv(env);
@@ -117,6 +139,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
     }
   }
   cfg.dataDir = path.resolve(cfg.dataDir);
+  if (cfg.zacDir) cfg.zacDir = path.resolve(cfg.zacDir);
+  cfg.corsOrigins = cfg.corsOrigins.map(webOrigin);
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');

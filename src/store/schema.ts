@@ -238,6 +238,7 @@ export interface SessionRow extends BaseRow {
   serviceId: string;
   type: string;
   tokenHash: string;
+  tokenSealed: string | null;
 }
 
 export interface TerminatorRow extends BaseRow {

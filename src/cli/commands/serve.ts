@@ -3,6 +3,7 @@ import { loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
 import { startController, type Running } from '../../server/controller.js';
 import { loggerOptions } from '../../server/logging.js';
+import { ZAC_PATH } from '../../server/zac.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { progress } from '../output.js';
@@ -23,6 +24,8 @@ export function serverOptions(cmd: Command): Command {
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
     .option('--crypto-queue-limit <n>', 'logins/enrollments waiting for a crypto worker before 429 (default 128)')
+    .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
+    .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
 }
 
@@ -41,6 +44,8 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
     cryptoQueueLimit: opts.cryptoQueueLimit,
     logLevel: opts.logLevel,
+    zacDir: opts.zacDir,
+    corsOrigins: opts.corsOrigins,
   });
   return { ...config, ...overrides };
 }
@@ -59,6 +64,8 @@ export async function runController(config: Config): Promise<Running> {
   out.write(`  client API    ${running.url}/edge/client/v1\n`);
   out.write(`  management    ${running.url}/edge/management/v1\n`);
   out.write(`  API docs      ${running.url}/docs\n`);
+  if (config.zacDir) out.write(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})\n`);
+  if (config.corsOrigins.length) out.write(`  CORS origins  ${config.corsOrigins.join(', ')}\n`);
   if (running.boot.generatedPassword) {
     out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
   } else if (running.boot.adminCreated) {

@@ -7,13 +7,13 @@ import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
-const Url = Type.String({ minLength: 1, maxLength: 2048 });
+const Url = Type.String({ maxLength: 2048 });
 const Text = Type.String({ maxLength: 2048 });
 const fields = {
   certPem: Type.Optional(Nullable(Type.String({ maxLength: 65536 }))),
   jwksEndpoint: Type.Optional(Nullable(Url)),
   kid: Type.Optional(Nullable(Text)),
-  claimsProperty: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+  claimsProperty: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   useExternalId: Type.Optional(Nullable(Type.Boolean())),
   clientId: Type.Optional(Nullable(Text)),
   externalAuthUrl: Type.Optional(Nullable(Url)),
@@ -85,11 +85,16 @@ export const externalJwtSigners = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
   schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
+  blankAsNull: ['audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'clientId', 'externalAuthUrl'],
   filterable: {
     ...baseFilterable,
-    name: { column: 'e.name', type: 'string', sortable: true },
-    issuer: { column: 'e.issuer', type: 'string', sortable: true },
+    ...Object.fromEntries(
+      ['name', 'fingerprint', 'kid', 'issuer', 'certPem', 'commonName', 'claimsProperty', 'audience', 'clientId', 'scopes'].map((f) => [f, { column: `e.${f.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())}`, type: 'string' as const, sortable: true }]),
+    ),
+    notAfter: { column: 'e.not_after', type: 'datetime', sortable: true },
+    notBefore: { column: 'e.not_before', type: 'datetime', sortable: true },
     enabled: { column: 'e.enabled', type: 'boolean', sortable: true },
+    useExternalId: { column: 'e.use_external_id', type: 'boolean', sortable: true },
   },
   toDetail: (r) => ({
     ...baseDetail('external-jwt-signers', r),
