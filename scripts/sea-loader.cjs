@@ -27,6 +27,7 @@ if (!fs.existsSync(appFile) || !fs.existsSync(addonFile)) {
 globalThis.__ztcAssets = {
   'swagger-ui.css': sea.getAsset('swagger-ui.css', 'utf8'),
   'swagger-ui-bundle.js': sea.getAsset('swagger-ui-bundle.js', 'utf8'),
+  'swagger-ui-standalone-preset.js': sea.getAsset('swagger-ui-standalone-preset.js', 'utf8'),
 };
 const m = { exports: {} };
 process.dlopen(m, addonFile);
