@@ -56,7 +56,9 @@ const ENV: Record<keyof Config, string> = {
   apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
 };
 
-export class ConfigError extends Error {}
+import { ConfigError } from './config-error.js';
+
+export { ConfigError };
 
 function readFile(file: string): Raw {
   const text = fs.readFileSync(file, 'utf8');

@@ -81,7 +81,7 @@ export function addIdentityNetworkCommands(cmd: Command) {
     .argument('<identity>')
     .action(async (identity: string, opts: CommonOpts) => {
       const rows = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/identities/${await resolveId(t, identities, identity)}/service-configs`), 'Listing service configs')?.data as unknown[]);
-      print(rows, parseFormat(opts.output), { columns: ['service.name', 'config.name', 'serviceId', 'configId'] });
+      await print(rows, parseFormat(opts.output), { columns: ['service.name', 'config.name', 'serviceId', 'configId'] });
     });
   for (const [name, method, verb] of [['add', 'POST', 'added'], ['remove', 'DELETE', 'removed']] as const) {
     targetOptions(configs.command(name).description(`${name} a service/config pair`))

@@ -53,7 +53,7 @@ export function enrollmentCommand(): Command {
       const r = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/enrollments/${encodeURIComponent(id)}/refresh`, { expiresAt }), `Refreshing enrollment '${id}'`));
       const data = r?.data as { id: string; expiresAt: string; jwt: string };
       if (format === 'table') process.stdout.write(`refreshed enrollment ${data.id}, expires ${data.expiresAt}\n${data.jwt}\n`);
-      else print(data, format);
+      else await print(data, format);
     });
   return cmd;
 }

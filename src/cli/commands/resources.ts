@@ -161,7 +161,7 @@ export function resourceCommand(
         const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`));
         const p = body?.meta?.pagination as { offset: number; totalCount: number } | undefined;
         const rows = (body?.data as unknown[]) ?? [];
-        print(rows, format, { columns: decl.cli.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
+        await print(rows, format, { columns: decl.cli.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
       });
   }
   if (has('get')) {
@@ -170,7 +170,7 @@ export function resourceCommand(
       .action(async (ref: string, opts: CommonOpts) => {
         const format = parseFormat(opts.output);
         const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Reading ${decl.name} '${ref}'`));
-        print(body?.data, format);
+        await print(body?.data, format);
       });
   }
   if (has('create') && decl.schemas.create) {
@@ -191,7 +191,7 @@ export function resourceCommand(
         const data = created?.data as { id: string };
         if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
         if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
-        else print(data, format);
+        else await print(data, format);
       });
     });
   }
