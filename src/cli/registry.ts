@@ -3,7 +3,6 @@
 // resource models, ink and React, crypto libraries) made `ztc version` take a second and more.
 // test/unit/cli-registry.test.ts checks that each description here is the loaded command's own.
 import type { Command } from 'commander';
-import type { ResourceDecl } from '../model/resource.js';
 
 export interface CommandEntry {
   name: string;
@@ -13,15 +12,11 @@ export interface CommandEntry {
   load: () => Promise<Command>;
 }
 
-/** A command generated from a resource declaration (resources.ts), with optional create defaults. */
-const resource = (decl: () => Promise<ResourceDecl>, defaults: Record<string, unknown> = {}) => async () => {
-  const [{ resourceCommand }, d] = await Promise.all([import('./commands/resources.js'), decl()]);
-  return resourceCommand(d, defaults);
+/** A command generated from a resource declaration (through the CLI manifest), with optional create defaults. */
+const resource = (plural: string, defaults: Record<string, unknown> = {}) => async () => {
+  const [{ resourceCommand }, { cliResource }] = await Promise.all([import('./commands/resources.js'), import('./manifest.js')]);
+  return resourceCommand(await cliResource(plural), defaults);
 };
-
-const policies = () => import('../model/resources/policies.js');
-const posture = () => import('../model/resources/posture-checks.js');
-const configs = () => import('../model/resources/configs.js');
 
 export const COMMANDS: CommandEntry[] = [
   { name: 'serve', usage: '[options]', description: 'run the controller: both Edge APIs over HTTPS on one port', load: async () => (await import('./commands/serve.js')).serveCommand() },
@@ -39,13 +34,13 @@ export const COMMANDS: CommandEntry[] = [
     description: 'Identities: the users, devices, services and routers that authenticate to the network',
     load: async () => {
       const [pki, network] = await Promise.all([import('./commands/pki.js'), import('./commands/network.js')]);
-      const cmd = pki.identityCommand();
-      network.addIdentityNetworkCommands(cmd);
+      const cmd = await pki.identityCommand();
+      await network.addIdentityNetworkCommands(cmd);
       return cmd;
     },
   },
-  { name: 'identity-type', description: 'Kinds of identity (User, Device, Service, Router, Default)', load: resource(async () => (await import('../model/resources/identity-types.js')).identityTypes) },
-  { name: 'authenticator', description: 'Authenticators: the username/password or certificate an identity logs in with', load: resource(async () => (await import('../model/resources/authenticators.js')).authenticators) },
+  { name: 'identity-type', description: 'Kinds of identity (User, Device, Service, Router, Default)', load: resource('identity-types') },
+  { name: 'authenticator', description: 'Authenticators: the username/password or certificate an identity logs in with', load: resource('authenticators') },
   { name: 'ca', description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)', load: async () => (await import('./commands/pki.js')).caCommand() },
   {
     name: 'enrollment',
@@ -58,39 +53,39 @@ export const COMMANDS: CommandEntry[] = [
     description: 'enroll with an enrollment JWT: make a key and CSR (ott), or set a password (updb), and write an identity file',
     load: async () => (await import('./commands/pki.js')).enrollCommand(),
   },
-  { name: 'auth-policy', description: 'Auth policies: which primary methods (cert, updb, ext-jwt) and secondary factors an identity needs', load: resource(async () => (await import('../model/resources/auth-policies.js')).authPolicies) },
+  { name: 'auth-policy', description: 'Auth policies: which primary methods (cert, updb, ext-jwt) and secondary factors an identity needs', load: resource('auth-policies') },
   {
     name: 'external-jwt-signer',
     description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
-    load: resource(async () => (await import('../model/resources/external-jwt-signers.js')).externalJwtSigners, { enabled: true, audience: null }),
+    load: resource('external-jwt-signers', { enabled: true, audience: null }),
   },
-  { name: 'api-session', description: 'API sessions: who is logged in, from where, and whether MFA is complete', load: resource(async () => (await import('../model/resources/api-sessions.js')).apiSessions) },
+  { name: 'api-session', description: 'API sessions: who is logged in, from where, and whether MFA is complete', load: resource('api-sessions') },
   { name: 'mfa', description: 'TOTP MFA of the logged-in identity', load: async () => (await import('./commands/mfa.js')).mfaCommand() },
-  { name: 'config-type', description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)', load: resource(async () => (await configs()).configTypes) },
-  { name: 'config', description: 'Configs: data of a config type that services carry to tunnelers and SDKs', load: resource(async () => (await configs()).configs) },
+  { name: 'config-type', description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)', load: resource('config-types') },
+  { name: 'config', description: 'Configs: data of a config type that services carry to tunnelers and SDKs', load: resource('configs') },
   { name: 'service', description: 'Services: what identities dial (connect to) and bind (host), with their configs', load: async () => (await import('./commands/network.js')).serviceCommand() },
   { name: 'edge-router', description: 'Edge routers: where clients connect to the network; enrolled with a one-time token', load: async () => (await import('./commands/network.js')).edgeRouterCommand() },
-  { name: 'router', description: 'Routers: every router of the network, edge and transit; those created here are transit routers', load: resource(async () => (await import('../model/resources/routers.js')).routers) },
-  { name: 'edge-router-policy', description: 'Edge router policies: which identities may connect through which edge routers', load: resource(async () => (await policies()).edgeRouterPolicies, { semantic: 'AnyOf' }) },
+  { name: 'router', description: 'Routers: every router of the network, edge and transit; those created here are transit routers', load: resource('routers') },
+  { name: 'edge-router-policy', description: 'Edge router policies: which identities may connect through which edge routers', load: resource('edge-router-policies', { semantic: 'AnyOf' }) },
   {
     name: 'service-edge-router-policy',
     description: 'Service edge router policies: which services may be reached through which edge routers',
-    load: resource(async () => (await policies()).serviceEdgeRouterPolicies, { semantic: 'AnyOf' }),
+    load: resource('service-edge-router-policies', { semantic: 'AnyOf' }),
   },
   {
     name: 'service-policy',
     description: 'Service policies: which identities may dial or bind which services, under which posture checks',
-    load: resource(async () => (await policies()).servicePolicies, { semantic: 'AnyOf' }),
+    load: resource('service-policies', { semantic: 'AnyOf' }),
   },
-  { name: 'posture-check-type', description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC, MFA)', load: resource(async () => (await posture()).postureCheckTypes) },
+  { name: 'posture-check-type', description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC, MFA)', load: resource('posture-check-types') },
   {
     name: 'posture-check',
     description: 'Posture checks: conditions on the client device (OS, running processes, domain, MAC address, MFA) that service policies can require',
-    load: resource(async () => (await posture()).postureChecks),
+    load: resource('posture-checks'),
   },
-  { name: 'terminator', description: "Terminators: the router, binding and address where a service's traffic leaves the network", load: resource(async () => (await import('../model/resources/terminators.js')).terminators) },
-  { name: 'session', description: 'Sessions: permissions to dial or bind a service, each tied to an API session', load: resource(async () => (await import('../model/resources/sessions.js')).sessions) },
-  { name: 'controller', description: "Controllers serving this network's database, with their API addresses and certificates", load: resource(async () => (await import('../model/resources/controllers.js')).controllers) },
+  { name: 'terminator', description: "Terminators: the router, binding and address where a service's traffic leaves the network", load: resource('terminators') },
+  { name: 'session', description: 'Sessions: permissions to dial or bind a service, each tied to an API session', load: resource('sessions') },
+  { name: 'controller', description: "Controllers serving this network's database, with their API addresses and certificates", load: resource('controllers') },
   { name: 'db', description: 'database maintenance: snapshots and integrity checks', load: async () => (await import('./commands/db.js')).dbCommand() },
   {
     name: 'api',
