@@ -64,7 +64,15 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   });
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
-  await app.listen({ port: config.port, host: config.bind });
+  try {
+    await app.listen({ port: config.port, host: config.bind });
+  } catch (err) {
+    // A busy port (or any listen failure) leaves nothing open behind it.
+    clearInterval(sweep);
+    await app.close();
+    await opened.close();
+    throw err;
+  }
   const port = (app.server.address() as { port: number }).port;
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;
