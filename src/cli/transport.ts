@@ -1,7 +1,9 @@
 // The CLI speaks the Management API through one of two transports with the same interface:
 // remote (HTTPS to a saved profile, CA pinned) or local (fastify inject on a data dir, no server).
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import https from 'node:https';
+import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
@@ -114,13 +116,20 @@ export interface TargetOptions {
   dataDir?: string;
   profile?: string;
   config?: string;
+  /** Local mode on PostgreSQL: the database URL (the data dir still holds the PKI). */
+  db?: string;
 }
 
 /** --data-dir means local; otherwise the saved profile. */
 export async function openTransport(o: TargetOptions, progress?: Progress): Promise<Transport> {
   if (o.dataDir || o.config) {
     const { loadConfig } = await import('../config.js');
-    return LocalTransport.open(loadConfig({ dataDir: o.dataDir, config: o.config }), progress);
+    const config = loadConfig({ dataDir: o.dataDir, config: o.config, ...(o.db ? { db: o.db } : {}) });
+    // Only serve and quickstart make a controller; a typo in -d must not quietly start a new one.
+    if (!fs.existsSync(path.join(config.dataDir, 'pki'))) {
+      throw new CliError(`${config.dataDir} holds no controller (no pki/ in it): check the path, or create one with \`ztc serve -d ${config.dataDir}\` or \`ztc quickstart -d ${config.dataDir}\``);
+    }
+    return LocalTransport.open(config, progress);
   }
   const profile = loadProfile(o.profile);
   if (!profile) throw new CliError('Not logged in: run `ztc login <url> -u <user> -p <password>`, or pass --data-dir DIR to work on a local data dir');
