@@ -52,6 +52,13 @@ export async function main(argv = process.argv) {
       process.stderr.write(`error: ${err.message}\n`);
       process.exit(err instanceof CliError ? err.exitCode : 2);
     }
+    // Problems the operator fixes (a damaged database, a read-only data dir): the message, not a stack.
+    // Imported here, on the error path, so that start-up does not load the store.
+    const [{ DamagedDatabase }, { DataDirNotWritable }] = await Promise.all([import('../store/sqlite-health.js'), import('../server/data-dir.js')]);
+    if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable) {
+      process.stderr.write(`error: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
     if (err instanceof ApiError) {
       process.stderr.write(`error: ${err.message} [${err.code}]\n`);
       process.exit(1);

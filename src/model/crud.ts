@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../store/db.js';
 import { indexRoleAttributes, indexTags, unindexEntity } from '../store/entity-index.js';
-import { listPage, type ListParams, type ListSource } from '../store/list.js';
+import { listPage, type ListParams, type ListSource, type Page } from '../store/list.js';
 import { first, precompile, type Precompiled } from '../store/precompiled.js';
 import { touchServices } from './changes.js';
 import { iso } from './clock.js';
@@ -22,10 +22,23 @@ export function listSource(decl: ResourceDecl): ListSource {
   };
 }
 
-export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams, scope?: (q: AnyQuery) => AnyQuery) {
+export type Detail = Record<string, unknown>;
+
+/**
+ * One page of a resource's list, as details. An unlimited list too large to hold at once comes as
+ * chunks of details instead, each expanded on its own (see store/list.ts), for the response to stream.
+ */
+export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams, scope?: (q: AnyQuery) => AnyQuery): Promise<{ items: Detail[] | AsyncIterable<Detail[]>; pagination: Page['pagination'] }> {
   const page = await listPage(ctx.store.db, ctx.store.dialect, listSource(decl), params, scope);
-  await decl.expand?.(ctx.store.db, page.rows, ctx);
-  return { items: page.rows.map((r) => decl.toDetail(r, ctx)), pagination: page.pagination };
+  const details = async (rows: Row[]) => {
+    await decl.expand?.(ctx.store.db, rows, ctx);
+    return rows.map((r) => decl.toDetail(r, ctx));
+  };
+  if (page.chunks) {
+    const chunks = page.chunks;
+    return { items: (async function* () { for await (const rows of chunks) yield await details(rows); })(), pagination: page.pagination };
+  }
+  return { items: await details(page.rows), pagination: page.pagination };
 }
 
 const byIdQueries = new WeakMap<ResourceDecl, Precompiled<Row>>();
@@ -79,7 +92,16 @@ function tagsColumn(input: Row, mode: WriteMode): Row {
   return { tags: JSON.stringify(input.tags ?? {}) };
 }
 
-export async function createResource(ctx: Ctx, decl: ResourceDecl, body: Row) {
+/** Empty strings in the declaration's blank-means-absent fields become null (see ResourceDecl.blankAsNull). */
+function withoutBlanks(decl: ResourceDecl, body: Row): Row {
+  if (!decl.blankAsNull?.some((f) => body[f] === '')) return body;
+  const out = { ...body };
+  for (const f of decl.blankAsNull) if (out[f] === '') out[f] = null;
+  return out;
+}
+
+export async function createResource(ctx: Ctx, decl: ResourceDecl, raw: Row) {
+  const body = withoutBlanks(decl, raw);
   const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, 'create', ctx) : body;
   return writeTx(ctx, async (tx) => {
     const now = iso(ctx.clock.now());
@@ -100,11 +122,12 @@ export async function updateResource(
   ctx: Ctx,
   decl: ResourceDecl,
   id: string,
-  body: Row,
+  raw: Row,
   mode: 'update' | 'patch',
   /** Extra condition on the existing row (ownership, method); a failing check throws. */
   check?: (existing: Row) => void | Promise<void>,
 ) {
+  const body = withoutBlanks(decl, raw);
   const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, mode, ctx) : body;
   await writeTx(ctx, async (tx) => {
     const existing = await findRow(ctx, decl, id, tx);

@@ -1,8 +1,9 @@
 // The resource declaration: one object per resource drives its routes, validation, OpenAPI entries,
 // filterable fields and CLI subcommands (see docs/architecture.md).
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { TSchema } from 'typebox';
 import type { Db, Tx } from '../store/db.js';
+import type { DialectName } from '../store/dialect.js';
 import type { Database } from '../store/schema.js';
 import type { Ctx } from './context.js';
 import { fromJson } from '../store/json.js';
@@ -13,11 +14,52 @@ export type FieldType = 'string' | 'number' | 'boolean' | 'datetime' | 'set' | '
 export interface FieldSpec {
   /** SQL reference, qualified by the alias `e` of the resource's own table (or a join's alias). */
   column: string;
+  /** A computed value instead of the column (an upstream symbol with no column of its own). */
+  expr?: RawBuilder<unknown> | ((d: DialectName) => RawBuilder<unknown>);
   type: FieldType;
   sortable?: boolean;
   /** For a set field: backed by the entity_role_attributes index (the resource's role attributes). */
   indexed?: boolean;
+  /** For a set field: its elements are rows of a link table, `value` of the rows whose `owner` is the entity. */
+  members?: { table: string; owner: string; value: string; where?: string };
+  /**
+   * String literals are stored differently (a token's hash, a policy type's number): compared after this
+   * conversion; contains does not apply.
+   */
+  encode?: (value: string) => string | number;
+  /**
+   * A name we accepted before following upstream's symbols: still filterable, but not listed in
+   * meta.filterableFields (which answers upstream's names only).
+   */
+  alias?: boolean;
 }
+
+/** The SQL a field reads: its computed expression or its column. */
+export const fieldRef = (f: FieldSpec, d: DialectName): RawBuilder<unknown> => (typeof f.expr === 'function' ? f.expr(d) : f.expr) ?? sql.ref(f.column);
+
+/**
+ * A value inside a JSON text column, for upstream symbols that read into a stored document
+ * (`primary.cert.allowed` on auth policies). SQLite's json_extract and PostgreSQL's #>> differ in how
+ * they answer booleans, so both are brought to what our comparisons expect (1/0, numbers, text).
+ */
+export const jsonField = (column: string, path: string[], type: 'boolean' | 'number' | 'string'): FieldSpec => ({
+  column,
+  type,
+  sortable: true,
+  expr: (d) => jsonValueSql(d, column, path, type),
+});
+
+function jsonValueSql(d: DialectName, column: string, path: string[], type: 'boolean' | 'number' | 'string'): RawBuilder<unknown> {
+  if (d === 'sqlite') return sql`json_extract(${sql.ref(column)}, ${'$.' + path.join('.')})`;
+  const text = sql`(${sql.ref(column)}::jsonb #>> ${'{' + path.join(',') + '}'})`;
+  if (type === 'boolean') return sql`(${text})::boolean::int`;
+  if (type === 'number') return sql`(${text})::numeric`;
+  return text;
+}
+
+/** Marks fields as aliases of upstream symbols (accepted, not listed). */
+export const aliases = (fields: Record<string, FieldSpec>): Record<string, FieldSpec> =>
+  Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, { ...f, alias: true }]));
 
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'patch' | 'delete';
 export type WriteMode = 'create' | 'update' | 'patch';
@@ -45,6 +87,11 @@ export interface ResourceDecl {
   policySide?: Side;
   /** Writes can change identities' service lists: they move the service-change marker (model/changes.ts). */
   touchesServices?: boolean;
+  /**
+   * Optional text fields where an empty string means "not given" (upstream's clients send "", e.g. ZAC's
+   * `externalId` and `terminatorStrategy`): stored as if null was sent, so the field's default applies.
+   */
+  blankAsNull?: string[];
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */
@@ -72,6 +119,8 @@ export const selfLink = (plural: string, id: string) => ({ self: { href: `./${pl
 /** The filterable fields every stored entity has (spread into a declaration's `filterable`). */
 export const baseFilterable: Record<string, FieldSpec> = {
   id: { column: 'e.id', type: 'string', sortable: true },
+  // Upstream's system entities; only tables with an is_system column override this constant.
+  isSystem: { column: 'e.id', expr: sql`0`, type: 'boolean', sortable: true },
   createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
   updatedAt: { column: 'e.updated_at', type: 'datetime', sortable: true },
   tags: { column: 'e.tags', type: 'tags' },

@@ -10,7 +10,10 @@ import { ApiError } from '../model/errors.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
+import { serverTimeouts } from './connections.js';
 import { RouteTable } from './route-table.js';
+import { cleanUrl } from './clean-path.js';
+import { isListStream } from './envelope.js';
 import { registerManagement } from './routes/management/index.js';
 import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
 import { registerSessionRoutes } from './routes/shared/session.js';
@@ -26,6 +29,10 @@ import { registerSessionCertificates } from './routes/client/session-certificate
 import { registerClientSigners } from './routes/client/external-jwt-signers.js';
 import { SpecRegistry } from './specs.js';
 import { VERSION } from '../version.js';
+import { registerCors } from './cors.js';
+import { registerZac } from './zac.js';
+import { registerNetworkJwts } from './routes/shared/network-jwts.js';
+import { registerFabric } from './routes/fabric.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -107,6 +114,7 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
       registerServices(child, ctx, api);
       registerSessions(child, ctx, api);
       registerControllers(child, ctx, api);
+      registerNetworkJwts(child, ctx);
       if (api === 'management') registerManagement(child, ctx);
       if (api === 'client') {
         registerEnroll(child, ctx);
@@ -127,6 +135,8 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
+    ...serverTimeouts(ctx.config).fastify,
+    rewriteUrl: (req) => cleanUrl(req.url ?? '/'),
   }) as unknown as App;
   const table = new RouteTable();
   app.decorate('routeTable', table);
@@ -134,18 +144,23 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   validators(app);
   contentTypes(app);
   registerErrorHandling(app, table);
+  registerCors(app, ctx.config.corsOrigins);
   registerAuth(app, ctx, opts.localAdmin);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', String(request.id));
+    if (isListStream(payload)) reply.header('content-type', 'application/json; charset=utf-8');
   });
 
   const specs = new SpecRegistry();
   registerVersionRoutes(app, ctx);
+  registerNetworkJwts(app, ctx);
   await registerApi(app, ctx, specs, 'client');
   await registerApi(app, ctx, specs, 'management');
+  await registerFabric(app, ctx, specs);
   registerDocs(app, specs);
+  registerZac(app, ctx.config.zacDir);
   await app.ready();
   return app;
 }

@@ -20,8 +20,9 @@ export const opIds = (decl: ResourceDecl) => {
 
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));
 
-export function filterableFields(decl: ResourceDecl): string[] {
-  return Object.keys(decl.filterable);
+/** Upstream's symbol names for the list (aliases we also accept are left out). */
+export function filterableFields(decl: Pick<ResourceDecl, 'filterable'>): string[] {
+  return Object.entries(decl.filterable).filter(([, f]) => !f.alias).map(([name]) => name);
 }
 
 const RoleQuery = {

@@ -8,6 +8,7 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['GET', 'all:', 'version information'],
   ['GET', 'all:/version', 'version information'],
   ['GET', 'all:/.well-known/est/cacerts', 'the CA store clients trust before anything else'],
+  ['GET', 'all:/network-jwts', 'the network JWT: the controller\'s address under its enrollment signature, no secret'],
   ['GET', '/enumerated-capabilities', 'capabilities, for clients choosing how to log in'],
   ['GET', '/specs', 'the API specifications'],
   ['GET', '/specs/:id', 'the API specifications'],
@@ -29,6 +30,8 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['GET', 'root:/docs/swagger-ui-bundle.js', 'the API reference page'],
   ['GET', 'root:/docs/swagger-ui-standalone-preset.js', 'the API reference page'],
   ['GET', 'root:/docs/openapi/:file', 'the API reference page'],
+  ['GET', 'root:/zac', 'the admin console\'s static files (it logs in through the API like any client)'],
+  ['GET', 'root:/zac/*', 'the admin console\'s static files'],
 ];
 
 export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(

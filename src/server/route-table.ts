@@ -16,7 +16,8 @@ export class RouteTable {
   attach(app: FastifyInstance) {
     app.addHook('onRoute', (r: RouteOptions) => {
       const methods = Array.isArray(r.method) ? r.method : [r.method];
-      const escaped = r.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+');
+      // A trailing wildcard (/zac/*) matches the rest of the path.
+      const escaped = r.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+').replace(/\\\*$/, '.*');
       for (const method of methods) {
         if (method === 'HEAD' || method === 'OPTIONS') continue;
         const access = (r.config as { access?: string } | undefined)?.access ?? 'admin';

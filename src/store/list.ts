@@ -4,7 +4,7 @@ import { ApiError } from '../model/errors.js';
 import type { ResourceDecl, Row, AnyQuery } from '../model/resource.js';
 import type { Db } from './db.js';
 import type { DialectHelpers } from './dialect.js';
-import { compileFilter } from './filter/index.js';
+import { compileFilter, compileSortParam } from './filter/index.js';
 import { rolesCondition } from './filter/roles.js';
 
 export const PAGE_DEFAULT = 10;
@@ -18,10 +18,14 @@ export interface ListParams {
   /** Roles (#attr, @id, #all) on lists whose source declares a role-attribute column. */
   roleFilter?: string[];
   roleSemantic?: string;
+  /** Sort order as `sort=name desc,createdAt`, used when the filter has no `sort by` (as upstream). */
+  sort?: string;
 }
 
 export interface Page {
   rows: Row[];
+  /** Set instead of rows for an unlimited list too large to hold at once: its rows, a chunk at a time. */
+  chunks?: AsyncIterable<Row[]>;
   pagination: { limit: number; offset: number; totalCount: number };
 }
 
@@ -33,22 +37,45 @@ export interface ListSource {
   detailQuery: (db: Db) => AnyQuery;
 }
 
-/** In-filter `skip`/`limit` win over the query string's offset/limit; limit is capped at PAGE_MAX. */
+/**
+ * Paging as upstream reads it (filter-symbols.md, "limit / offset rules"): in-filter `skip`/`limit` win over
+ * the query string's offset/limit; -1 (or `limit none`) means no limit; a missing limit, 0 or anything below
+ * -1 is the default page; above the maximum the limit is clamped, and the offset is kept within 0..OFFSET_MAX.
+ */
+/** Upstream reads the query string's limit and offset as 64-bit integers: anything else (1.5, 1e400) is a 400. */
+export function checkPagingParams(params: Pick<ListParams, 'limit' | 'offset'>) {
+  for (const [name, v] of [['limit', params.limit], ['offset', params.offset]] as const) {
+    if (v !== undefined && !(Number.isInteger(v) && Math.abs(v) < 2 ** 63)) {
+      throw new ApiError(400, 'INVALID_PAGINATION', `${name} must be a whole number, got ${v}`, { field: name, reason: 'must be a whole number', value: String(v) });
+    }
+  }
+}
+
 export function resolvePaging(params: ListParams, fromFilter: { skip?: number; limit?: number | 'none' }) {
-  let limit: number | 'none' = fromFilter.limit ?? params.limit ?? PAGE_DEFAULT;
-  const offset = fromFilter.skip ?? params.offset ?? 0;
-  if (limit !== 'none') {
-    if (!Number.isInteger(limit) || limit < 1) throw new ApiError(400, 'INVALID_PAGINATION', `limit must be a whole number of at least 1, got ${limit}`);
-    limit = Math.min(limit, PAGE_MAX);
-  }
-  if (!Number.isInteger(offset) || offset < 0 || offset > OFFSET_MAX) {
-    throw new ApiError(400, 'INVALID_PAGINATION', `offset must be a whole number from 0 to ${OFFSET_MAX}, got ${offset}`);
-  }
+  checkPagingParams(params);
+  const asked = fromFilter.limit ?? params.limit;
+  let limit: number | 'none';
+  if (asked === 'none' || asked === -1) limit = 'none';
+  else if (asked === undefined || !Number.isFinite(asked) || asked < 1) limit = PAGE_DEFAULT;
+  else limit = Math.min(Math.floor(asked), PAGE_MAX);
+  const skip = fromFilter.skip ?? params.offset ?? 0;
+  const offset = !Number.isFinite(skip) || skip < 0 ? 0 : Math.min(Math.floor(skip), OFFSET_MAX);
   return { limit, offset };
 }
 
+/** Every row of a chunked answer, for the few lists that are small by nature (role attributes). */
+export async function collect<T>(chunks: AsyncIterable<T[]>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const c of chunks) all.push(...c);
+  return all;
+}
+
+/** Rows fetched per query when a list has no limit: memory stays bounded whatever the table's size. */
+export const STREAM_CHUNK = 500;
+
 export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource, params: ListParams, scope?: (q: AnyQuery) => AnyQuery): Promise<Page> {
   const compiled = compileFilter(params.filter, src.filterable, dialect);
+  if (!compiled.sort.length && params.sort) compiled.sort = compileSortParam(params.sort, src.filterable, dialect);
   const { limit, offset } = resolvePaging(params, compiled);
   let base = src.source(db);
   if (scope) base = scope(base);
@@ -62,17 +89,31 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   const totalCount = Number(counted?.n ?? 0);
 
   let ids = base.select(sql.ref('e.id').as('id'));
-  for (const s of compiled.sort) ids = ids.orderBy(sql.ref(s.column), s.desc ? 'desc' : 'asc');
+  for (const s of compiled.sort) ids = ids.orderBy(s.ref, s.desc ? 'desc' : 'asc');
   ids = ids.orderBy(sql.ref('e.created_at'), 'asc').orderBy(sql.ref('e.id'), 'asc');
-  if (limit !== 'none') ids = ids.limit(limit);
-  if (offset) ids = (limit === 'none' ? dialect.withoutLimit(ids) : ids).offset(offset);
-  const idRows = await ids.execute();
-  const order = idRows.map((r) => String(r.id));
-  let rows: Row[] = [];
-  if (order.length) {
+
+  const fetch = async (n: number, from: number): Promise<Row[]> => {
+    let q = ids.limit(n);
+    if (from) q = q.offset(from);
+    const order = (await q.execute()).map((r) => String(r.id));
+    if (!order.length) return [];
     const found = await src.detailQuery(db).where(sql.ref('e.id'), 'in', order).execute();
     const byId = new Map(found.map((r: Row) => [r.id, r]));
-    rows = order.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
+    return order.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
+  };
+
+  if (limit === 'none') {
+    const pagination = { limit: Math.max(totalCount - offset, 0), offset, totalCount };
+    // Small answers are read at once; large ones are streamed a chunk at a time.
+    if (totalCount - offset <= STREAM_CHUNK) return { rows: await fetch(STREAM_CHUNK, offset), pagination };
+    async function* chunks() {
+      for (let at = offset; ; at += STREAM_CHUNK) {
+        const rows = await fetch(STREAM_CHUNK, at);
+        if (rows.length) yield rows;
+        if (rows.length < STREAM_CHUNK) return;
+      }
+    }
+    return { rows: [], chunks: chunks(), pagination };
   }
-  return { rows, pagination: { limit: limit === 'none' ? totalCount : limit, offset, totalCount } };
+  return { rows: await fetch(limit, offset), pagination: { limit, offset, totalCount } };
 }

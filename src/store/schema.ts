@@ -238,6 +238,7 @@ export interface SessionRow extends BaseRow {
   serviceId: string;
   type: string;
   tokenHash: string;
+  tokenSealed: string | null;
 }
 
 export interface TerminatorRow extends BaseRow {
@@ -301,6 +302,9 @@ export interface IntegrityRunRow {
   fixingErrors: number;
   tooManyErrors: number;
   results: string;
+  /** host:pid:nonce of the process running the scan. */
+  owner: string | null;
+  heartbeatAt: string | null;
 }
 
 export interface Database {

@@ -26,7 +26,7 @@ describe('informational routes (no session needed)', () => {
   it('lists capabilities and API specs, and serves an OpenAPI document built from the routes', async () => {
     expect((await c.call('GET', `${CLIENT}/enumerated-capabilities`)).body.data).toContain('OIDC_AUTH');
     const specs = (await c.call('GET', `${MGMT}/specs`)).body.data;
-    expect(specs.map((s: { id: string }) => s.id).sort()).toEqual(['edge-client', 'edge-management']);
+    expect(specs.map((s: { id: string }) => s.id).sort()).toEqual(['edge-client', 'edge-management', 'fabric']);
     expect((await c.call('GET', `${CLIENT}/specs/edge-client`)).body.data.name).toBe('Edge Client API');
     expectError(await c.call('GET', `${CLIENT}/specs/nope`), 404, 'NOT_FOUND');
 

@@ -103,4 +103,37 @@ describe('bin/ztc serve', () => {
     expect(await exited).toBe(0);
     expect(await get(`https://127.0.0.1:${port}/version`)).toBe(0);
   });
+
+  it('takes the admin password from a file, so it never shows in the process list', async () => {
+    const dir = tempDataDir();
+    const port = await freePort();
+    const db = await testDatabase();
+    const secret = 'from-a-file-7';
+    fs.writeFileSync(`${dir}/admin-password`, `${secret}\n`, { mode: 0o600 });
+    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password-file', `${dir}/admin-password`, '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
+      env: { ...process.env, ZTC_DATA_DIR: '', ZTC_ADMIN_PASSWORD: '' },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = await get(`https://127.0.0.1:${port}/version`);
+    }
+    expect(status).toBe(200);
+    if (fs.existsSync(`/proc/${child.pid}/cmdline`)) expect(fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')).not.toContain(secret);
+    const login = (password: string) =>
+      new Promise<number>((resolve) => {
+        const req = https.request(`https://127.0.0.1:${port}/edge/client/v1/authenticate?method=password`, { method: 'POST', rejectUnauthorized: false, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', () => resolve(0));
+        req.end(JSON.stringify({ username: 'admin', password }));
+      });
+    expect(await login(secret)).toBe(200);
+    expect(await login(`${secret}\n`)).toBe(401);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 });

@@ -3,6 +3,7 @@ import { loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
 import { startController, type Running } from '../../server/controller.js';
 import { loggerOptions } from '../../server/logging.js';
+import { ZAC_PATH } from '../../server/zac.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { consoleLogStream } from '../../server/console-log.js';
@@ -22,10 +23,16 @@ export function serverOptions(cmd: Command): Command {
     .option('--bind <address>', 'address to listen on (env ZTC_BIND; default 0.0.0.0)')
     .option('--hostnames <names>', 'comma-separated names for the server certificate (env ZTC_HOSTNAMES)')
     .option('--admin-username <name>', 'default admin username at first start (default admin)')
-    .option('--admin-password <password>', 'default admin password at first start (env ZTC_ADMIN_PASSWORD; generated when absent)')
+    .option('--admin-password <password>', 'default admin password at first start (generated when absent; visible in ps: prefer the file or env ZTC_ADMIN_PASSWORD)')
+    .option('--admin-password-file <file>', 'read the default admin password from the first line of a file (env ZTC_ADMIN_PASSWORD_FILE)')
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
+    .option('--max-connections-per-address <n>', 'open connections one client address may hold (default 256; 0: no cap)')
+    .option('--headers-timeout-seconds <n>', 'time to complete the TLS handshake and send the headers (default 10)')
+    .option('--idle-timeout-seconds <n>', 'time a kept-alive connection may wait for its next request (default 60)')
+    .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
+    .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
 }
@@ -40,10 +47,16 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     hostnames: opts.hostnames,
     adminUsername: opts.adminUsername,
     adminPassword: opts.adminPassword,
+    adminPasswordFile: opts.adminPasswordFile,
     sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
     authRateLimitPerMinute: opts.authRateLimitPerMinute,
     apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
+    maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
+    headersTimeoutSeconds: opts.headersTimeoutSeconds,
+    idleTimeoutSeconds: opts.idleTimeoutSeconds,
     logLevel: opts.logLevel,
+    zacDir: opts.zacDir,
+    corsOrigins: opts.corsOrigins,
   });
   return { ...config, ...overrides };
 }
@@ -89,6 +102,8 @@ export async function runController(config: Config, format: LogFormat = logForma
     `  management    ${running.url}/edge/management/v1`,
     `  API docs      ${running.url}/docs`,
   ];
+  if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
+  if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);
   else if (running.boot.adminCreated) lines.push(`  admin         ${config.adminUsername} (password as given)`);
   // One write: request log lines cannot land in the middle of the banner or the password.

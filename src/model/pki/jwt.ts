@@ -1,5 +1,6 @@
 // Enrollment JWTs: signed (ES256) by the controller's enrollment key, whose public half is served at
 // /enroll/jwks under the same kid.
+import { randomUUID } from 'node:crypto';
 import { decodeJwt, SignJWT } from 'jose';
 import type { Ctx } from '../context.js';
 
@@ -21,3 +22,30 @@ export function signEnrollmentJwt(ctx: Ctx, c: { subject: string; token: string;
 
 /** The one-time token a stored enrollment JWT carries. */
 export const tokenOf = (jwt: string): string => String(decodeJwt(jwt).jti ?? '');
+
+/** The audience upstream's enrollment tooling expects on a network JWT. */
+export const ENROLLER_AUDIENCE = 'openziti-enroller';
+
+const networkJwts = new WeakMap<Ctx, Promise<string>>();
+
+/**
+ * The network's enrollment JWT (method "network"): not a credential, but what a client needs to find
+ * and trust this network before enrolling some other way (an external JWT signer, a password): the
+ * controller's address (issuer and subject) under the controller's enrollment signature, verifiable
+ * against /enroll/jwks. It does not expire, and is made once per process as upstream makes it.
+ */
+export function networkJwt(ctx: Ctx): Promise<string> {
+  let jwt = networkJwts.get(ctx);
+  if (!jwt) {
+    const url = `${controllerUrl(ctx)}/`;
+    jwt = new SignJWT({ em: 'network' })
+      .setProtectedHeader({ alg: 'ES256', kid: ctx.pki.signingJwk.kid, typ: 'JWT' })
+      .setIssuer(url)
+      .setSubject(url)
+      .setAudience([ENROLLER_AUDIENCE])
+      .setJti(randomUUID())
+      .sign(ctx.pki.signingKey);
+    networkJwts.set(ctx, jwt);
+  }
+  return jwt;
+}

@@ -137,6 +137,59 @@ export function evaluateCheck(check: Check, responses: Responses, now: Date): Ou
   return untimed(false);
 }
 
+/** Go's zero time: what upstream answers for an MFA event that never happened. */
+const NEVER = '0001-01-01T00:00:00.000Z';
+
+function processActual(want: { osType?: string; path: string }, got: ProcessResponse | undefined) {
+  return { osType: want.osType, path: want.path, isRunning: !!got?.isRunning, hash: got?.hash ?? '', signerFingerprints: got?.signerFingerprints ?? [] };
+}
+
+/**
+ * What a failed check expected and what the client had reported, in upstream's shape for the check's
+ * type (a failed service request's `checks[]`): actualValue and expectedValue, plus MFA's criteria and
+ * PROCESS_MULTI's semantic.
+ */
+export function failureValues(check: Check, responses: Responses, now: Date): Record<string, unknown> {
+  const r = responses.get(check.id)?.data ?? {};
+  const d = check.data;
+  const procs = (r.processes as Record<string, ProcessResponse> | undefined) ?? {};
+  switch (check.typeId) {
+    case 'DOMAIN':
+      return { actualValue: String(r.domain ?? ''), expectedValue: d.domains ?? [] };
+    case 'MAC':
+      return { actualValue: (r.macAddresses as string[] | undefined) ?? [], expectedValue: d.macAddresses ?? [] };
+    case 'OS':
+      return { actualValue: { type: String(r.type ?? ''), version: String(r.version ?? '') }, expectedValue: (d.operatingSystems as { type: string; versions?: string[] }[]).map((o) => ({ type: o.type, versions: o.versions ?? [] })) };
+    case 'PROCESS':
+      return { actualValue: processActual(d.process, procs[norm(d.process.path)]), expectedValue: { osType: d.process.osType, path: d.process.path, hashes: d.process.hashes ?? [], signerFingerprint: d.process.signerFingerprint ?? '' } };
+    case 'PROCESS_MULTI':
+      return {
+        semantic: d.semantic ?? 'AllOf',
+        actualValue: (d.processes as { osType: string; path: string }[]).map((p) => processActual(p, procs[norm(p.path)])),
+        expectedValue: (d.processes as { osType: string; path: string; hashes?: string[]; signerFingerprints?: string[] }[]).map((p) => ({ osType: p.osType, path: p.path, hashes: p.hashes ?? [], signerFingerprints: p.signerFingerprints ?? [] })),
+      };
+    case 'MFA': {
+      const mfa = responses.get(MFA_KEY);
+      const state = responses.get(ENDPOINT_STATE_KEY);
+      const o = evaluateCheck(check, responses, now);
+      const timeout = Number(d.timeoutSeconds ?? -1);
+      const stateAt = state?.updatedAt ?? NEVER;
+      return {
+        actualValue: { passedMfa: !!mfa, passedOnWake: !(d.promptOnWake && state?.data.woken && mfa && stateAt > mfa.updatedAt), passedOnUnlock: !(d.promptOnUnlock && state?.data.unlocked && mfa && stateAt > mfa.updatedAt), timedOut: timeout > 0 && !!mfa && o.timeoutRemaining === 0 },
+        expectedValue: { passedMfa: true, passedOnWake: !!d.promptOnWake, passedOnUnlock: !!d.promptOnUnlock, timedOut: false },
+        criteria: {
+          passedMfaAt: mfa?.updatedAt ?? NEVER,
+          wokenAt: state?.data.woken ? stateAt : NEVER,
+          unlockedAt: state?.data.unlocked ? stateAt : NEVER,
+          timeoutSeconds: timeout,
+          timeoutRemainingSeconds: o.timeoutRemaining,
+        },
+      };
+    }
+  }
+  return { actualValue: '', expectedValue: [] };
+}
+
 /** The postureQueries of a service, as its client sees them: one entry per granting policy. */
 export function postureQueries(grants: Grant[], checks: Map<string, Check[]>, responses: Responses, now: Date) {
   return grants.map((g) => {

@@ -1,5 +1,6 @@
 import { apiSessionDetail } from '../auth/api-sessions.js';
-import { baseFilterable, defineResource } from '../resource.js';
+import { hashSecret } from '../ids.js';
+import { aliases, baseFilterable, defineResource } from '../resource.js';
 import { apiSessionSchema } from '../schemas/api-session.js';
 
 /** Admin view of API sessions. Tokens are stored only as hashes, so `token` is empty here. */
@@ -13,12 +14,17 @@ export const apiSessions = defineResource({
   schemas: { detail: apiSessionSchema },
   filterable: {
     ...baseFilterable,
-    identityId: { column: 'e.identity_id', type: 'string', sortable: true },
-    authenticatorId: { column: 'e.authenticator_id', type: 'string', sortable: true },
+    token: { column: 'e.token_hash', type: 'string', sortable: true, encode: hashSecret },
+    identity: { column: 'e.identity_id', type: 'string', sortable: true },
+    authenticator: { column: 'e.authenticator_id', type: 'string', sortable: true },
     ipAddress: { column: 'e.ip_address', type: 'string', sortable: true },
-    isMfaRequired: { column: 'e.is_mfa_required', type: 'boolean', sortable: true },
-    isMfaComplete: { column: 'e.is_mfa_complete', type: 'boolean', sortable: true },
     lastActivityAt: { column: 'e.last_activity_at', type: 'datetime', sortable: true },
+    ...aliases({
+      identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+      authenticatorId: { column: 'e.authenticator_id', type: 'string', sortable: true },
+      isMfaRequired: { column: 'e.is_mfa_required', type: 'boolean', sortable: true },
+      isMfaComplete: { column: 'e.is_mfa_complete', type: 'boolean', sortable: true },
+    }),
   },
   detailQuery: (db) => db.selectFrom('apiSessions as e').innerJoin('identities as i', 'i.id', 'e.identityId').selectAll('e').select('i.name as identityName') as never,
   toDetail: (r, ctx) => apiSessionDetail(ctx, r as never, ''),

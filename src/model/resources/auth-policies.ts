@@ -2,7 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { ApiError, cannotDelete, conflict, invalidField } from '../errors.js';
-import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
+import { baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
 const Count = Type.Integer({ minimum: 0, maximum: 100_000 });
@@ -67,7 +67,20 @@ export const authPolicies = defineResource({
   schemas: { detail: authPolicyDetail, create: authPolicyCreate, update: authPolicyCreate, patch: authPolicyPatch },
   filterable: {
     ...baseFilterable,
+    isSystem: { column: 'e.is_system', type: 'boolean', sortable: true },
     name: { column: 'e.name', type: 'string', sortable: true },
+    // Upstream's symbols are paths into the policy; types follow the values (upstream swaps two of them by mistake).
+    'primary.cert.allowed': jsonField('e.primary_json', ['cert', 'allowed'], 'boolean'),
+    'primary.cert.allowExpiredCerts': jsonField('e.primary_json', ['cert', 'allowExpiredCerts'], 'boolean'),
+    'primary.updb.allowed': jsonField('e.primary_json', ['updb', 'allowed'], 'boolean'),
+    'primary.updb.minPasswordLength': jsonField('e.primary_json', ['updb', 'minPasswordLength'], 'number'),
+    'primary.updb.requireSpecialChar': jsonField('e.primary_json', ['updb', 'requireSpecialChar'], 'boolean'),
+    'primary.updb.requireNumberChar': jsonField('e.primary_json', ['updb', 'requireNumberChar'], 'boolean'),
+    'primary.updb.requireMixedCase': jsonField('e.primary_json', ['updb', 'requireMixedCase'], 'boolean'),
+    'primary.updb.maxAttempts': jsonField('e.primary_json', ['updb', 'maxAttempts'], 'number'),
+    'primary.extJwt.allowed': jsonField('e.primary_json', ['extJwt', 'allowed'], 'boolean'),
+    'secondary.requireTotp': jsonField('e.secondary_json', ['requireTotp'], 'boolean'),
+    'secondary.requireExtJwtSigner': jsonField('e.secondary_json', ['requireExtJwtSigner'], 'string'),
   },
   toDetail: (r) => ({
     ...baseDetail('auth-policies', r),

@@ -3,11 +3,12 @@ import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
+import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
 import { checkPassword, policyOf } from './auth-policies.js';
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
-import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, Nullable, Password, Tags, Username } from '../schemas/common.js';
 
 export const authenticatorCreate = Type.Object(
@@ -119,10 +120,17 @@ export const authenticators = defineResource({
   filterable: {
     ...baseFilterable,
     method: { column: 'e.method', type: 'string', sortable: true },
-    identityId: { column: 'e.identity_id', type: 'string', sortable: true },
-    username: { column: 'e.username', type: 'string', sortable: true },
-    fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
+    identity: { column: 'e.identity_id', type: 'string', sortable: true },
+    certFingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
+    certPem: { column: 'e.cert_pem', type: 'string', sortable: true },
     isIssuedByNetwork: { column: 'e.is_issued_by_network', type: 'boolean', sortable: true },
+    updbUsername: { column: 'e.username', type: 'string', sortable: true },
+    // Upstream also lists updbPassword and updbSalt; password hashes are not made searchable here.
+    ...aliases({
+      identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+      username: { column: 'e.username', type: 'string', sortable: true },
+      fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
+    }),
   },
   detailQuery: (db) =>
     db
@@ -139,6 +147,15 @@ export const authenticators = defineResource({
     isIssuedByNetwork: isSet(r.isIssuedByNetwork),
   }),
   toRow,
-  hooks: { prepare },
+  hooks: {
+    prepare,
+    // A new password ends the sessions the old one opened (but the caller's own, when it is the owner).
+    afterWrite: async (tx, id, _ctx, input, mode) => {
+      if (mode !== 'create' && typeof input.passwordHash === 'string') await endSessionsOf(tx, id, input[KEEP_API_SESSION as never]);
+    },
+    beforeDelete: async (tx, existing) => {
+      await endSessionsOf(tx, existing.id);
+    },
+  },
   cli: { columns: ['id', 'method', 'identity.name', 'username', 'fingerprint'] },
 });

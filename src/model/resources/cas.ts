@@ -22,7 +22,7 @@ const ExternalIdClaim = Type.Object(
   },
   { additionalProperties: false },
 );
-const Format = Type.String({ minLength: 1, maxLength: 255 });
+const Format = Type.String({ maxLength: 255 });
 const flags = { isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean() };
 
 export const caCreate = Type.Object(
@@ -43,7 +43,7 @@ export const caPatch = Type.Object(
 );
 export const caDetail = Type.Object({
   ...baseFields, name: Type.String(), certPem: Type.String(), fingerprint: Type.String(), isVerified: Type.Boolean(), verificationToken: Type.Optional(Type.String()),
-  identityRoles: Type.Array(Type.String()), identityNameFormat: Type.String(), externalIdClaim: Type.Optional(Nullable(Type.Unsafe({ type: 'object', additionalProperties: true }))),
+  identityRoles: Type.Array(Type.String()), identityNameFormat: Type.String(), externalIdClaim: Type.Optional(Type.Unsafe({ type: 'object', additionalProperties: true })),
   isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean(),
 });
 
@@ -87,6 +87,7 @@ export const cas = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)',
   schemas: { detail: caDetail, create: caCreate, update: caUpdate, patch: caPatch },
+  blankAsNull: ['identityNameFormat'],
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
@@ -95,13 +96,16 @@ export const cas = defineResource({
     isAuthEnabled: { column: 'e.is_auth_enabled', type: 'boolean', sortable: true },
     isAutoCaEnrollmentEnabled: { column: 'e.is_auto_ca_enrollment_enabled', type: 'boolean', sortable: true },
     isOttCaEnrollmentEnabled: { column: 'e.is_ott_ca_enrollment_enabled', type: 'boolean', sortable: true },
+    verificationToken: { column: 'e.verification_token', type: 'string', sortable: true },
   },
   toDetail: (r) => ({
     ...baseDetail('cas', r, { verify: { href: `./cas/${r.id}/verify`, method: 'POST' }, jwt: { href: `./cas/${r.id}/jwt` } }),
     name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
     // The token is only of use (and only shown) until the CA is verified.
     ...(isSet(r.isVerified) ? {} : { verificationToken: r.verificationToken }),
-    identityRoles: fromJson(r.identityRoles, []), identityNameFormat: r.identityNameFormat, externalIdClaim: fromJson(r.externalIdClaim, null),
+    identityRoles: fromJson(r.identityRoles, []), identityNameFormat: r.identityNameFormat,
+    // Absent rather than null when unset, as upstream (its definition is not nullable).
+    ...(r.externalIdClaim ? { externalIdClaim: fromJson(r.externalIdClaim, {}) } : {}),
     isAutoCaEnrollmentEnabled: isSet(r.isAutoCaEnrollmentEnabled), isOttCaEnrollmentEnabled: isSet(r.isOttCaEnrollmentEnabled), isAuthEnabled: isSet(r.isAuthEnabled),
   }),
   toRow,

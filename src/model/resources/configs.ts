@@ -5,7 +5,7 @@ import type { Tx } from '../../store/db.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { fromJson } from '../../store/json.js';
 import { ApiError, conflict, invalidField } from '../errors.js';
-import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, Name, Tags } from '../schemas/common.js';
 
 const JsonObject = Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true });
@@ -47,7 +47,8 @@ export const configTypes = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
   schemas: { detail: configTypeDetail, create: configTypeCreate, update: configTypeCreate, patch: configTypePatch },
-  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true } },
+  // `schema` is the JSON schema as stored text, as upstream filters it.
+  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, schema: { column: 'e.schema', type: 'string', sortable: true } },
   toDetail: (r) => ({ ...baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), name: r.name, schema: fromJson(r.schema, {}) }),
   toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx, existing?: Row) => {
     const out: Row = {};
@@ -103,8 +104,8 @@ export const configs = defineResource({
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
-    configTypeId: { column: 'e.config_type_id', type: 'string', sortable: true },
     type: { column: 'e.config_type_id', type: 'string', sortable: true },
+    ...aliases({ configTypeId: { column: 'e.config_type_id', type: 'string', sortable: true } }),
   },
   detailQuery: (db) => db.selectFrom('configs as e').innerJoin('configTypes as t', 't.id', 'e.configTypeId').selectAll('e').select('t.name as typeName') as never,
   toDetail: (r) => ({ ...baseDetail('configs', r), name: r.name, configTypeId: r.configTypeId, configType: entityRef('config-types', r.configTypeId, r.typeName), data: fromJson(r.data, {}) }),

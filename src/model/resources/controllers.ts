@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import { fromJson } from '../../store/json.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
+import { sql } from 'kysely';
 import { baseDetail, baseFilterable, defineResource } from '../resource.js';
 import { baseFields, MapOf } from '../schemas/common.js';
 
@@ -25,7 +26,16 @@ export const controllers = defineResource({
   schemas: {
     detail: Type.Object({ ...baseFields, name: Type.String(), certPem: Type.String(), fingerprint: Type.String(), isOnline: Type.Boolean(), lastJoinedAt: Type.String(), apiAddresses: MapOf(Type.Array(ApiAddress)), ctrlAddress: Type.Union([Type.String(), Type.Null()]) }),
   },
-  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true }, lastJoinedAt: { column: 'e.last_joined_at', type: 'datetime', sortable: true } },
+  filterable: {
+    ...baseFilterable,
+    name: { column: 'e.name', type: 'string', sortable: true },
+    ctrlAddress: { column: 'e.id', expr: sql`null`, type: 'string', sortable: true },
+    certPem: { column: 'e.cert_pem', type: 'string', sortable: true },
+    fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
+    // Online: seen within the last few heartbeats, judged when the query is built.
+    isOnline: { column: 'e.last_seen_at', type: 'boolean', sortable: true, expr: () => sql`(case when ${sql.ref('e.last_seen_at')} > ${new Date(Date.now() - ONLINE_WITHIN_MS).toISOString()} then 1 else 0 end)` },
+    lastJoinedAt: { column: 'e.last_joined_at', type: 'datetime', sortable: true },
+  },
   toDetail: (r, ctx) => ({
     ...baseDetail('controllers', r),
     name: r.name,

@@ -7,7 +7,7 @@ import type { Ctx } from '../context.js';
 import { ApiError, conflict, invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
-import { baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, DateTime, EntityRef, MapOf, Nullable, Username } from '../schemas/common.js';
 
 const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
@@ -106,13 +106,19 @@ export const enrollments = defineResource({
   schemas: { detail: enrollmentDetail, create: enrollmentCreate },
   filterable: {
     ...baseFilterable,
-    method: { column: 'e.method', type: 'string', sortable: true },
-    identityId: { column: 'e.identity_id', type: 'string', sortable: true },
-    edgeRouterId: { column: 'e.router_id', type: 'string', sortable: true },
-    transitRouterId: { column: 'e.router_id', type: 'string', sortable: true },
+    token: { column: 'e.token_hash', type: 'string', sortable: true, encode: hashSecret },
+    identity: { column: 'e.identity_id', type: 'string', sortable: true },
+    edgeRouter: { column: 'e.router_id', type: 'string', sortable: true },
+    transitRouter: { column: 'e.router_id', type: 'string', sortable: true },
     caId: { column: 'e.ca_id', type: 'string', sortable: true },
-    username: { column: 'e.username', type: 'string', sortable: true },
-    expiresAt: { column: 'e.expires_at', type: 'datetime', sortable: true },
+    ...aliases({
+      method: { column: 'e.method', type: 'string', sortable: true },
+      identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+      edgeRouterId: { column: 'e.router_id', type: 'string', sortable: true },
+      transitRouterId: { column: 'e.router_id', type: 'string', sortable: true },
+      username: { column: 'e.username', type: 'string', sortable: true },
+      expiresAt: { column: 'e.expires_at', type: 'datetime', sortable: true },
+    }),
   },
   detailQuery: (db) =>
     db

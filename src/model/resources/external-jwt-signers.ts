@@ -2,18 +2,19 @@ import { X509Certificate } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { endSessionsOf } from '../auth/revoke.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
-const Url = Type.String({ minLength: 1, maxLength: 2048 });
+const Url = Type.String({ maxLength: 2048 });
 const Text = Type.String({ maxLength: 2048 });
 const fields = {
   certPem: Type.Optional(Nullable(Type.String({ maxLength: 65536 }))),
   jwksEndpoint: Type.Optional(Nullable(Url)),
   kid: Type.Optional(Nullable(Text)),
-  claimsProperty: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+  claimsProperty: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   useExternalId: Type.Optional(Nullable(Type.Boolean())),
   clientId: Type.Optional(Nullable(Text)),
   externalAuthUrl: Type.Optional(Nullable(Url)),
@@ -85,11 +86,16 @@ export const externalJwtSigners = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
   schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
+  blankAsNull: ['audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'clientId', 'externalAuthUrl'],
   filterable: {
     ...baseFilterable,
-    name: { column: 'e.name', type: 'string', sortable: true },
-    issuer: { column: 'e.issuer', type: 'string', sortable: true },
+    ...Object.fromEntries(
+      ['name', 'fingerprint', 'kid', 'issuer', 'certPem', 'commonName', 'claimsProperty', 'audience', 'clientId', 'scopes'].map((f) => [f, { column: `e.${f.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())}`, type: 'string' as const, sortable: true }]),
+    ),
+    notAfter: { column: 'e.not_after', type: 'datetime', sortable: true },
+    notBefore: { column: 'e.not_before', type: 'datetime', sortable: true },
     enabled: { column: 'e.enabled', type: 'boolean', sortable: true },
+    useExternalId: { column: 'e.use_external_id', type: 'boolean', sortable: true },
   },
   toDetail: (r) => ({
     ...baseDetail('external-jwt-signers', r),
@@ -103,6 +109,7 @@ export const externalJwtSigners = defineResource({
       const policies = await tx.selectFrom('authPolicies').select(['id', 'primaryJson', 'secondaryJson']).execute();
       const user = policies.find((p) => p.primaryJson.includes(`"${existing.id}"`) || p.secondaryJson.includes(`"${existing.id}"`));
       if (user) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The signer is named by auth policy '${user.id}': remove it there first`);
+      await endSessionsOf(tx, existing.id);
     },
   },
   cli: { columns: ['id', 'name', 'enabled', 'issuer', 'audience', 'jwksEndpoint'] },

@@ -5,7 +5,7 @@ import { cannotDelete, invalidField } from '../errors.js';
 import { newId } from '../ids.js';
 import { tokenOf } from '../pki/jwt.js';
 import { insertEnrollment } from './enrollments.js';
-import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
@@ -21,7 +21,7 @@ const writable = {
   authPolicyId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
   defaultHostingCost: Type.Optional(Cost),
   defaultHostingPrecedence: Type.Optional(Precedence),
-  externalId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+  externalId: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   roleAttributes: Type.Optional(Attributes),
   serviceHostingCosts: Type.Optional(MapOf(Cost)),
   serviceHostingPrecedences: Type.Optional(MapOf(Precedence)),
@@ -126,21 +126,24 @@ export const identities = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Identities: the users, devices, services and routers that authenticate to the network',
   schemas: { detail: identityDetail, create: identityCreate, update: identityUpdate, patch: identityPatch },
+  blankAsNull: ['externalId', 'authPolicyId'],
   roleAttributes: 'roleAttributes',
   policySide: 'identity',
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
     type: { column: 'e.type_id', type: 'string', sortable: true },
-    typeId: { column: 'e.type_id', type: 'string', sortable: true },
     isAdmin: { column: 'e.is_admin', type: 'boolean', sortable: true },
     isDefaultAdmin: { column: 'e.is_default_admin', type: 'boolean', sortable: true },
     authPolicyId: { column: 'e.auth_policy_id', type: 'string', sortable: true },
     externalId: { column: 'e.external_id', type: 'string', sortable: true },
-    disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
-    defaultHostingCost: { column: 'e.default_hosting_cost', type: 'number', sortable: true },
-    defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+    ...aliases({
+      typeId: { column: 'e.type_id', type: 'string', sortable: true },
+      disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
+      defaultHostingCost: { column: 'e.default_hosting_cost', type: 'number', sortable: true },
+      defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
+    }),
   },
   detailQuery: (db) =>
     db

@@ -5,6 +5,7 @@ import type { Db, Tx } from '../../store/db.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { cannotDelete } from '../errors.js';
 import { displayRoles, evaluatePolicy, forgetPolicy, normaliseRoles, roleNames, type PolicyKind, type PolicyShape, type Semantic, type Side } from '../policy/membership.js';
+import { sql } from 'kysely';
 import { baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Tags } from '../schemas/common.js';
 
@@ -148,7 +149,16 @@ export const servicePolicies = policyResource({
   extra: { type: DialBind },
   kindOf: (r) => String(r.type).toLowerCase() as PolicyKind,
   extraDetail: (r) => ({ type: r.type }),
-  extraFilterable: { type: { column: 'e.type', type: 'string', sortable: true } },
+  extraFilterable: {
+    // Upstream stores the type as a number (1 Dial, 2 Bind); "Dial" and "Bind" are accepted too.
+    type: {
+      column: 'e.type', type: 'number', sortable: true,
+      expr: sql`(case ${sql.ref('e.type')} when 'Dial' then 1 when 'Bind' then 2 else 0 end)`,
+      encode: (v) => ({ dial: 1, bind: 2 })[v.toLowerCase()] ?? 0,
+    },
+    identities: { column: 'e.id', type: 'set', members: { table: 'policy_members', owner: 'policy_id', value: 'entity_id', where: "side = 'identity'" } },
+    services: { column: 'e.id', type: 'set', members: { table: 'policy_members', owner: 'policy_id', value: 'entity_id', where: "side = 'service'" } },
+  },
   links: ['identities', 'services', 'posture-checks'],
   cliColumns: ['id', 'name', 'type', 'semantic', 'identityRoles', 'serviceRoles'],
 });

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
 import { fromJson } from '../../store/json.js';
 import { invalidField } from '../errors.js';
-import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, Name, Tags } from '../schemas/common.js';
 
 export const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 'macOS'] as const;
@@ -106,8 +106,12 @@ export const postureChecks = defineResource({
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
-    typeId: { column: 'e.type_id', type: 'string', sortable: true },
-    roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+    promptOnUnlock: jsonField('e.data', ['promptOnUnlock'], 'boolean'),
+    promptOnWake: jsonField('e.data', ['promptOnWake'], 'boolean'),
+    ...aliases({
+      typeId: { column: 'e.type_id', type: 'string', sortable: true },
+      roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+    }),
   },
   toDetail: (r) => ({
     ...fromJson<Row>(r.data, {}),

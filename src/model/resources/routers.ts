@@ -1,6 +1,7 @@
 // Routers. Edge routers (clients connect through them; they carry role attributes for policies) and
 // transit routers share one table: /routers and /transit-routers list both kinds, /edge-routers the
 // edge ones. Each router is created with an enrollment (method erott) that issues its certificates.
+import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
@@ -9,7 +10,7 @@ import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { hashSecret, newId } from '../ids.js';
 import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
-import { baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
 
 /** A router enrollment (erott): a one-time token, as a JWT whose subject is the router. */
@@ -128,7 +129,6 @@ const routerFilterable: Record<string, FieldSpec> = {
   cost: { column: 'e.cost', type: 'number', sortable: true },
   disabled: { column: 'e.disabled', type: 'boolean', sortable: true },
   noTraversal: { column: 'e.no_traversal', type: 'boolean', sortable: true },
-  isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true },
   fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
 };
 
@@ -168,9 +168,13 @@ export const edgeRouters = defineResource({
   policySide: 'edge-router',
   filterable: {
     ...routerFilterable,
+    isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true },
     isTunnelerEnabled: { column: 'e.is_tunneler_enabled', type: 'boolean', sortable: true },
-    hostname: { column: 'e.hostname', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+    // No router control channel here (README): no router is ever connected or online.
+    connected: { column: 'e.id', expr: sql`0`, type: 'boolean', sortable: true },
+    online: { column: 'e.id', expr: sql`0`, type: 'boolean', sortable: true },
+    ...aliases({ hostname: { column: 'e.hostname', type: 'string', sortable: true } }),
   },
   source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,
   detailQuery: detailQuery(true),
@@ -209,7 +213,7 @@ export const routers = defineResource({
     update: Type.Object({ name: Name, ...common }, { additionalProperties: false }),
     patch: Type.Object({ name: Type.Optional(Name), ...common }, { additionalProperties: false }),
   },
-  filterable: { ...routerFilterable, isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true } },
+  filterable: { ...routerFilterable, ...aliases({ isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true }, isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true } }) },
   detailQuery: detailQuery(false),
   toDetail: (r, ctx) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
   toRow: async (input, mode) => routerRow(input, mode, false),

@@ -7,12 +7,12 @@ import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
 import { grantsFor } from '../policy/access.js';
 import { checksOfPolicies, postureQueries, responsesOf } from '../posture/evaluate.js';
-import { baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
 
 const ConfigRefs = Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string', minLength: 1, maxLength: 255 }, maxItems: 100, description: 'Config ids or names, at most one per config type' });
 const MaxIdle = Type.Integer({ minimum: 0, maximum: 2 ** 53 - 1 });
-const Strategy = Type.String({ minLength: 1, maxLength: 255 });
+const Strategy = Type.String({ maxLength: 255, description: 'How traffic picks a terminator; empty means smartrouting' });
 
 const writable = {
   configs: Type.Optional(ConfigRefs),
@@ -125,16 +125,20 @@ export const services = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Services: what identities dial (connect to) and bind (host), with their configs',
   schemas: { detail: serviceDetail, create: serviceCreate, update: serviceUpdate, patch: servicePatch },
+  blankAsNull: ['terminatorStrategy'],
   roleAttributes: 'roleAttributes',
   policySide: 'service',
   touchesServices: true,
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
-    encryptionRequired: { column: 'e.encryption_required', type: 'boolean', sortable: true },
-    maxIdleTimeMillis: { column: 'e.max_idle_time_millis', type: 'number', sortable: true },
     terminatorStrategy: { column: 'e.terminator_strategy', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
+    configs: { column: 'e.id', type: 'set', members: { table: 'service_configs', owner: 'service_id', value: 'config_id' } },
+    ...aliases({
+      encryptionRequired: { column: 'e.encryption_required', type: 'boolean', sortable: true },
+      maxIdleTimeMillis: { column: 'e.max_idle_time_millis', type: 'number', sortable: true },
+    }),
   },
   expand: (db, rows, ctx) => expandServices(db, rows, ctx.clock.now()),
   toDetail: (r) => ({

@@ -11,8 +11,8 @@ import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
 import { hashSecret, newId, newSecret } from '../ids.js';
 import { canUse, grantsFor, grantsForMany, type Grant } from '../policy/access.js';
-import { checksOfPolicies, evaluateCheck, responsesOf } from '../posture/evaluate.js';
-import { baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
+import { checksOfPolicies, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
+import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
 import { edgeRouterClientFields, edgeRouterClientView } from './routers.js';
 
@@ -96,21 +96,26 @@ const declFor = (withPolicies: boolean) =>
     schemas: { detail: sessionDetail },
     filterable: {
       ...baseFilterable,
-      apiSessionId: { column: 'e.api_session_id', type: 'string', sortable: true },
-      identityId: { column: 'e.identity_id', type: 'string', sortable: true },
-      serviceId: { column: 'e.service_id', type: 'string', sortable: true },
+      token: { column: 'e.token_hash', type: 'string', sortable: true, encode: hashSecret },
+      apiSession: { column: 'e.api_session_id', type: 'string', sortable: true },
+      service: { column: 'e.service_id', type: 'string', sortable: true },
       type: { column: 'e.type', type: 'string', sortable: true },
+      ...aliases({
+        apiSessionId: { column: 'e.api_session_id', type: 'string', sortable: true },
+        identityId: { column: 'e.identity_id', type: 'string', sortable: true },
+        serviceId: { column: 'e.service_id', type: 'string', sortable: true },
+      }),
     },
     detailQuery: (db) => db.selectFrom('sessions as e').innerJoin('services as s', 's.id', 'e.serviceId').selectAll('e').select('s.name as serviceName') as never,
     expand: (db, rows) => expandSessions(db, rows, withPolicies),
-    toDetail: (r) => ({
+    toDetail: (r, ctx) => ({
       ...baseDetail('sessions', r, { 'route-path': { href: `./sessions/${r.id}/route-path` } }),
       apiSession: entityRef('api-sessions', r.apiSessionId, ''),
       apiSessionId: r.apiSessionId,
       identityId: r.identityId,
       service: entityRef('services', r.serviceId, r.serviceName),
       serviceId: r.serviceId,
-      token: r.token ?? '',
+      token: r.token ?? (r.tokenSealed ? ctx.sealer.open(r.tokenSealed) : ''),
       type: r.type,
       edgeRouters: ((r.routers as Row[]) ?? []).map(sessionRouter),
       ...(withPolicies ? { servicePolicies: r.servicePolicies ?? [] } : {}),
@@ -124,7 +129,7 @@ export const clientSessions = declFor(false);
 interface PolicyFailure {
   policyId: string;
   policyName: string;
-  checks: { postureCheckId: string; postureCheckName: string; postureCheckType: string }[];
+  checks: ({ postureCheckId: string; postureCheckName: string; postureCheckType: string } & Record<string, unknown>)[];
 }
 
 /** A Dial or Bind session for a service the caller may use, whose posture checks pass. */
@@ -150,7 +155,7 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
       failures.length = 0;
       break;
     }
-    failures.push({ policyId: g.policyId, policyName: '', checks: failed.map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: c.typeId })) });
+    failures.push({ policyId: g.policyId, policyName: '', checks: failed.map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: c.typeId, ...failureValues(c, responses, now) })) });
   }
   if (failures.length) {
     const names = await policyNames(db, grants);
@@ -166,7 +171,7 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   await writeTx(ctx, async (tx) => {
     await tx
       .insertInto('sessions')
-      .values({ id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, type, tokenHash: hashSecret(token) })
+      .values({ id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, type, tokenHash: hashSecret(token), tokenSealed: ctx.sealer.seal(token) })
       .execute();
     await indexTags(tx, id, body.tags);
   });

@@ -1,11 +1,12 @@
 // Terminators: where a service's traffic leaves the network (a router, a binding and an address).
 // With no data plane here they are administered data; hosting SDKs' own terminators arrive the same way.
+import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
-import { baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Cost, EntityRef, Precedence, Tags } from '../schemas/common.js';
 
 const Ref = Type.String({ minLength: 1, maxLength: 255 });
@@ -49,15 +50,24 @@ export const terminators = defineResource({
   filterable: {
     ...baseFilterable,
     service: { column: 'e.service_id', type: 'string', sortable: true },
-    serviceId: { column: 'e.service_id', type: 'string', sortable: true },
     router: { column: 'e.router_id', type: 'string', sortable: true },
-    routerId: { column: 'e.router_id', type: 'string', sortable: true },
+    // Upstream's only public traversals; joined in `source`, and (as upstream) not sortable.
+    'service.name': { column: 'ts.name', type: 'string' },
+    'router.name': { column: 'tr.name', type: 'string' },
     binding: { column: 'e.binding', type: 'string', sortable: true },
     address: { column: 'e.address', type: 'string', sortable: true },
-    identity: { column: 'e.identity', type: 'string', sortable: true },
-    cost: { column: 'e.cost', type: 'number', sortable: true },
-    precedence: { column: 'e.precedence', type: 'string', sortable: true },
+    instanceId: { column: 'e.identity', type: 'string', sortable: true },
+    // The hosting identity of SDK-created terminators; terminators here are made through the API and have none.
+    hostId: { column: 'e.id', expr: sql`null`, type: 'string', sortable: true },
+    ...aliases({
+      serviceId: { column: 'e.service_id', type: 'string', sortable: true },
+      routerId: { column: 'e.router_id', type: 'string', sortable: true },
+      identity: { column: 'e.identity', type: 'string', sortable: true },
+      cost: { column: 'e.cost', type: 'number', sortable: true },
+      precedence: { column: 'e.precedence', type: 'string', sortable: true },
+    }),
   },
+  source: (db) => db.selectFrom('terminators as e').innerJoin('services as ts', 'ts.id', 'e.serviceId').innerJoin('routers as tr', 'tr.id', 'e.routerId') as never,
   detailQuery: (db) =>
     db.selectFrom('terminators as e').innerJoin('services as s', 's.id', 'e.serviceId').innerJoin('routers as r', 'r.id', 'e.routerId').selectAll('e').select(['s.name as serviceName', 'r.name as routerName']) as never,
   toDetail: (r) => ({

@@ -3,7 +3,7 @@
 // `not` means what it says. Tags are typed: a string literal matches string values only, true/false
 // boolean values only, null a missing key or JSON null.
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
-import type { FieldSpec } from '../../model/resource.js';
+import { fieldRef, type FieldSpec } from '../../model/resource.js';
 import type { DialectHelpers } from '../dialect.js';
 import { FilterError, type Expr, type Literal, type Operand, type Query } from './ast.js';
 
@@ -20,7 +20,7 @@ const FALSE = sql<SqlBool>`(1 = 0)`;
 
 export interface CompiledFilter {
   where?: Sql;
-  sort: { column: string; desc: boolean }[];
+  sort: { ref: RawBuilder<unknown>; desc: boolean }[];
   skip?: number;
   limit?: number | 'none';
 }
@@ -36,7 +36,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
     const spec = own(fields, name);
     if (spec) {
       if (spec.type === 'tags') throw new FilterError(pos, `'${name}' is a map: compare one key, e.g. ${name}.env = "prod"`);
-      return { spec, ref: sql.ref(spec.column), type: spec.type, name };
+      return { spec, ref: fieldRef(spec, d.name), type: spec.type, name };
     }
     const dot = name.indexOf('.');
     const parent = dot > 0 ? own(fields, name.slice(0, dot)) : undefined;
@@ -57,6 +57,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
       if (!equality) throw new FilterError(pos, `${v.kind === 'null' ? 'null' : 'true and false'} can only be compared with = or !=`);
     }
     if (v.kind === 'null') return;
+    if (v.kind === 'string' && f.spec.encode) return;
     if (f.type === 'tag') {
       if (v.kind === 'string' || v.kind === 'bool') return;
       throw new FilterError(pos, `tags hold strings, booleans or null: '${f.name}' cannot be compared with a ${v.kind}`);
@@ -69,6 +70,8 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
   }
 
   const lit = (v: Literal) => (v.kind === 'bool' ? (v.value ? 1 : 0) : v.kind === 'null' ? null : v.value);
+  /** A literal as the field stores it (hashed fields compare hashes). */
+  const litFor = (f: Resolved, v: Literal) => (f.spec.encode && v.kind === 'string' ? f.spec.encode(v.value) : lit(v));
 
   function setSpec(lhs: { name: string; pos: number }, fn: string): FieldSpec {
     const spec = own(fields, lhs.name);
@@ -84,6 +87,15 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
         value: sql.ref('r.attribute'),
         any: (cond: Sql) => sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where ${cond}))`,
         count: sql<number>`(select count(*) from entity_role_attributes r where r.entity_id = ${sql.ref('e.id')})`,
+      };
+    }
+    const m = spec.members;
+    if (m) {
+      const own = sql<SqlBool>`${sql.ref(`je.${m.owner}`)} = ${sql.ref('e.id')}${m.where ? sql.raw(` and je.${m.where}`) : sql``}`;
+      return {
+        value: sql.ref(`je.${m.value}`),
+        any: (cond: Sql) => sql<SqlBool>`exists (select 1 from ${sql.table(m.table)} je where ${own} and ${cond})`,
+        count: sql<number>`(select count(*) from ${sql.table(m.table)} je where ${own})`,
       };
     }
     const from = d.setElements(sql.ref(spec.column));
@@ -122,6 +134,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
     if (f.type === 'set') throw new FilterError(lhs.pos, `'${lhs.name}' is a list: use anyOf(${lhs.name}), allOf(${lhs.name}), count(${lhs.name}) or isEmpty(${lhs.name})`);
     if (kinds === 'string' && f.type !== 'string' && f.type !== 'tag') throw new FilterError(pos, `contains and icontains apply to text fields; '${f.name}' is a ${f.type} field`);
     if (kinds === 'ordered' && f.type === 'boolean') throw new FilterError(pos, `'${f.name}' is a boolean field: use = or !=`);
+    if (kinds === 'string' && f.spec.encode) throw new FilterError(pos, `contains and icontains do not apply to '${f.name}': compare it with =, != or in`);
     check(f);
     return f.type === 'tag' ? tagCondition(f, 'string', build(f.ref, f)) : build(f.ref, f);
   }
@@ -166,7 +179,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
         return onOperand(
           e.lhs, e.pos, ordered ? 'ordered' : 'any',
           (ref, f) => {
-            return NOT_NULL(ref, sql<SqlBool>`${ref} ${sqlOp(op)} ${lit(rhs)}`);
+            return NOT_NULL(ref, sql<SqlBool>`${ref} ${sqlOp(op)} ${litFor(f, rhs)}`);
           },
           (f) => checkValue(f, rhs, e.pos, !ordered),
         );
@@ -185,7 +198,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
       case 'in': {
         const cond = onOperand(
           e.lhs, e.pos, 'any',
-          (ref) => NOT_NULL(ref, sql<SqlBool>`${ref} in (${sql.join(e.values.map(lit))})`),
+          (ref, f) => NOT_NULL(ref, sql<SqlBool>`${ref} in (${sql.join(e.values.map((v) => litFor(f, v)))})`),
           (f) => {
             if (f.type === 'boolean') throw new FilterError(e.pos, `'${f.name}' is a boolean field: use = or !=`);
             checkValue(f, e.values[0], e.pos, false);
@@ -212,7 +225,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
     const spec = own(fields, s.name);
     if (!spec) throw new FilterError(s.pos, `cannot sort by unknown field '${s.name}': the sortable fields are ${sortable(fields)}`, 'INVALID_SORT_IDENTIFIER');
     if (!spec.sortable) throw new FilterError(s.pos, `cannot sort by '${s.name}': the sortable fields are ${sortable(fields)}`, 'INVALID_SORT_IDENTIFIER');
-    return { column: spec.column, desc: s.desc };
+    return { ref: fieldRef(spec, d.name), desc: s.desc };
   });
   return { where: q.where ? expr(q.where) : undefined, sort, skip: q.skip, limit: q.limit };
 }

@@ -17,3 +17,15 @@ export function compileFilter(text: string | undefined, fields: Record<string, F
     throw new ApiError(400, err.code, `Invalid filter at position ${err.pos}: ${err.reason}`, { field: 'filter', reason: err.reason, value: text });
   }
 }
+
+/** The `sort=` query parameter, read as upstream does: the tail of `true sort by <value>`. */
+export function compileSortParam(text: string, fields: Record<string, FieldSpec>, dialect: DialectHelpers): CompiledFilter['sort'] {
+  try {
+    const q = parseFilter(`true sort by ${text}`);
+    if (q.skip !== undefined || q.limit !== undefined) throw new FilterError(1, 'sort takes field names, each optionally followed by asc or desc');
+    return compileQuery(q, fields, dialect).sort;
+  } catch (err) {
+    if (!(err instanceof FilterError)) throw err;
+    throw new ApiError(400, 'INVALID_SORT_IDENTIFIER', `Invalid sort: ${err.reason}`, { field: 'sort', reason: err.reason, value: text });
+  }
+}

@@ -1,6 +1,6 @@
 // Enrollment endpoints of the client API: public (the token or the certificate is the credential).
 import { sign } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { ApiError } from '../../../model/errors.js';
@@ -23,11 +23,47 @@ const tokenOf = (req: FastifyRequest) => {
   return q ?? (typeof b === 'string' ? b : undefined);
 };
 
-/** The CSR of a legacy /enroll call: a PEM body, or JSON with csr / clientCsr. */
+/** The CSR of an enrollment: a PEM body (token in the query), or JSON with clientCsr (or csr). */
 function csrOf(body: unknown): unknown {
   if (typeof body === 'string') return body;
   if (body && typeof body === 'object') return (body as { csr?: unknown; clientCsr?: unknown }).clientCsr ?? (body as { csr?: unknown }).csr;
   return undefined;
+}
+
+const PEM_TYPES = ['application/x-pem-file', 'application/pkcs10', 'text/plain'] as const;
+const PemBody = Type.String({ maxLength: 65536, description: 'A PEM certificate signing request; the token goes in the query string' });
+/** A body of any of the forms SDKs send: JSON, or a PEM text under any of its media types. */
+const eitherBody = (json: ReturnType<typeof Type.Object>) => ({
+  content: {
+    'application/json': { schema: json },
+    ...Object.fromEntries(PEM_TYPES.map((t) => [t, { schema: PemBody }])),
+  },
+});
+const OttRequest = Type.Object({ token: Type.Optional(Type.String({ maxLength: 255 })), clientCsr: Type.Optional(Type.String({ maxLength: 65536 })) });
+
+/**
+ * Whether the caller asked for the certificate as PEM rather than the JSON envelope: the Accept entry
+ * of higher quality wins (application/x-pem-file against application/json; wildcards count for both,
+ * below an exact type); on a tie, the operation's default.
+ */
+export function wantsPem(accept: string | undefined, byDefault: boolean): boolean {
+  const score = (type: string) => {
+    let best = -1;
+    for (const part of String(accept ?? '').split(',')) {
+      const [range, ...params] = part.trim().toLowerCase().split(';').map((x) => x.trim());
+      const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? 1);
+      const specificity = range === type ? 2 : range === `${type.split('/')[0]}/*` || range === '*/*' ? 1 : 0;
+      if (specificity && Number.isFinite(q)) best = Math.max(best, q * 10 + specificity);
+    }
+    return best;
+  };
+  const pem = score('application/x-pem-file');
+  const json = score('application/json');
+  return pem === json ? byDefault : pem > json;
+}
+
+function sendCerts(reply: FastifyReply, certs: { cert: string; ca: string }, pem: boolean) {
+  return pem ? reply.type('application/x-pem-file').send(certs.cert) : reply.send(ok(certs));
 }
 
 export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
@@ -36,7 +72,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     {
       config: pub,
       schema: {
-        operationId: 'enroll', tags, summary: 'Enroll with a one-time token (method from the token or ?method=): ott takes a PEM CSR body and answers the certificate PEM',
+        operationId: 'enroll', tags, summary: 'Enroll with a one-time token (method ?method=, ott by default): ott takes a PEM CSR body and answers the certificate PEM unless JSON is asked for; erott takes a router\'s JSON CSRs',
         querystring: TokenQuery, consumes: ['application/pkcs10', 'application/x-pem-file', 'text/plain', 'application/json'], produces: ['application/x-pem-file', 'application/json'],
         response: errors(400, 404, 409),
       },
@@ -58,11 +94,14 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
         await enrollCa(ctx, presentedCertificates(req.raw.socket));
         return empty();
       }
-      if (method && method !== 'ott') throw new ApiError(400, 'INVALID_ENROLL_METHOD', `Unknown enrollment method '${method}': use ott, ottca, updb or ca`);
-      const certs = await enrollOtt(ctx, token, csrOf(req.body));
-      const accept = String(req.headers.accept ?? '');
-      if (/application\/json/.test(accept) && !/x-pem-file|\*\/\*/.test(accept)) return ok(certs);
-      return reply.type('application/x-pem-file').send(certs.cert);
+      if (method === 'erott') {
+        // How routers enroll (router/enroll: the JWT's enrollment URL, a JSON body with both CSRs).
+        const b = (req.body && typeof req.body === 'object' ? req.body : {}) as RouterCsrs;
+        return ok(await enrollRouter(ctx, token, b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
+      }
+      if (method && method !== 'ott') throw new ApiError(400, 'INVALID_ENROLL_METHOD', `Unknown enrollment method '${method}': use ott, ottca, updb, ca or erott`);
+      // Upstream's legacy form: the certificate as PEM unless JSON is asked for (SDKs read either).
+      return sendCerts(reply, await enrollOtt(ctx, token, csrOf(req.body)), wantsPem(req.headers.accept, true));
     },
   );
 
@@ -71,13 +110,13 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     {
       config: pub,
       schema: {
-        operationId: 'enrollOtt', tags, summary: 'Enroll with a one-time token and a CSR: answers the client certificate and the CA bundle',
-        querystring: TokenQuery,
-        body: Type.Optional(Type.Object({ token: Type.Optional(Type.String({ maxLength: 255 })), clientCsr: Type.String({ minLength: 1, maxLength: 65536 }) })),
+        operationId: 'enrollOtt', tags,
+        summary: 'Enroll with a one-time token and a CSR, as JSON {token, clientCsr} or as a PEM body with ?token=: answers the client certificate and the CA bundle (JSON), or the certificate alone as PEM when Accept prefers application/x-pem-file',
+        querystring: TokenQuery, body: eitherBody(OttRequest), produces: ['application/json', 'application/x-pem-file'],
         response: { 200: Envelope(Certs), ...errors(400, 404, 409) },
       },
     },
-    async (req) => ok(await enrollOtt(ctx, tokenOf(req), csrOf(req.body))),
+    async (req, reply) => sendCerts(reply, await enrollOtt(ctx, tokenOf(req), csrOf(req.body)), wantsPem(req.headers.accept, false)),
   );
 
   app.post(
@@ -100,7 +139,10 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     '/enroll/ottca',
     {
       config: pub,
-      schema: { operationId: 'enrollOttCa', tags, summary: 'Enroll with a one-time token and a certificate from the enrollment\'s CA, presented over TLS', querystring: TokenQuery, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) } },
+      schema: {
+        operationId: 'enrollOttCa', tags, summary: 'Enroll with a one-time token (?token= or JSON {token}) and a certificate from the enrollment\'s CA, presented over TLS; a body of another form is ignored',
+        querystring: TokenQuery, body: eitherBody(OttRequest), response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) },
+      },
     },
     async (req) => {
       await enrollOttCa(ctx, tokenOf(req), presentedCertificates(req.raw.socket));
@@ -121,6 +163,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
   );
 
   const RouterCerts = Type.Object({ ca: Type.String(), cert: Type.String(), serverCert: Type.String() });
+  type RouterCsrs = { clientCsr?: string; serverCsr?: string; certCsr?: string; serverCertCsr?: string };
   const Csr = Type.String({ minLength: 1, maxLength: 65536 });
   app.post(
     '/enroll/erott',
@@ -134,7 +177,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req) => {
-      const b = req.body as { clientCsr?: string; serverCsr?: string; certCsr?: string; serverCertCsr?: string };
+      const b = req.body as RouterCsrs;
       return ok(await enrollRouter(ctx, tokenOf(req), b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
     },
   );

@@ -7,7 +7,7 @@ import { listResource } from '../../../model/crud.js';
 import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
 import { newId } from '../../../model/ids.js';
 import { signClientCsr } from '../../../model/pki/client-certs.js';
-import { defineResource, selfLink } from '../../../model/resource.js';
+import { aliases, baseFilterable, defineResource, selfLink } from '../../../model/resource.js';
 import { baseFields, Empty, Envelope, IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
 import type { ListParams } from '../../../store/list.js';
@@ -27,12 +27,14 @@ const sessionCertificates = defineResource({
   description: 'Certificates of the calling API session',
   schemas: { detail },
   filterable: {
-    id: { column: 'e.id', type: 'string', sortable: true },
+    ...baseFilterable,
+    apiSession: { column: 'e.api_session_id', type: 'string', sortable: true },
     fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
     subject: { column: 'e.subject', type: 'string', sortable: true },
-    validFrom: { column: 'e.valid_from', type: 'datetime', sortable: true },
-    validTo: { column: 'e.valid_to', type: 'datetime', sortable: true },
-    createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },
+    ...aliases({
+      validFrom: { column: 'e.valid_from', type: 'datetime', sortable: true },
+      validTo: { column: 'e.valid_to', type: 'datetime', sortable: true },
+    }),
   },
   toDetail: (r) => ({
     id: r.id, _links: selfLink('current-api-session/certificates', r.id), createdAt: r.createdAt, updatedAt: r.updatedAt, tags: fromJson(r.tags, {}),

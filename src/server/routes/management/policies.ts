@@ -22,8 +22,8 @@ import { postureChecks } from '../../../model/resources/posture-checks.js';
 import { EntityRef, Empty, Envelope, IdParams, ListQuery } from '../../../model/schemas/common.js';
 import type { Db } from '../../../store/db.js';
 import { byIdOrName } from '../../../store/by-id-or-name.js';
-import { listPage, type ListParams } from '../../../store/list.js';
-import { errors } from '../../crud.js';
+import { checkPagingParams, collect, listPage, type ListParams } from '../../../store/list.js';
+import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 import { parentExists, relatedList } from '../../related.js';
 
@@ -69,7 +69,7 @@ const tagOf = (decl: ResourceDecl) => decl.plural.replace(/(^|-)(\w)/g, (_, d: s
 
 /** Role attributes in use by one kind of entity, as a plain list of strings (filterable by `id`). */
 function roleAttributeList(app: FastifyInstance, ctx: Ctx, url: string, operationId: string, side: Side) {
-  const filterable = { id: { column: 'e.id', type: 'string' as const, sortable: true }, name: { column: 'e.id', type: 'string' as const, sortable: true } };
+  const filterable = { id: { column: 'e.id', type: 'string' as const, sortable: true }, name: { column: 'e.id', type: 'string' as const, sortable: true, alias: true } };
   const table = SIDE_TABLES[side].table;
   const source = (db: Db) => {
     const owners = sideQuery(db, side).select('e.id');
@@ -87,8 +87,12 @@ function roleAttributeList(app: FastifyInstance, ctx: Ctx, url: string, operatio
       schema: { operationId, tags: ['Role Attributes'], summary: `Role attributes in use by ${table.replace(/_/g, ' ')}`, querystring: ListQuery, response: { 200: Type.Object({ data: Type.Array(Type.String()), meta: Type.Any() }), ...errors(400, 401) } },
     },
     async (req) => {
-      const page = await listPage(ctx.store.db, ctx.store.dialect, { filterable, source, detailQuery: (db) => source(db).select('e.id' as never) }, req.query as ListParams);
-      return listOf(page.rows.map((r) => String(r.id)), page.pagination, Object.keys(filterable));
+      // As upstream, only the filter pages these lists: without `limit N` in it, every attribute is answered.
+      const { filter, sort } = req.query as ListParams;
+      checkPagingParams(req.query as ListParams);
+      const page = await listPage(ctx.store.db, ctx.store.dialect, { filterable, source, detailQuery: (db) => source(db).select('e.id' as never) }, { filter, sort, limit: -1 });
+      const rows = page.chunks ? await collect(page.chunks) : page.rows;
+      return listOf(rows.map((r) => String(r.id)), page.pagination, filterableFields({ filterable }));
     },
   );
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { listResource } from '../../../model/crud.js';
+import { collect } from '../../../store/list.js';
 import { idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
@@ -87,9 +88,11 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
       await parentExists(ctx, scope ? { ...services, source: (db) => scope(db.selectFrom('services as e') as never) } : services, id);
       await checkSessionToken(ctx.store.db, p.identityId, (req.headers as Record<string, string | undefined>)['session-token']);
       const routers = (q: AnyQuery) => q.where(idIn(sharedEdgeRouters(ctx.store.db, p.identityId, id)) as never);
-      // The session form: no base fields, plus the routers' listener URLs.
-      const { items, pagination } = await listResource(ctx, { ...clientEdgeRouters, toDetail: sessionRouter }, req.query as ListParams, routers);
-      return { data: { edgeRouters: items }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
+      // The session form: no base fields, plus the routers' listener URLs. As upstream, one object with
+      // every router (not a page), however many there are.
+      const { items, pagination } = await listResource(ctx, { ...clientEdgeRouters, toDetail: sessionRouter }, { ...(req.query as ListParams), limit: -1, offset: 0 }, routers);
+      const all = Array.isArray(items) ? items : await collect(items);
+      return { data: { edgeRouters: all }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
     },
   );
 }

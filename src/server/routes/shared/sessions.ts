@@ -48,7 +48,7 @@ export function registerSessions(app: FastifyInstance, ctx: Ctx, api: 'client' |
   mountResource(app, ctx, clientSessions, { scope: own, access: { list: 'session', get: 'session', delete: 'session' } });
   app.post(
     '/sessions',
-    { config: { access: 'session' }, schema: { operationId: 'createSession', tags: ['Sessions'], summary: 'Open a Dial or Bind session for a service the caller may use; the token is shown only here', body: sessionCreate, response: { 201: Envelope(clientSessions.schemas.detail), ...errors(400, 401, 404) } } },
+    { config: { access: 'session' }, schema: { operationId: 'createSession', tags: ['Sessions'], summary: 'Open a Dial or Bind session for a service the caller may use', body: sessionCreate, response: { 201: Envelope(clientSessions.schemas.detail), ...errors(400, 401, 404) } } },
     async (req, reply) => {
       const detail = await createSession(ctx, principalOf(req), req.body as { serviceId: string; type?: string });
       reply.code(201);

@@ -1,0 +1,96 @@
+// Request and response bodies as OpenZiti's own clients send and read them: the empty strings ZAC's
+// forms send (upstream's documents set no minimum length there and apply the default), and sessions
+// read back with their token (upstream's sessionDetail requires it; SDKs refresh edge routers that way).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+
+let c: TestController;
+let admin: string;
+const call = (method: string, url: string, body?: unknown, token = admin) => c.call(method, url, { token, body });
+
+beforeAll(async () => {
+  c = await startTestController();
+  admin = await c.login();
+});
+afterAll(() => c.close());
+
+describe('empty strings as upstream treats them', () => {
+  it('identity create/update with ZAC’s default form: externalId "" is stored as none, authPolicyId "" is the default policy', async () => {
+    // What ZAC 4.5 sends from its identity form.
+    const body = { name: 'zac-identity', type: 'Device', isAdmin: false, roleAttributes: [], externalId: '', authPolicyId: '', enrollment: { ott: true }, tags: {} };
+    const r = await call('POST', `${MGMT}/identities`, body);
+    expect(r.status, r.text).toBe(201);
+    const got = (await call('GET', `${MGMT}/identities/${r.body.data.id}`)).body.data;
+    expect(got.externalId ?? null).toBeNull();
+    expect(got.authPolicyId).toBe('default');
+    const put = await call('PUT', `${MGMT}/identities/${r.body.data.id}`, { name: 'zac-identity', type: 'Device', isAdmin: false, externalId: '', roleAttributes: ['x'] });
+    expect(put.status, put.text).toBe(200);
+    expect((await call('PATCH', `${MGMT}/identities/${r.body.data.id}`, { externalId: 'ext-1' })).status).toBe(200);
+    expect((await call('GET', `${MGMT}/identities/${r.body.data.id}`)).body.data.externalId).toBe('ext-1');
+    expect((await call('PATCH', `${MGMT}/identities/${r.body.data.id}`, { externalId: '' })).status).toBe(200);
+    expect((await call('GET', `${MGMT}/identities/${r.body.data.id}`)).body.data.externalId ?? null).toBeNull();
+  });
+
+  it('service create with terminatorStrategy "" gets smartrouting, as upstream', async () => {
+    const r = await call('POST', `${MGMT}/services`, { name: 'zac-service', encryptionRequired: true, terminatorStrategy: '', roleAttributes: [], configs: [], tags: {} });
+    expect(r.status, r.text).toBe(201);
+    expect((await call('GET', `${MGMT}/services/${r.body.data.id}`)).body.data.terminatorStrategy).toBe('smartrouting');
+    expect((await call('PATCH', `${MGMT}/services/${r.body.data.id}`, { terminatorStrategy: 'weighted' })).status).toBe(200);
+    expect((await call('PATCH', `${MGMT}/services/${r.body.data.id}`, { terminatorStrategy: '' })).status).toBe(200);
+    expect((await call('GET', `${MGMT}/services/${r.body.data.id}`)).body.data.terminatorStrategy).toBe('smartrouting');
+  });
+
+  it('external JWT signer and CA optional text fields: "" means not given, and the default applies', async () => {
+    const signer = await call('POST', `${MGMT}/external-jwt-signers`, {
+      name: 'idp-blank', enabled: true, issuer: 'https://idp.example', audience: '', jwksEndpoint: 'https://idp.example/jwks', certPem: '', kid: '', claimsProperty: '', clientId: '', externalAuthUrl: '',
+    });
+    expect(signer.status, signer.text).toBe(201);
+    const s = (await call('GET', `${MGMT}/external-jwt-signers/${signer.body.data.id}`)).body.data;
+    expect(s.claimsProperty).toBe('sub');
+    expect(s.jwksEndpoint).toBe('https://idp.example/jwks');
+    const { TestCa } = await import('../helpers/certs.js');
+    const ca = await call('POST', `${MGMT}/cas`, { name: 'blank-format-ca', certPem: new TestCa('Blank Format CA').pem, identityRoles: [], identityNameFormat: '', isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false, isAuthEnabled: false });
+    expect(ca.status, ca.text).toBe(201);
+    expect((await call('GET', `${MGMT}/cas/${ca.body.data.id}`)).body.data.identityNameFormat).toBe('[caName]-[commonName]');
+  });
+
+  it('still refuses "" where a value is required or upstream sets a minimum (names, usernames, passwords)', async () => {
+    expectError(await call('POST', `${MGMT}/services`, { name: '', encryptionRequired: true }), 400);
+    const id = (await call('POST', `${MGMT}/identities`, { name: 'needs-creds', type: 'User', isAdmin: false })).body.data.id;
+    expectError(await call('POST', `${MGMT}/authenticators`, { identityId: id, method: 'updb', username: '', password: 'password1' }), 400);
+    // Nothing half-made: the refused service does not exist.
+    expect((await call('GET', `${MGMT}/services?filter=${encodeURIComponent('name = ""')}`)).body.data).toEqual([]);
+  });
+});
+
+describe('sessions carry their token when read back', () => {
+  it('to the session’s own identity (client API) and to admins (management API), sealed at rest', async () => {
+    const user = await c.user('token-reader');
+    const svc = (await call('POST', `${MGMT}/services`, { name: 'token-svc', encryptionRequired: true })).body.data.id;
+    await call('POST', `${MGMT}/service-policies`, { name: 'token-dial', type: 'Dial', semantic: 'AnyOf', identityRoles: [`@${user}`], serviceRoles: [`@${svc}`] });
+    const token = await c.login('token-reader', 'password1');
+    const made = await call('POST', `${CLIENT}/sessions`, { serviceId: svc, type: 'Dial' }, token);
+    expect(made.status, made.text).toBe(201);
+    const sessionToken = made.body.data.token as string;
+    expect(sessionToken).toMatch(/.{16,}/);
+
+    const own = await call('GET', `${CLIENT}/sessions/${made.body.data.id}`, undefined, token);
+    expect(own.body.data.token).toBe(sessionToken);
+    const ownList = await call('GET', `${CLIENT}/sessions`, undefined, token);
+    expect(ownList.body.data.map((s: { token: string }) => s.token)).toEqual([sessionToken]);
+    expect((await call('GET', `${MGMT}/sessions/${made.body.data.id}`)).body.data.token).toBe(sessionToken);
+    expect((await call('GET', `${MGMT}/sessions?filter=${encodeURIComponent(`id = "${made.body.data.id}"`)}`)).body.data[0].token).toBe(sessionToken);
+
+    // Another identity does not see it at all.
+    await c.user('token-other');
+    const other = await c.login('token-other', 'password1');
+    expectError(await call('GET', `${CLIENT}/sessions/${made.body.data.id}`, undefined, other), 404);
+
+    // At rest: a hash to look it up by and a sealed copy, never the token itself.
+    const row = await c.opened.ctx.store.db.selectFrom('sessions').selectAll().where('id', '=', made.body.data.id).executeTakeFirstOrThrow();
+    expect(JSON.stringify(row)).not.toContain(sessionToken);
+    expect(row.tokenSealed).toMatch(/^v1:/);
+    // Presented tokens are still found by hash (the session-token header of a service's edge routers).
+    expect((await c.call('GET', `${CLIENT}/services/${svc}/edge-routers`, { token, headers: { 'session-token': sessionToken } })).status).toBe(200);
+  });
+});

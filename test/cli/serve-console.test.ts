@@ -1,0 +1,67 @@
+// `bin/ztc serve --zac-dir DIR` (and ZTC_CORS_ORIGINS) as an operator runs it: the banner says where the
+// console is, and the console and CORS answer over the real TLS socket.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDataDir, testDatabase } from '../helpers/controller.js';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+const request = (url: string, o: { method?: string; headers?: Record<string, string> } = {}) =>
+  new Promise<{ status: number; text: string; headers: Record<string, unknown> }>((resolve) => {
+    const req = https.request(url, { method: o.method ?? 'GET', headers: o.headers, rejectUnauthorized: false, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, headers: res.headers }));
+    });
+    req.on('error', () => resolve({ status: 0, text: '', headers: {} }));
+    req.end();
+  });
+
+describe('bin/ztc serve with the console and CORS', () => {
+  it('prints the console URL, serves it, and answers preflights from the listed origin', async () => {
+    const dir = tempDataDir();
+    const site = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-console-'));
+    fs.writeFileSync(path.join(site, 'index.html'), '<html>console</html>');
+    const port = await freePort();
+    const db = await testDatabase();
+    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--zac-dir', site, ...(db ? ['--db', db] : [])], {
+      env: { ...process.env, ZTC_DATA_DIR: '', ZTC_CORS_ORIGINS: 'https://console.example' },
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await request(`https://127.0.0.1:${port}/version`)).status;
+      }
+      expect(status, out).toBe(200);
+      expect(out).toMatch(new RegExp(`console\\s+https://localhost:${port}/zac/`));
+      expect(out).toMatch(/CORS origins\s+https:\/\/console\.example/);
+      const page = await request(`https://127.0.0.1:${port}/zac/identities`);
+      expect(page.status).toBe(200);
+      expect(page.text).toBe('<html>console</html>');
+      const pre = await request(`https://127.0.0.1:${port}/edge/management/v1/identities`, { method: 'OPTIONS', headers: { origin: 'https://console.example', 'access-control-request-method': 'GET' } });
+      expect(pre.status).toBe(204);
+      expect(pre.headers['access-control-allow-origin']).toBe('https://console.example');
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      fs.rmSync(site, { recursive: true, force: true });
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
