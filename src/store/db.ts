@@ -8,6 +8,7 @@ import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
 import { loadSqlite } from './sqlite-driver.js';
+import { integrityProblems, quickCheck } from './sqlite-health.js';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -29,6 +30,8 @@ export interface Store {
    * PostgreSQL, when installed), taken while the controller keeps serving.
    */
   snapshot(dest: string, progress?: (fraction: number) => void): Promise<void>;
+  /** SQLite's own integrity_check of the file (SQLite only; PostgreSQL checks its pages itself). */
+  integrityCheck?(): string[];
   close(): Promise<void>;
 }
 
@@ -80,6 +83,8 @@ export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '
 
 export async function openSqlite(file: string): Promise<Store> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // Before anything writes to it (WAL mode, migrations): a damaged file is refused, untouched.
+  quickCheck(file);
   const Sqlite = loadSqlite();
   const conn = new Sqlite(file);
   fs.chmodSync(file, 0o600);
@@ -100,7 +105,7 @@ export async function openSqlite(file: string): Promise<Store> {
       },
     });
   };
-  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), file, warnings: [], snapshot, close: () => db.destroy() };
+  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), file, warnings: [], snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

@@ -79,7 +79,10 @@ describe('a full crypto queue', () => {
   afterAll(() => c.close());
 
   it('answers 429 SERVER_TOO_MANY_REQUESTS with the envelope, and serves again once the workers are free', async () => {
-    const burst = await Promise.all(Array.from({ length: 16 }, () => c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'admin', password: 'admin-pass-1' } })));
+    // CSR signing goes straight to the pool (password checks are admitted by hash-slots.ts first).
+    const admin = await c.login();
+    const ids = await Promise.all(Array.from({ length: 16 }, (_, i) => ottIdentity(c, admin, `full-${i}`)));
+    const burst = await Promise.all(ids.map(({ token }) => c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: ecCsr('full').csrPem } })));
     const refused = burst.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThan(0);
     expect(burst.filter((r) => r.status === 200).length).toBeGreaterThan(0);
@@ -88,6 +91,9 @@ describe('a full crypto queue', () => {
       expect(expectError(r, 429, 'SERVER_TOO_MANY_REQUESTS').message).toMatch(/try again/);
       expect(r.headers['retry-after']).toBe('1');
     }
+    // A refused enrollment did not use up its token: it succeeds once the workers are free.
+    const again = ids[burst.indexOf(refused[0])];
+    expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: again.token, clientCsr: ecCsr('again').csrPem } })).status).toBe(200);
     expect(await c.login()).toBeTruthy();
   });
 });
