@@ -11,6 +11,8 @@ const API = '/edge/management/v1';
 
 type PropSchema = JsonSchema;
 
+/** 'auth-policies' → 'auth policy'. */
+const singular = (plural: string) => plural.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, ' ');
 const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
@@ -81,18 +83,24 @@ function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
  * Add one flag per schema property; returns a reader that turns parsed options into a request body.
  * Flags that reference another entity (`--identity-id`) take its id or its unique name.
  */
-function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], references: Record<string, string> = {}) {
+function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], references: Record<string, string> = {}, defaulted: string[] = []) {
   const props = Object.entries(schema.properties ?? {}).filter(([name]) => !skip.includes(name));
+  // Required by the schema and not filled in by the CLI: commander refuses the command before any request.
+  const required = new Set((schema.required ?? []).filter((r) => !defaulted.includes(r)));
   for (const [name, s] of props) {
     const k = kind(s);
     const flag = `--${kebab(name)}`;
-    const what = references[name] ? `the id or name of the ${references[name].replace(/s$/, '').replace(/-/g, ' ')}` : `set ${name}`;
+    const what = references[name] ? `the id or name of the ${singular(references[name])}` : `set ${name}`;
     const opt =
       k === 'boolean'
         ? new Option(`${flag} [bool]`, `set ${name} (true when given alone)`).argParser((v) => v)
         : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
     const c = choices(s);
     if (c) opt.choices(c);
+    if (required.has(name)) {
+      opt.makeOptionMandatory();
+      opt.description = `(required) ${opt.description}`;
+    }
     cmd.addOption(opt);
   }
   return async (opts: Record<string, unknown>, t: Transport) => {
@@ -126,13 +134,13 @@ export async function resolveRef(t: Transport, plural: string, ref: string, what
   if (direct.status === 200) return ref;
   const filter = `name = "${ref.replace(/["\\]/g, '\\$&')}"`;
   const found = await t.request('GET', `${API}/${plural}?filter=${encodeURIComponent(filter)}&limit=2`);
-  const singular = plural.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, ' ');
+  const one = singular(plural);
   // Resources without names answer the filter with 400: then only the id could have matched.
   const rows = found.status === 200 ? ((found.json?.data as { id: string }[]) ?? []) : [];
   if (rows.length === 1) return rows[0].id;
-  if (found.status !== 200 && found.status !== 400) expectOk(found, `Looking up ${singular} '${ref}'`);
+  if (found.status !== 200 && found.status !== 400) expectOk(found, `Looking up ${one} '${ref}'`);
   const prefix = what ? `${what}: ` : '';
-  throw new CliError(rows.length ? `${prefix}more than one ${singular} is named '${ref}': use its id` : `${prefix}no ${singular} has the id or name '${ref}': see \`ztc ${singular.replace(/ /g, '-')} list\``);
+  throw new CliError(rows.length ? `${prefix}more than one ${one} is named '${ref}': use its id` : `${prefix}no ${one} has the id or name '${ref}': see \`ztc ${one.replace(/ /g, '-')} list\``);
 }
 
 /** Accept an id or a unique name. */
@@ -190,9 +198,10 @@ export function resourceCommand(
   if (has('create') && decl.create) {
     const schema = decl.create;
     const named = 'name' in (schema.properties ?? {});
-    const c = targetOptions(cmd.command('create').description(`create ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`));
+    const c = targetOptions(cmd.command('create').description(`create ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`));
     if (named) c.argument('<name>');
-    const read = schemaFlags(c, schema, named ? ['name'] : [], decl.references);
+    const defaultKeys = Object.keys(typeof defaults === 'function' ? defaults() : defaults);
+    const read = schemaFlags(c, schema, named ? ['name'] : [], decl.references, defaultKeys);
     extend?.createOptions?.(c);
     c.action(async (...args: unknown[]) => {
       const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
@@ -204,13 +213,17 @@ export function resourceCommand(
         const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
         const data = created?.data as { id: string };
         if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
-        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
+        // Say which values the CLI chose, so `identity create` without --type is no surprise.
+        const chosen = Object.entries(body)
+          .filter(([k, v]) => defaultKeys.includes(k) && opts[camel(kebab(k))] === undefined && k in (schema.properties ?? {}) && v !== null && typeof v !== 'object')
+          .map(([k, v]) => `--${kebab(k)} ${String(v)}`);
+        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}${chosen.length ? ` (not given, so: ${chosen.join(', ')})` : ''}\n`);
         else await print(data, format);
       });
     });
   }
   if (has('patch') && decl.patch) {
-    const u = targetOptions(cmd.command('update').description(`change fields of ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
+    const u = targetOptions(cmd.command('update').description(`change fields of ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
     const read = schemaFlags(u, decl.patch, [], decl.references);
     u.action(async (ref: string, opts: CommonOpts & Record<string, unknown>) => {
       parseFormat(opts.output);
@@ -223,7 +236,7 @@ export function resourceCommand(
     });
   }
   if (has('delete')) {
-    targetOptions(cmd.command('delete').description(`delete ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`))
+    targetOptions(cmd.command('delete').description(`delete ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`))
       .argument('<id-or-name>')
       .action(async (ref: string, opts: CommonOpts) => {
         await withTransport(opts, async (t) => expectOk(await t.request('DELETE', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Deleting ${decl.name} '${ref}'`));
