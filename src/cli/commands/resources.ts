@@ -8,6 +8,8 @@ import { CliError, expectOk, openTransport, type Transport } from '../transport.
 import { targetOptions, type CommonOpts } from './common.js';
 
 const API = '/edge/management/v1';
+/** Rows per request when a command collects every page. */
+const PAGE = 500;
 
 type PropSchema = JsonSchema;
 
@@ -172,18 +174,40 @@ export function resourceCommand(
   if (has('list')) {
     targetOptions(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`))
       .argument('[filter]', 'filter expression')
-      .option('--limit <n>', 'page size (at most 500)')
+      .option('--limit <n>', 'this many rows (the table shows 10 unless asked; -o json|yaml: all unless asked)')
       .option('--offset <n>', 'skip this many')
-      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string }) => {
+      .option('--all', 'every matching row, in the table too')
+      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string; all?: boolean }) => {
         const format = parseFormat(opts.output);
-        const q = new URLSearchParams();
-        if (filter) q.set('filter', filter);
-        if (opts.limit) q.set('limit', opts.limit);
-        if (opts.offset) q.set('offset', opts.offset);
-        const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`));
-        const p = body?.meta?.pagination as { offset: number; totalCount: number } | undefined;
-        const rows = (body?.data as unknown[]) ?? [];
-        await print(rows, format, { columns: decl.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
+        // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
+        const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
+        const page = (offset: number, limit?: string) => {
+          const q = new URLSearchParams();
+          if (filter) q.set('filter', filter);
+          if (limit) q.set('limit', limit);
+          if (offset) q.set('offset', String(offset));
+          return q;
+        };
+        const { rows, p } = await withTransport(opts, async (t) => {
+          const get = async (q: URLSearchParams) => {
+            const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
+            return { rows: (body?.data as unknown[]) ?? [], p: body?.meta?.pagination as { offset: number; totalCount: number } | undefined };
+          };
+          if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
+          const all: unknown[] = [];
+          for (;;) {
+            const r = await get(page(all.length, String(PAGE)));
+            all.push(...r.rows);
+            if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
+          }
+        });
+        let footer: string | undefined;
+        if (p) {
+          footer = `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}`;
+          const next = Math.min(500, Math.max(50, rows.length * 5));
+          if (p.offset + rows.length < p.totalCount) footer += `: --limit ${next}, --offset ${p.offset + rows.length} or --all for more`;
+        }
+        await print(rows, format, { columns: decl.columns, footer });
       });
   }
   if (has('get')) {
