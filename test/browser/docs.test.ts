@@ -53,7 +53,9 @@ describe('/docs in a browser', { timeout: 90_000 }, () => {
 
     const select = page.locator('.topbar select');
     const options = await select.locator('option').allInnerTexts();
-    expect(options).toHaveLength(2);
+    // Both Edge APIs, and the fabric lists newer clients read (routes/fabric.ts).
+    expect(options).toHaveLength(3);
+    expect(options.join(' | ')).toMatch(/Fabric/);
     expect(options.join(' | ')).toMatch(/Management/);
     expect(options.join(' | ')).toMatch(/Client/);
 
@@ -65,11 +67,11 @@ describe('/docs in a browser', { timeout: 90_000 }, () => {
       await page.locator('.opblock-summary-path').first().waitFor();
       return operations();
     };
-    const management = await pick(/Management/);
+    const management = await pick(/Edge Management/);
     expect(management).toContain('/edge/management/v1/identities');
     expect(management).toContain('/edge/management/v1/service-policies');
     expect(management.every((p) => p.startsWith('/edge/management/v1'))).toBe(true);
-    const client = await pick(/Client/);
+    const client = await pick(/Edge Client/);
     expect(client).toContain('/edge/client/v1/current-identity');
     expect(client).toContain('/edge/client/v1/enroll/ott');
     expect(client.some((p) => p.startsWith('/edge/management/'))).toBe(false);
