@@ -80,3 +80,72 @@ describe('built-in config types under upstream ids', () => {
     }
   });
 });
+
+// Upstream decodes a write body into its definition with Go's JSON decoding, which drops properties the
+// definition lacks; ZAC's forms rely on that. The bodies below are ZAC 4.5's, field for field.
+describe('fields upstream ignores on writes', () => {
+  it('creates a transit router from ZAC\'s form, which sends the edge router fields too', async () => {
+    const r = await mg('POST', '/transit-routers', { name: 'tr-zac', roleAttributes: ['ignored'], appData: {}, isTunnelerEnabled: true, noTraversal: false, cost: 0, tags: {} });
+    expect(r.status, r.text).toBe(201);
+    const got = (await mg('GET', `/transit-routers/${r.body.data.id}`)).body.data;
+    expect(got).toMatchObject({ name: 'tr-zac', cost: 0, noTraversal: false });
+    expect(got.roleAttributes).toBeUndefined();
+    expect((await mg('PATCH', `/transit-routers/${r.body.data.id}`, { name: 'tr-zac-2', roleAttributes: [], appData: {}, isTunnelerEnabled: false, cost: 5 })).status).toBe(200);
+    expect((await mg('GET', `/transit-routers/${r.body.data.id}`)).body.data).toMatchObject({ name: 'tr-zac-2', cost: 5 });
+    // Still strict about fields no client sends.
+    expect((await mg('POST', '/transit-routers', { name: 'tr-typo', nme: 'x' })).status).toBe(400);
+  });
+
+  it('ignores the empty "id" ZAC posts when creating config types, CAs and auth policies', async () => {
+    const ct = await mg('POST', '/config-types', { name: 'zac.v1', id: '', schema: {}, tags: {} });
+    expect(ct.status, ct.text).toBe(201);
+    expect(ct.body.data.id).not.toBe('');
+    const ap = await mg('POST', '/auth-policies', {
+      name: 'zac-policy', id: '',
+      primary: { cert: { allowed: false, allowExpiredCerts: false }, extJwt: { allowed: false, allowedSigners: [] }, updb: { allowed: false, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false } },
+      secondary: { requireTotp: false }, tags: {},
+    });
+    expect(ap.status, ap.text).toBe(201);
+    const ca = await mg('POST', '/cas', { name: 'zac-ca', id: '', isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false, identityRoles: [], identityNameFormat: '', isAuthEnabled: false, certPem: '-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n', tags: {} });
+    // Past the body's shape, to the certificate check.
+    expect(ca.status).toBe(400);
+    expect(ca.body.error.cause?.field ?? ca.body.error.message).toMatch(/certPem/);
+  });
+
+  it('keeps a config\'s type when ZAC\'s edit form sends configTypeId back', async () => {
+    const made = await mg('POST', '/configs', { name: 'zac-host', configTypeId: 'NH5p4FpGR', data: { protocol: 'tcp', address: 'a', port: 1 } });
+    const id = made.body.data.id;
+    const patched = await mg('PATCH', `/configs/${id}`, { name: 'zac-host', data: { protocol: 'tcp', address: 'b', port: 2 }, configTypeId: 'g7cIWbcGg', tags: {} });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await mg('GET', `/configs/${id}`)).body.data).toMatchObject({ configTypeId: 'NH5p4FpGR', data: { address: 'b', port: 2 } });
+  });
+
+  it('creates a JWT signer from ZAC\'s form, which sends newer controllers\' enrolment fields', async () => {
+    const r = await mg('POST', '/external-jwt-signers', { name: 'zac-jwt', audience: 'ztc', issuer: 'https://issuer.example/zac', clientId: '', claimsProperty: '', enabled: true, useExternalId: false, externalAuthUrl: '', kid: '', scopes: [], jwksEndpoint: 'https://issuer.example/jwks', tags: {}, enrollToCertEnabled: false, enrollToTokenEnabled: false });
+    expect(r.status, r.text).toBe(201);
+    const got = (await mg('GET', `/external-jwt-signers/${r.body.data.id}`)).body.data;
+    expect(got).toMatchObject({ name: 'zac-jwt', issuer: 'https://issuer.example/zac', jwksEndpoint: 'https://issuer.example/jwks' });
+    expect(got.enrollToCertEnabled).toBeUndefined();
+  });
+
+  it('creates a posture check from ZAC\'s form, which sends every type\'s fields, the other types\' empty', async () => {
+    const body = (typeId: string, own: Record<string, unknown>) => ({
+      name: `zac-${typeId.toLowerCase()}`, typeId, semantic: 'AllOf', roleAttributes: [], domains: [], macAddresses: [], operatingSystems: [],
+      processes: [{ hashes: [], osType: '', path: '', signerFingerprints: [] }], process: { hashes: [], osType: '', path: '', signerFingerprint: '' },
+      promptOnWake: false, promptOnUnlock: false, timeoutSeconds: 0, tags: {}, ...own,
+    });
+    const mfa = await mg('POST', '/posture-checks', body('MFA', {}));
+    expect(mfa.status, mfa.text).toBe(201);
+    const read = (await mg('GET', `/posture-checks/${mfa.body.data.id}`)).body.data;
+    expect(read).toMatchObject({ typeId: 'MFA', timeoutSeconds: 0, promptOnWake: false });
+    expect(read.domains).toBeUndefined();
+    const domain = await mg('POST', '/posture-checks', body('DOMAIN', { domains: ['corp.example'] }));
+    expect(domain.status, domain.text).toBe(201);
+    expect((await mg('GET', `/posture-checks/${domain.body.data.id}`)).body.data.domains).toEqual(['corp.example']);
+    // The check's own fields keep their rules: a domain check with no domains is refused.
+    const empty = await mg('POST', '/posture-checks', body('DOMAIN', { name: 'zac-no-domains' }));
+    expect(empty.status).toBe(400);
+    expect(empty.body.error.cause.field).toBe('domains');
+    expect((await mg('PATCH', `/posture-checks/${mfa.body.data.id}`, body('MFA', { timeoutSeconds: 300 }))).status).toBe(200);
+  });
+});

@@ -88,6 +88,7 @@ export const cas = defineResource({
   description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)',
   schemas: { detail: caDetail, create: caCreate, update: caUpdate, patch: caPatch },
   blankAsNull: ['identityNameFormat'],
+  ignored: { id: Type.String({ maxLength: 255 }) },
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
