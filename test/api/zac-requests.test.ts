@@ -2,6 +2,7 @@
 // upstream's controller answers them. Each case is written from the request shape alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { TestCa } from '../helpers/certs.js';
 import { MGMT, startTestController, tempDataDir, type TestController } from '../helpers/controller.js';
 
 let c: TestController;
@@ -110,6 +111,17 @@ describe('fields upstream ignores on writes', () => {
     // Past the body's shape, to the certificate check.
     expect(ca.status).toBe(400);
     expect(ca.body.error.cause?.field ?? ca.body.error.message).toMatch(/certPem/);
+  });
+
+  it('saves a CA from ZAC\'s edit form, which sends its id and certificate back (upstream\'s caUpdate has neither)', async () => {
+    const ca = new TestCa('zac-ca');
+    const body = { name: 'zac-ca', isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false, identityRoles: [], identityNameFormat: '', isAuthEnabled: false, certPem: ca.pem, tags: {} };
+    const made = await mg('POST', '/cas', { ...body, id: '' });
+    expect(made.status, made.text).toBe(201);
+    const id = made.body.data.id;
+    const saved = await mg('PUT', `/cas/${id}`, { ...body, id, name: 'zac-ca-2', identityNameFormat: '[caName]-[commonName]' });
+    expect(saved.status, saved.text).toBe(200);
+    expect((await mg('GET', `/cas/${id}`)).body.data).toMatchObject({ name: 'zac-ca-2', certPem: ca.pem });
   });
 
   it('keeps a config\'s type when ZAC\'s edit form sends configTypeId back', async () => {
