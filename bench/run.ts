@@ -12,6 +12,7 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
+import { measureCliStartup } from './cli-startup.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -292,6 +293,7 @@ try {
     ['bare fastify hello world (HTTPS)', line(hello), '1.00'],
     ['raw scrypt hashes (4 parallel)', `${fmt(hashes)} hashes/s`, '1.00'],
   ];
+  rows.push(...(await measureCliStartup()));
   const base = { hello: hello.rps, hashes };
   rows.push(...(await measureController('sqlite', undefined, base)));
   if (process.env.ZTC_TEST_DB) rows.push(...(await measureController('postgres', process.env.ZTC_TEST_DB, base)));

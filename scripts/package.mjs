@@ -50,6 +50,8 @@ const config = {
     sqlite: addon,
     'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
     'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),
+    'swagger-ui-standalone-preset.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-standalone-preset.js'),
+    'cli-manifest.json': path.join(root, 'dist/cli-manifest.json'),
   },
 };
 fs.writeFileSync(path.join(out, 'sea-config.json'), JSON.stringify(config, null, 2));

@@ -22,6 +22,14 @@ export interface Config {
   authRateLimitPerMinute: number;
   /** Other API requests per minute per API session (or per address without one; 0: no limit). */
   apiRateLimitPerMinute: number;
+  /** Open connections one client address may hold (0: no cap). */
+  maxConnectionsPerAddress: number;
+  /** Time a client has to complete the TLS handshake and send the request headers. */
+  headersTimeoutSeconds: number;
+  /** Time a kept-alive connection may wait for its next request before it is closed. */
+  idleTimeoutSeconds: number;
+  /** A file holding the default admin's password (not visible in `ps`, unlike --admin-password). */
+  adminPasswordFile: string;
   /** A directory holding a build of OpenZiti's admin console (ZAC), served at /zac/; empty: not served. */
   zacDir: string;
   /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
@@ -41,6 +49,10 @@ export const defaults = (): Config => ({
   logLevel: 'info',
   authRateLimitPerMinute: 300,
   apiRateLimitPerMinute: 6000,
+  maxConnectionsPerAddress: 256,
+  headersTimeoutSeconds: 10,
+  idleTimeoutSeconds: 60,
+  adminPasswordFile: '',
   zacDir: '',
   corsOrigins: [],
 });
@@ -60,11 +72,17 @@ const ENV: Record<keyof Config, string> = {
   logLevel: 'ZTC_LOG_LEVEL',
   authRateLimitPerMinute: 'ZTC_AUTH_RATE_LIMIT_PER_MINUTE',
   apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
+  maxConnectionsPerAddress: 'ZTC_MAX_CONNECTIONS_PER_ADDRESS',
+  headersTimeoutSeconds: 'ZTC_HEADERS_TIMEOUT_SECONDS',
+  idleTimeoutSeconds: 'ZTC_IDLE_TIMEOUT_SECONDS',
+  adminPasswordFile: 'ZTC_ADMIN_PASSWORD_FILE',
   zacDir: 'ZTC_ZAC_DIR',
   corsOrigins: 'ZTC_CORS_ORIGINS',
 };
 
-export class ConfigError extends Error {}
+import { ConfigError } from './config-error.js';
+
+export { ConfigError };
 
 function readFile(file: string): Raw {
   const text = fs.readFileSync(file, 'utf8');
@@ -95,6 +113,20 @@ function coerce(key: keyof Config, value: unknown, source: string): unknown {
     return list.map((s) => String(s).trim()).filter(Boolean);
   }
   return String(value);
+}
+
+/** The password in a file (its first line): one setting or the other, not both. */
+function readPasswordFile(file: string, given: string): string {
+  if (given) throw new ConfigError('give the admin password either in a file (adminPasswordFile) or directly (adminPassword), not both');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`cannot read the admin password file ${file}: ${(e as Error).message}`);
+  }
+  const password = text.split(/\r?\n/)[0];
+  if (!password) throw new ConfigError(`the admin password file ${file} is empty`);
+  return password;
 }
 
 /** An origin as browsers send it (scheme://host[:port], no path): the only form the Origin header takes. */
@@ -140,5 +172,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');
+  if (cfg.headersTimeoutSeconds < 1) throw new ConfigError('headersTimeoutSeconds must be at least 1');
+  if (cfg.idleTimeoutSeconds < 1) throw new ConfigError('idleTimeoutSeconds must be at least 1');
+  if (cfg.adminPasswordFile) cfg.adminPassword = readPasswordFile(cfg.adminPasswordFile, cfg.adminPassword);
   return cfg;
 }

@@ -1,11 +1,13 @@
 // The CLI speaks the Management API through one of two transports with the same interface:
 // remote (HTTPS to a saved profile, CA pinned) or local (fastify inject on a data dir, no server).
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import https from 'node:https';
-import { loadConfig, type Config } from '../config.js';
+import path from 'node:path';
+import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
-import { buildApp, type App } from '../server/app.js';
-import { openDataDir } from '../server/controller.js';
+import type { App } from '../server/app.js';
+import { CliError } from './errors.js';
 import { loadProfile, type Profile } from './profile.js';
 
 export interface Reply {
@@ -21,11 +23,7 @@ export interface Transport {
   describe: string;
 }
 
-export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-  }
-}
+export { CliError };
 
 const parse = (text: string) => {
   try {
@@ -84,6 +82,8 @@ export class LocalTransport implements Transport {
   }
 
   static async open(config: Config, progress?: Progress): Promise<LocalTransport> {
+    // The server is loaded only here: remote commands start without it.
+    const [{ openDataDir }, { buildApp }] = await Promise.all([import('../server/controller.js'), import('../server/app.js')]);
     const opened = await openDataDir(config, { progress });
     if (opened.boot.generatedPassword) {
       progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
@@ -116,11 +116,21 @@ export interface TargetOptions {
   dataDir?: string;
   profile?: string;
   config?: string;
+  /** Local mode on PostgreSQL: the database URL (the data dir still holds the PKI). */
+  db?: string;
 }
 
 /** --data-dir means local; otherwise the saved profile. */
 export async function openTransport(o: TargetOptions, progress?: Progress): Promise<Transport> {
-  if (o.dataDir || o.config) return LocalTransport.open(loadConfig({ dataDir: o.dataDir, config: o.config }), progress);
+  if (o.dataDir || o.config) {
+    const { loadConfig } = await import('../config.js');
+    const config = loadConfig({ dataDir: o.dataDir, config: o.config, ...(o.db ? { db: o.db } : {}) });
+    // Only serve and quickstart make a controller; a typo in -d must not quietly start a new one.
+    if (!fs.existsSync(path.join(config.dataDir, 'pki'))) {
+      throw new CliError(`${config.dataDir} holds no controller (no pki/ in it): check the path, or create one with \`ztc serve -d ${config.dataDir}\` or \`ztc quickstart -d ${config.dataDir}\``);
+    }
+    return LocalTransport.open(config, progress);
+  }
   const profile = loadProfile(o.profile);
   if (!profile) throw new CliError('Not logged in: run `ztc login <url> -u <user> -p <password>`, or pass --data-dir DIR to work on a local data dir');
   if (!profile.token) throw new CliError(`Logged out of ${profile.url}: run \`ztc login ${profile.url} -u ${profile.username}\` again`);

@@ -10,6 +10,7 @@ import { ApiError } from '../model/errors.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
+import { serverTimeouts } from './connections.js';
 import { RouteTable } from './route-table.js';
 import { cleanUrl } from './clean-path.js';
 import { isListStream } from './envelope.js';
@@ -134,6 +135,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
+    ...serverTimeouts(ctx.config).fastify,
     rewriteUrl: (req) => cleanUrl(req.url ?? '/'),
   }) as unknown as App;
   const table = new RouteTable();

@@ -11,6 +11,8 @@ import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
+import { ensureWritableDir } from './data-dir.js';
+import { capConnectionsPerAddress, serverTimeouts } from './connections.js';
 
 export interface Opened {
   ctx: Ctx;
@@ -20,8 +22,8 @@ export interface Opened {
 
 export async function openDataDir(config: Config, o: { clock?: Clock; progress?: Progress } = {}): Promise<Opened> {
   const progress = o.progress ?? (() => {});
-  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  fs.chmodSync(config.dataDir, 0o700);
+  ensureWritableDir(config.dataDir);
+  if (fs.existsSync(path.join(config.dataDir, 'pki'))) ensureWritableDir(path.join(config.dataDir, 'pki'));
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
   const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
   for (const w of store.warnings) progress(`warning: ${w}`);
@@ -60,11 +62,21 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       // Forward-secret AEAD suites only (TLS 1.3's, and ECDHE with GCM or ChaCha20 for 1.2).
       ciphers: TLS_CIPHERS,
       honorCipherOrder: true,
+      ...serverTimeouts(config).server,
     },
   });
+  capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
-  await app.listen({ port: config.port, host: config.bind });
+  try {
+    await app.listen({ port: config.port, host: config.bind });
+  } catch (err) {
+    // A busy port (or any listen failure) leaves nothing open behind it.
+    clearInterval(sweep);
+    await app.close();
+    await opened.close();
+    throw err;
+  }
   const port = (app.server.address() as { port: number }).port;
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;

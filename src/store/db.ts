@@ -7,6 +7,7 @@ import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { loadSqlite } from './sqlite-driver.js';
+import { integrityProblems, quickCheck } from './sqlite-health.js';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -23,6 +24,8 @@ export interface Store {
    * PostgreSQL, when installed), taken while the controller keeps serving.
    */
   snapshot(dest: string, progress?: (fraction: number) => void): Promise<void>;
+  /** SQLite's own integrity_check of the file (SQLite only; PostgreSQL checks its pages itself). */
+  integrityCheck?(): string[];
   close(): Promise<void>;
 }
 
@@ -74,6 +77,8 @@ export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '
 
 export async function openSqlite(file: string): Promise<Store> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // Before anything writes to it (WAL mode, migrations): a damaged file is refused, untouched.
+  quickCheck(file);
   const Sqlite = loadSqlite();
   const conn = new Sqlite(file);
   fs.chmodSync(file, 0o600);
@@ -94,7 +99,7 @@ export async function openSqlite(file: string): Promise<Store> {
       },
     });
   };
-  const store: Store = { db, dialect: dialects.sqlite, file, warnings: [], snapshot, close: () => db.destroy() };
+  const store: Store = { db, dialect: dialects.sqlite, file, warnings: [], snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

@@ -302,6 +302,9 @@ export interface IntegrityRunRow {
   fixingErrors: number;
   tooManyErrors: number;
   results: string;
+  /** host:pid:nonce of the process running the scan. */
+  owner: string | null;
+  heartbeatAt: string | null;
 }
 
 export interface Database {

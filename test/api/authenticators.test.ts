@@ -121,3 +121,52 @@ describe('own authenticators (client API)', () => {
     expect(expectError(await c.call('PUT', `${CLIENT}/current-identity/authenticators/${aid}`, { token, body: { password: 'new-pass-3', currentPassword: 'new-pass-2' } }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('username');
   });
 });
+
+describe('a credential taken away ends the API sessions it opened', () => {
+  const alive = async (token: string) => (await c.call('GET', `${CLIENT}/current-api-session`, { token })).status;
+  const updbOf = async (name: string) =>
+    (await c.call('GET', `${MGMT}/authenticators?filter=${encodeURIComponent(`username = "${name}"`)}`, { token: admin })).body.data[0].id as string;
+
+  it('deleting the authenticator ends its sessions at once, and only its own', async () => {
+    await c.user('ivan');
+    await c.user('judy');
+    const [s1, s2] = [await c.login('ivan', 'password1'), await c.login('ivan', 'password1')];
+    const other = await c.login('judy', 'password1');
+    expect(await alive(s1)).toBe(200);
+    expect((await c.call('DELETE', `${MGMT}/authenticators/${await updbOf('ivan')}`, { token: admin })).status).toBe(200);
+    expectError(await c.call('GET', `${CLIENT}/current-api-session`, { token: s1 }), 401);
+    expect(await alive(s2)).toBe(401);
+    expect(await alive(other)).toBe(200);
+  });
+
+  it('an admin changing the password ends every session it opened; a username change alone ends none', async () => {
+    await c.user('karl');
+    const s = await c.login('karl', 'password1');
+    const aid = await updbOf('karl');
+    expect((await c.call('PATCH', `${MGMT}/authenticators/${aid}`, { token: admin, body: { username: 'karl-2' } })).status).toBe(200);
+    expect(await alive(s)).toBe(200);
+    expect((await c.call('PATCH', `${MGMT}/authenticators/${aid}`, { token: admin, body: { password: 'changed-1' } })).status).toBe(200);
+    expect(await alive(s)).toBe(401);
+    const s2 = await c.login('karl-2', 'changed-1');
+    expect((await c.call('PUT', `${MGMT}/authenticators/${aid}`, { token: admin, body: { username: 'karl-2', password: 'changed-2' } })).status).toBe(200);
+    expect(await alive(s2)).toBe(401);
+  });
+
+  it('changing your own password ends your other sessions and keeps the one that made the change', async () => {
+    await c.user('lena');
+    const here = await c.login('lena', 'password1');
+    const elsewhere = await c.login('lena', 'password1');
+    const aid = (await c.call('GET', `${CLIENT}/current-identity/authenticators`, { token: here })).body.data[0].id;
+    expect((await c.call('PATCH', `${CLIENT}/current-identity/authenticators/${aid}`, { token: here, body: { password: 'new-pass-1', currentPassword: 'password1' } })).status).toBe(200);
+    expect(await alive(here)).toBe(200);
+    expect(await alive(elsewhere)).toBe(401);
+  });
+
+  it('re-enrolling the authenticator ends its sessions', async () => {
+    await c.user('mona');
+    const s = await c.login('mona', 'password1');
+    const r = await c.call('POST', `${MGMT}/authenticators/${await updbOf('mona')}/re-enroll`, { token: admin, body: { expiresAt: new Date(c.clock.now().getTime() + 3_600_000).toISOString() } });
+    expect(r.status, r.text).toBe(201);
+    expect(await alive(s)).toBe(401);
+  });
+});

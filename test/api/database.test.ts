@@ -1,9 +1,11 @@
 // Database maintenance: the integrity scan finds deliberately broken invariants, one run at a time,
 // the fix repairs them; a snapshot taken during writes holds every write acknowledged before it.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RUN_STALE_MS } from '../../src/model/maintenance/integrity.js';
 import { loadSqlite } from '../../src/store/sqlite-driver.js';
 import { expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
@@ -80,16 +82,30 @@ describe('integrity scan', () => {
     expect((await finished()).results).toEqual([]);
   });
 
-  it('runs one at a time', async () => {
-    // Hold the run as another controller would: the row says a run is in progress.
+  it('runs one at a time, and takes over a run whose process died', async () => {
     const db = c.opened.ctx.store.db;
-    await db.updateTable('integrityRuns').set({ inProgress: 1, startedAt: c.clock.now().toISOString() }).where('id', '=', 1).execute();
+    const now = () => c.clock.now().toISOString();
+    const hold = (owner: string, heartbeatAt: string) => db.updateTable('integrityRuns').set({ inProgress: 1, startedAt: now(), owner, heartbeatAt }).where('id', '=', 1).execute();
+    const results = async () => (await mg('GET', '/database/data-integrity-results')).body.data;
+    // Held by a live process on another host (its heartbeat is fresh).
+    await hold('other-host:4242:cafe', now());
     expectError(await mg('POST', '/database/check-data-integrity'), 409, 'DATA_INTEGRITY_CHECK_IN_PROGRESS');
     expectError(await mg('POST', '/database/fix-data-integrity'), 409);
-    // A run that died long ago is taken over.
-    await db.updateTable('integrityRuns').set({ startedAt: new Date(c.clock.now().getTime() - 3600_000).toISOString() }).where('id', '=', 1).execute();
+    expect((await results()).inProgress).toBe(true);
+    // Its heartbeat stops: the run is reported dead and taken over.
+    c.clock.advance(RUN_STALE_MS + 1);
+    expect(await results()).toMatchObject({ inProgress: false, error: expect.stringMatching(/stopped before it finished/) });
     expect((await mg('POST', '/database/check-data-integrity')).status).toBe(202);
     await finished();
+    // Held by a process of this host that has exited: taken over at once, fresh heartbeat or not.
+    const gone = spawnSync(process.execPath, ['-e', 'process.exit(0)']).pid!;
+    await hold(`${os.hostname()}:${gone}:dead`, now());
+    expect((await mg('POST', '/database/check-data-integrity')).status).toBe(202);
+    await finished();
+    // Held by a live process of this host: refused.
+    await hold(`${os.hostname()}:${process.pid}:other`, now());
+    expectError(await mg('POST', '/database/check-data-integrity'), 409);
+    await db.updateTable('integrityRuns').set({ inProgress: 0 }).where('id', '=', 1).execute();
     // Two requests at once: one wins.
     const both = await Promise.all([mg('POST', '/database/check-data-integrity'), mg('POST', '/database/check-data-integrity')]);
     expect(both.map((r) => r.status).sort()).toEqual([202, 409]);

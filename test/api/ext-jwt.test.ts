@@ -73,6 +73,23 @@ describe('external JWT signers', () => {
     expectError(await extLogin('not.a.jwt'), 401, 'INVALID_AUTH');
   });
 
+  it('refuses a token without exp, before its nbf, without iss, or without a kid when the signer\'s keys have ids', async () => {
+    const now = Math.floor(c.clock.now().getTime() / 1000);
+    const sign = (header: { kid?: string }, claims: Record<string, unknown>) =>
+      new SignJWT({ email: 'ana@example.com', aud: 'ztc', iat: now, ...claims }).setProtectedHeader({ alg: 'RS256', ...header }).sign(key);
+    const good = { iss: 'https://idp.example', exp: now + 600 };
+    expect((await extLogin(await sign({ kid: 'k1' }, good))).status).toBe(200);
+    expectError(await extLogin(await sign({ kid: 'k1' }, { iss: 'https://idp.example' })), 401, 'INVALID_AUTH');
+    expectError(await extLogin(await sign({ kid: 'k1' }, { ...good, nbf: now + 300 })), 401, 'INVALID_AUTH');
+    // Within the allowed clock skew, nbf and exp still pass.
+    expect((await extLogin(await sign({ kid: 'k1' }, { ...good, nbf: now + 10 }))).status).toBe(200);
+    expect((await extLogin(await sign({ kid: 'k1' }, { ...good, exp: now - 10 }))).status).toBe(200);
+    expectError(await extLogin(await sign({ kid: 'k1' }, { exp: now + 600 })), 401, 'INVALID_AUTH');
+    expectError(await extLogin(await sign({ kid: 'k-unknown' }, good)), 401, 'INVALID_AUTH');
+    // The set holds one RS256 key, so without a kid it would verify: its key has an id, so it must not.
+    expectError(await extLogin(await sign({}, good)), 401, 'INVALID_AUTH');
+  });
+
   it('fetches the JWKS again when a token names a new key', async () => {
     const before = fetches;
     const k2 = await newKey('k2');
@@ -113,6 +130,10 @@ describe('external JWT signers', () => {
     const pk = await importPKCS8(forge.pki.privateKeyInfoToPem(forge.pki.wrapRsaPrivateKey(forge.pki.privateKeyToAsn1(keys.privateKey))), 'RS256');
     const r = await extLogin(await jwt(pk as CryptoKey, 'any', { iss: 'https://certs.example', sub: identityId }));
     expect(r.status, r.text).toBe(200);
+    // Once the signer names its key id, a token must name the same one.
+    expect((await c.call('PATCH', `${MGMT}/external-jwt-signers/${made.body.data.id}`, { token: admin, body: { kid: 'cert-key-1' } })).status).toBe(200);
+    expectError(await extLogin(await jwt(pk as CryptoKey, 'any', { iss: 'https://certs.example', sub: identityId })), 401, 'INVALID_AUTH');
+    expect((await extLogin(await jwt(pk as CryptoKey, 'cert-key-1', { iss: 'https://certs.example', sub: identityId }))).status).toBe(200);
   });
 
   it('validates signers and lists the enabled ones publicly on the client API', async () => {

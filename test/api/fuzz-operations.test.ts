@@ -148,3 +148,62 @@ describe('bad input on every operation', () => {
     expect(sent).toBeGreaterThan(1000);
   }, 300_000);
 });
+
+// The other side of the schema: its largest values are valid and must be accepted, not only its
+// out-of-range ones refused. The limits are read from the served OpenAPI document.
+describe('the limits of the schema are valid input', () => {
+  const mgmt = (method: string, path: string, body?: unknown) => c.call(method, `/edge/management/v1${path}`, { token: admin, body });
+  let doc: Schema;
+  const createSchema = (path: string): Schema => {
+    const s = doc.paths[`/edge/management/v1${path}`].post.requestBody.content['application/json'].schema;
+    return s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s;
+  };
+  /** n distinct strings of exactly `len` characters, each starting with `prefix`. */
+  const longest = (prefix: string, n: number, len: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}-`.padEnd(len, 'x'));
+
+  beforeAll(async () => {
+    doc = (await c.call('GET', '/docs/openapi/edge-management.json')).body;
+  });
+
+  it('accepts entities with the most role attributes and the longest names, and policies with the most roles, on both semantics', async () => {
+    const attrSchema = createSchema('/identities').properties.roleAttributes;
+    const nameMax = createSchema('/identities').properties.name.maxLength as number;
+    const roles = createSchema('/service-policies').properties.identityRoles;
+    expect(attrSchema.maxItems).toBe(1000);
+    expect(roles.maxItems).toBe(1000);
+    const attrs = longest('a', attrSchema.maxItems, attrSchema.items.maxLength);
+    const made: Record<string, string> = {};
+    for (const [path, extra] of [['/identities', { type: 'User', isAdmin: false }], ['/services', { encryptionRequired: true }], ['/edge-routers', {}]] as const) {
+      const r = await mgmt('POST', path, { name: `${path.slice(1)}-`.padEnd(nameMax, 'n'), roleAttributes: attrs, ...extra });
+      expect(r.status, `${path}: ${r.text.slice(0, 300)}`).toBe(201);
+      made[path] = r.body.data.id;
+    }
+    const allOf = attrs.map((a) => `#${a}`);
+    // AnyOf: the most roles of the longest length, one of which matches.
+    const anyOf = [...longest('#none', roles.maxItems - 1, roles.items.maxLength), `#${attrs[500]}`];
+    for (const semantic of ['AllOf', 'AnyOf']) {
+      const rolesOf = semantic === 'AllOf' ? allOf : anyOf;
+      const policies = [
+        ['/service-policies', { type: 'Dial', identityRoles: rolesOf, serviceRoles: rolesOf, postureCheckRoles: rolesOf }, ['identities', 'services']],
+        ['/edge-router-policies', { identityRoles: rolesOf, edgeRouterRoles: rolesOf }, ['identities', 'edge-routers']],
+        ['/service-edge-router-policies', { serviceRoles: rolesOf, edgeRouterRoles: rolesOf }, ['services', 'edge-routers']],
+      ] as const;
+      for (const [path, body, sides] of policies) {
+        const r = await mgmt('POST', path, { name: `${semantic}${path}`.padEnd(nameMax, 'p'), semantic, ...body });
+        expect(r.status, `${semantic} ${path}: ${r.text.slice(0, 300)}`).toBe(201);
+        const id = r.body.data.id;
+        for (const side of sides) {
+          const members = await mgmt('GET', `${path}/${id}/${side}`);
+          expect(members.status, members.text.slice(0, 300)).toBe(200);
+          expect(members.body.data.map((m: { id: string }) => m.id), `${semantic} ${path} ${side}`).toEqual([made[`/${side}`]]);
+        }
+        // Changing all the roles at once, and evaluating an entity against the policy, work as well.
+        expect((await mgmt('PATCH', path + `/${id}`, { ...body })).status).toBe(200);
+      }
+    }
+    const patched = await mgmt('PATCH', `/identities/${made['/identities']}`, { roleAttributes: [...attrs].reverse() });
+    expect(patched.status, patched.text.slice(0, 300)).toBe(200);
+    const check = await mgmt('GET', `/identities/${made['/identities']}/service-policies`);
+    expect(check.body.data.length).toBe(2);
+  }, 120_000);
+});

@@ -62,7 +62,7 @@ describe('built-in config types under upstream ids', () => {
         await tx.deleteFrom('configTypes').where('id', '=', id).execute();
         await tx.updateTable('configTypes').set({ name }).where('id', '=', name).execute();
       }
-      await sql`delete from kysely_migration where name = '0009-upstream-config-type-ids'`.execute(tx);
+      await sql`delete from kysely_migration where name = '0010-upstream-config-type-ids'`.execute(tx);
     });
     await first.app.close();
     await first.opened.close();

@@ -1,6 +1,7 @@
 // A controller listening over TLS, and a client that can present a certificate on the connection.
 import fs from 'node:fs';
 import https from 'node:https';
+import type { Config } from '../../src/config.js';
 import { ManualClock } from '../../src/model/clock.js';
 import { startController, type Running } from '../../src/server/controller.js';
 import { ADMIN, CLIENT, tempDataDir, testConfig, testDatabase } from './controller.js';
@@ -13,10 +14,10 @@ export interface TlsController {
   close(): Promise<void>;
 }
 
-export async function startTlsController(): Promise<TlsController> {
+export async function startTlsController(extra: Partial<Config> = {}): Promise<TlsController> {
   const dataDir = tempDataDir();
   const clock = new ManualClock();
-  const running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', db: await testDatabase() }), { clock });
+  const running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', db: await testDatabase(), ...extra }), { clock });
   const base = `https://127.0.0.1:${running.ctx.config.port}`;
   const ca = running.ctx.pki.caBundlePem;
   const tc: TlsController = {

@@ -26,6 +26,17 @@ describe('configuration layers', () => {
     expect(() => loadConfig({ dataDir: dir }, {})).toThrow(/unknown setting 'colour'/);
   });
 
+  it('reads the admin password from a file, and refuses both forms at once or an empty file', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-cfg-'));
+    const file = path.join(dir, 'pw');
+    fs.writeFileSync(file, 'pw-from-file\nignored\n');
+    expect(loadConfig({ dataDir: dir }, { ZTC_ADMIN_PASSWORD_FILE: file }).adminPassword).toBe('pw-from-file');
+    expect(() => loadConfig({ dataDir: dir, adminPasswordFile: file }, { ZTC_ADMIN_PASSWORD: 'also' })).toThrow(/not both/);
+    fs.writeFileSync(file, '');
+    expect(() => loadConfig({ dataDir: dir, adminPasswordFile: file }, {})).toThrow(/is empty/);
+    expect(() => loadConfig({ dataDir: dir, adminPasswordFile: path.join(dir, 'missing') }, {})).toThrow(/cannot read the admin password file/);
+  });
+
   it('reports the package version', () => {
     const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     expect(VERSION).toBe(pkg.version);

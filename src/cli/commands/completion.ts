@@ -1,7 +1,7 @@
 // `ztc completion bash|zsh`: a completion script generated from the command tree itself, so every
 // command, subcommand and flag completes without a hand-kept list.
 import { Command } from 'commander';
-import { CliError } from '../transport.js';
+import { CliError } from '../errors.js';
 
 /** Every command path ("", "identity", "identity list", ...) with the words that may follow it. */
 function table(root: Command): Map<string, string[]> {
@@ -38,14 +38,14 @@ complete -o default -F _ztc_complete ztc
 `;
 }
 
-export function completionCommand(root: () => Command): Command {
+export function completionCommand(root: () => Promise<Command>): Command {
   return new Command('completion')
     .description('print a shell completion script: source <(ztc completion bash), or for zsh source <(ztc completion zsh)')
     .argument('<shell>', 'bash or zsh')
-    .action((shell: string) => {
-      if (shell === 'bash') process.stdout.write(bashScript(root()));
+    .action(async (shell: string) => {
+      if (shell === 'bash') process.stdout.write(bashScript(await root()));
       // zsh runs the bash completion through its compatibility layer.
-      else if (shell === 'zsh') process.stdout.write(`autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n${bashScript(root())}`);
+      else if (shell === 'zsh') process.stdout.write(`autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n${bashScript(await root())}`);
       else throw new CliError(`No completion for '${shell}': use bash or zsh`);
     });
 }

@@ -2,20 +2,14 @@
 // flags come from the create/patch schemas, table columns from the declaration.
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
-import type { ResourceDecl } from '../../model/resource.js';
+import type { CliResource, JsonSchema } from '../manifest.js';
 import { print, parseFormat, progress } from '../output.js';
 import { CliError, expectOk, openTransport, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 
 const API = '/edge/management/v1';
 
-interface PropSchema {
-  type?: string | string[];
-  anyOf?: PropSchema[];
-  const?: unknown;
-  enum?: unknown[];
-  description?: string;
-}
+type PropSchema = JsonSchema;
 
 const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -83,21 +77,25 @@ function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
   return raw;
 }
 
-/** Add one flag per schema property; returns a reader that turns parsed options into a request body. */
-function schemaFlags(cmd: Command, schema: { properties?: Record<string, PropSchema> }, skip: string[]) {
+/**
+ * Add one flag per schema property; returns a reader that turns parsed options into a request body.
+ * Flags that reference another entity (`--identity-id`) take its id or its unique name.
+ */
+function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], references: Record<string, string> = {}) {
   const props = Object.entries(schema.properties ?? {}).filter(([name]) => !skip.includes(name));
   for (const [name, s] of props) {
     const k = kind(s);
     const flag = `--${kebab(name)}`;
+    const what = references[name] ? `the id or name of the ${references[name].replace(/s$/, '').replace(/-/g, ' ')}` : `set ${name}`;
     const opt =
       k === 'boolean'
         ? new Option(`${flag} [bool]`, `set ${name} (true when given alone)`).argParser((v) => v)
-        : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, `set ${name}`);
+        : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
     const c = choices(s);
     if (c) opt.choices(c);
     cmd.addOption(opt);
   }
-  return (opts: Record<string, unknown>) => {
+  return async (opts: Record<string, unknown>, t: Transport) => {
     const body: Record<string, unknown> = {};
     for (const [name, s] of props) {
       const v = opts[camel(kebab(name))];
@@ -107,6 +105,7 @@ function schemaFlags(cmd: Command, schema: { properties?: Record<string, PropSch
       } catch (e) {
         throw new CliError(`--${kebab(name)}: ${(e as Error).message}`);
       }
+      if (references[name] && typeof body[name] === 'string') body[name] = await resolveRef(t, references[name], body[name] as string, `--${kebab(name)}`);
     }
     return body;
   };
@@ -121,16 +120,31 @@ export async function withTransport<T>(opts: CommonOpts, fn: (t: Transport) => P
   }
 }
 
-/** Accept an id or a unique name. */
-export async function resolveId(t: Transport, decl: ResourceDecl, ref: string): Promise<string> {
-  const direct = await t.request('GET', `${API}/${decl.plural}/${encodeURIComponent(ref)}`);
+/** The id of an entity of `plural` given its id or its unique name. */
+export async function resolveRef(t: Transport, plural: string, ref: string, what?: string): Promise<string> {
+  const direct = await t.request('GET', `${API}/${plural}/${encodeURIComponent(ref)}`);
   if (direct.status === 200) return ref;
-  if (!('name' in decl.filterable)) return ref;
   const filter = `name = "${ref.replace(/["\\]/g, '\\$&')}"`;
-  const found = expectOk(await t.request('GET', `${API}/${decl.plural}?filter=${encodeURIComponent(filter)}&limit=2`), `Looking up ${decl.name} '${ref}'`);
-  const rows = (found?.data as { id: string }[]) ?? [];
+  const found = await t.request('GET', `${API}/${plural}?filter=${encodeURIComponent(filter)}&limit=2`);
+  const singular = plural.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, ' ');
+  // Resources without names answer the filter with 400: then only the id could have matched.
+  const rows = found.status === 200 ? ((found.json?.data as { id: string }[]) ?? []) : [];
   if (rows.length === 1) return rows[0].id;
-  throw new CliError(rows.length ? `More than one ${decl.name} is named '${ref}': use its id` : `No ${decl.name} has the id or name '${ref}': see \`ztc ${kebab(decl.name.replace(/ /g, '-'))} list\``);
+  if (found.status !== 200 && found.status !== 400) expectOk(found, `Looking up ${singular} '${ref}'`);
+  const prefix = what ? `${what}: ` : '';
+  throw new CliError(rows.length ? `${prefix}more than one ${singular} is named '${ref}': use its id` : `${prefix}no ${singular} has the id or name '${ref}': see \`ztc ${singular.replace(/ /g, '-')} list\``);
+}
+
+/** Accept an id or a unique name. */
+export async function resolveId(t: Transport, decl: CliResource, ref: string): Promise<string> {
+  if (!decl.named) {
+    const direct = await t.request('GET', `${API}/${decl.plural}/${encodeURIComponent(ref)}`);
+    if (direct.status === 200) return ref;
+    throw new CliError(`No ${decl.name} has the id '${ref}': see \`ztc ${decl.name.replace(/ /g, '-')} list\``);
+  }
+  return resolveRef(t, decl.plural, ref).catch((e: Error) => {
+    throw new CliError(e.message.charAt(0).toUpperCase() + e.message.slice(1));
+  });
 }
 
 /**
@@ -138,14 +152,14 @@ export async function resolveId(t: Transport, decl: ResourceDecl, ref: string): 
  * `onCreated` may act on the new entity (e.g. write its enrollment JWT) and decide what is printed.
  */
 export function resourceCommand(
-  decl: ResourceDecl,
+  decl: CliResource,
   defaults: Record<string, unknown> | (() => Record<string, unknown>) = {},
   extend?: { createOptions?: (c: Command) => void; onCreated?: (t: Transport, id: string, opts: Record<string, unknown>) => Promise<boolean> },
 ): Command {
   const noun = decl.name.replace(/ /g, '-');
   const cmd = new Command(noun).description(decl.description);
   const base = `${API}/${decl.plural}`;
-  const has = (op: ResourceDecl['ops'][number]) => decl.ops.includes(op);
+  const has = (op: CliResource['ops'][number]) => decl.ops.includes(op);
 
   if (has('list')) {
     targetOptions(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`))
@@ -161,7 +175,7 @@ export function resourceCommand(
         const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`));
         const p = body?.meta?.pagination as { offset: number; totalCount: number } | undefined;
         const rows = (body?.data as unknown[]) ?? [];
-        print(rows, format, { columns: decl.cli.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
+        await print(rows, format, { columns: decl.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
       });
   }
   if (has('get')) {
@@ -170,39 +184,41 @@ export function resourceCommand(
       .action(async (ref: string, opts: CommonOpts) => {
         const format = parseFormat(opts.output);
         const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Reading ${decl.name} '${ref}'`));
-        print(body?.data, format);
+        await print(body?.data, format);
       });
   }
-  if (has('create') && decl.schemas.create) {
-    const schema = decl.schemas.create as { properties?: Record<string, PropSchema> };
+  if (has('create') && decl.create) {
+    const schema = decl.create;
     const named = 'name' in (schema.properties ?? {});
     const c = targetOptions(cmd.command('create').description(`create ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`));
     if (named) c.argument('<name>');
-    const read = schemaFlags(c, schema, named ? ['name'] : []);
+    const read = schemaFlags(c, schema, named ? ['name'] : [], decl.references);
     extend?.createOptions?.(c);
     c.action(async (...args: unknown[]) => {
       const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
       // With onCreated, -o may name a file for it (identity create --enroll ott -o FILE.jwt).
       const fileOut = !!extend?.onCreated && !!opts.output && !['table', 'json', 'yaml'].includes(String(opts.output));
       const format = fileOut ? 'table' : parseFormat(opts.output);
-      const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...read(opts), ...(named ? { name: args[0] } : {}) };
       await withTransport(opts, async (t) => {
+        const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...(await read(opts, t)), ...(named ? { name: args[0] } : {}) };
         const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
         const data = created?.data as { id: string };
         if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
         if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
-        else print(data, format);
+        else await print(data, format);
       });
     });
   }
-  if (has('patch') && decl.schemas.patch) {
+  if (has('patch') && decl.patch) {
     const u = targetOptions(cmd.command('update').description(`change fields of ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
-    const read = schemaFlags(u, decl.schemas.patch as { properties?: Record<string, PropSchema> }, []);
+    const read = schemaFlags(u, decl.patch, [], decl.references);
     u.action(async (ref: string, opts: CommonOpts & Record<string, unknown>) => {
       parseFormat(opts.output);
-      const body = read(opts);
-      if (!Object.keys(body).length) throw new CliError('Nothing to change: give at least one field flag (see --help)');
-      await withTransport(opts, async (t) => expectOk(await t.request('PATCH', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`, body), `Updating ${decl.name} '${ref}'`));
+      if (!Object.keys(opts).some((k) => !['dataDir', 'config', 'profile', 'output'].includes(k))) throw new CliError('Nothing to change: give at least one field flag (see --help)');
+      await withTransport(opts, async (t) => {
+        const body = await read(opts, t);
+        expectOk(await t.request('PATCH', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`, body), `Updating ${decl.name} '${ref}'`);
+      });
       process.stdout.write(`updated ${decl.name} ${ref}\n`);
     });
   }

@@ -1,13 +1,10 @@
-// ztc login / logout / version.
+// ztc login / logout.
 import { createHash } from 'node:crypto';
 import readline from 'node:readline';
 import { Command } from 'commander';
 import forge from 'node-forge';
-import { VERSION } from '../../version.js';
-import { print, parseFormat } from '../output.js';
 import { forgetToken, loadProfile, saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, openTransport } from '../transport.js';
-import { targetOptions, type CommonOpts } from './common.js';
 
 /** The certificates of a base64 PKCS#7 bundle, as PEM. */
 export function certsFromPkcs7(b64: string): string[] {
@@ -78,21 +75,3 @@ export function logoutCommand(): Command {
     });
 }
 
-export function versionCommand(): Command {
-  return targetOptions(new Command('version').description('versions of this program and of the controller'))
-    .action(async (opts: CommonOpts) => {
-      const format = parseFormat(opts.output);
-      const info: Record<string, unknown> = { cli: `v${VERSION}`, node: process.version };
-      if (opts.dataDir || opts.config || loadProfile(opts.profile)?.token) {
-        const t = await openTransport(opts);
-        try {
-          const reply = await t.request('GET', '/version');
-          info.controller = (expectOk(reply, 'Reading the controller version')?.data as { version: string }).version;
-          info.target = t.describe;
-        } finally {
-          await t.close();
-        }
-      }
-      print(info, format);
-    });
-}

@@ -9,6 +9,7 @@ import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
 import { ApiError, invalidAuth } from '../errors.js';
 import { isSet } from '../../store/json.js';
 import { createApiSession, resolveSession } from './api-sessions.js';
+import { loginBudget } from './login-budget.js';
 import { verifyPassword } from './password.js';
 
 export interface AuthenticateInput {
@@ -38,6 +39,9 @@ async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddres
       reason: 'is required',
     });
   }
+  // Before any hashing: an account that failed too often must wait (429), wherever the guesses come from.
+  const budget = loginBudget(ctx);
+  budget.take(input.username);
   const row = await ctx.store.db
     .selectFrom('authenticators as a')
     .innerJoin('identities as i', 'i.id', 'a.identityId')
@@ -57,6 +61,7 @@ async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddres
     throw invalidAuth();
   }
   if (updb && updb.allowed === false) throw invalidAuth();
+  budget.succeeded(input.username);
   if (row.failedAttempts || row.lockedUntil) {
     await ctx.store.db.updateTable('authenticators').set({ failedAttempts: 0, lockedUntil: null }).where('id', '=', row.id).execute();
   }

@@ -1,5 +1,5 @@
 // method=ext-jwt: a JWT from an external identity provider, verified against one of our signers.
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, importX509, jwtVerify, type JWTVerifyGetKey, type CryptoKey } from 'jose';
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, importX509, jwtVerify, type CryptoKey } from 'jose';
 import type { Ctx } from '../context.js';
 import { ApiError, invalidAuth } from '../errors.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
@@ -8,10 +8,15 @@ import type { ExternalJwtSignerRow } from '../../store/schema.js';
 import type { AuthenticateInput } from './authenticate.js';
 import { openSession } from './authenticate.js';
 
-// One remote key set per URL: jose caches the keys and refetches when a token names an unknown kid.
-const remoteSets = new Map<string, JWTVerifyGetKey>();
+/** How far the signer's clock may be ahead or behind ours when checking exp and nbf. */
+export const CLOCK_SKEW_SECONDS = 30;
 
-function keyOf(signer: ExternalJwtSignerRow, alg: string): Promise<CryptoKey | Uint8Array> | JWTVerifyGetKey {
+// One remote key set per URL: jose caches the keys and refetches when a token names an unknown kid.
+
+type RemoteSet = ReturnType<typeof createRemoteJWKSet>;
+const remoteSets = new Map<string, RemoteSet>();
+
+function keyOf(signer: ExternalJwtSignerRow, alg: string): Promise<CryptoKey | Uint8Array> | RemoteSet {
   if (signer.certPem) return importX509(signer.certPem, alg);
   const url = signer.jwksEndpoint!;
   let set = remoteSets.get(url);
@@ -27,19 +32,30 @@ export async function authenticateExtJwt(ctx: Ctx, authorization: string | undef
   if (!token) throw new ApiError(401, 'INVALID_AUTH', 'The ext-jwt method needs the JWT in the Authorization header (Bearer)');
   let iss: string;
   let alg: string;
+  let kid: string | undefined;
   try {
     iss = String(decodeJwt(token).iss ?? '');
-    alg = decodeProtectedHeader(token).alg ?? '';
+    const header = decodeProtectedHeader(token);
+    alg = header.alg ?? '';
+    kid = header.kid;
   } catch {
     throw invalidAuth();
   }
+  if (!iss) throw invalidAuth();
   const signers = await ctx.store.db.selectFrom('externalJwtSigners').selectAll().where('issuer', '=', iss).where('enabled', '=', 1).execute();
   for (const signer of signers) {
     let payload: Record<string, unknown>;
+    // A signer with a certificate and a key id takes only tokens naming that id.
+    if (signer.certPem && signer.kid && kid !== signer.kid) continue;
     try {
       const key = keyOf(signer, alg);
-      const options = { issuer: signer.issuer, audience: signer.audience || undefined, currentDate: ctx.clock.now() };
-      payload = (typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, await key, options)).payload;
+      // exp is required (a token without one would be valid forever); nbf is honoured when present.
+      const options = { issuer: signer.issuer, audience: signer.audience || undefined, currentDate: ctx.clock.now(), requiredClaims: ['exp'], clockTolerance: CLOCK_SKEW_SECONDS };
+      if (typeof key === 'function') {
+        payload = (await jwtVerify(token, key, options)).payload;
+        // Without a kid, jose takes the set's only key of that algorithm: refuse it when the set names its keys.
+        if (!kid && key.jwks()?.keys.some((k) => k.kid)) continue;
+      } else payload = (await jwtVerify(token, await key, options)).payload;
     } catch {
       continue;
     }

@@ -1,8 +1,10 @@
 // Passwords: scrypt (memory-hard, in Node's crypto, runs on the libuv pool) with a per-password salt.
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { runHash } from './hash-slots.js';
 
+// Every hash takes one of the few hash slots (hash-slots.ts), whoever asks for it.
 const scrypt = (pw: string, salt: Buffer, len: number, opts: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) => scryptCb(pw, salt, len, opts, (err, key) => (err ? reject(err) : resolve(key))));
+  runHash(() => new Promise<Buffer>((resolve, reject) => scryptCb(pw, salt, len, opts, (err, key) => (err ? reject(err) : resolve(key)))));
 
 // N=2^15, r=8: 32 MiB and ~50-100 ms per hash on a small server core (OWASP's scrypt floor is N=2^17 r=8 p=1
 // or an equivalent cost; we keep N=2^15 with p=1 for login throughput and let the format carry the cost).

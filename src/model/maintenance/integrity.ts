@@ -1,6 +1,10 @@
 // The integrity scan: real checks of the invariants this controller keeps, each with its repair.
 // One run at a time across every controller on the database: a run starts only by flipping the
-// integrity_runs row from idle to running (a run that died holding it is taken over after a while).
+// integrity_runs row from idle to running, naming its process as owner and keeping a heartbeat. A run
+// whose process died is taken over: at once when that process was on this host, else when its
+// heartbeat stops.
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import { sql, type Kysely } from 'kysely';
 import { fromJson } from '../../store/json.js';
 import { iso } from '../clock.js';
@@ -17,7 +21,29 @@ type AnyDb = Kysely<any>;
 
 export const MAX_FINDINGS = 1000;
 const ZERO_TIME = '0001-01-01T00:00:00.000Z';
-const STALE_RUN_MS = 15 * 60_000;
+export const RUN_HEARTBEAT_MS = 5_000;
+/** A run whose heartbeat is older than this is dead (three beats missed). */
+export const RUN_STALE_MS = 3 * RUN_HEARTBEAT_MS;
+/** This process, as an integrity run's owner: host, pid, and a nonce (pids are reused). */
+const OWNER = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether the process holding a run is gone: its heartbeat stopped, or it was on this host and has exited. */
+export function holderGone(owner: string | null, heartbeatAt: string | null, now: Date): boolean {
+  if (!owner || !heartbeatAt) return true;
+  if (now.getTime() - Date.parse(heartbeatAt) > RUN_STALE_MS) return true;
+  const parts = owner.split(':');
+  const pid = Number(parts.at(-2));
+  return parts.slice(0, -2).join(':') === os.hostname() && Number.isInteger(pid) && !processAlive(pid);
+}
 
 export interface Finding {
   description: string;
@@ -34,6 +60,11 @@ type Check = (db: AnyDb, fix: boolean, report: (description: string, fixed: bool
 const sameSet = (a: string[], b: string[]) => a.length === b.length && [...a].sort().join('\u0000') === [...b].sort().join('\u0000');
 
 const checks: Check[] = [
+  // SQLite's own check of the file: pages, free list, and every index against its table. Nothing here
+  // can repair a damaged file; a snapshot can.
+  async (_db, _fix, report, ctx) => {
+    for (const problem of ctx.store.integrityCheck?.() ?? []) report(`SQLite integrity_check: ${problem} (not repairable here: restore a snapshot)`, false);
+  },
   // Role-attribute index rows match each entity's roleAttributes.
   async (db, fix, report) => {
     const indexed = await db.selectFrom('entityRoleAttributes').select(['entityId', 'attribute']).execute();
@@ -210,16 +241,27 @@ export async function scan(ctx: Ctx, fix: boolean): Promise<{ findings: Finding[
   return { findings, tooMany };
 }
 
-/** Start a run in the background; 409 when one is already running (on any controller). */
+/** Start a run in the background; 409 when one is already running (on any controller, in a live process). */
 export async function startRun(ctx: Ctx, fix: boolean): Promise<{ done: Promise<void> }> {
+  const db = ctx.store.db;
   const now = ctx.clock.now();
-  const claimed = await ctx.store.db
+  const held = await db.selectFrom('integrityRuns').select(['inProgress', 'owner', 'heartbeatAt']).where('id', '=', 1).executeTakeFirstOrThrow();
+  const busy = () => conflict('DATA_INTEGRITY_CHECK_IN_PROGRESS', 'An integrity scan or fix is already running: wait for it (GET /database/data-integrity-results) and try again');
+  if (Number(held.inProgress) && !holderGone(held.owner, held.heartbeatAt, now)) throw busy();
+  // Compare and set: only one of several claimants (or controllers) gets the row as it was read.
+  const claimed = await db
     .updateTable('integrityRuns')
-    .set({ inProgress: 1, fixingErrors: fix ? 1 : 0, tooManyErrors: 0, startedAt: iso(now), endedAt: null, error: null, results: '[]' })
+    .set({ inProgress: 1, fixingErrors: fix ? 1 : 0, tooManyErrors: 0, startedAt: iso(now), endedAt: null, error: null, results: '[]', owner: OWNER, heartbeatAt: iso(now) })
     .where('id', '=', 1)
-    .where((eb) => eb.or([eb('inProgress', '=', 0), eb('startedAt', '<', iso(new Date(now.getTime() - STALE_RUN_MS)))]))
+    .where('inProgress', '=', held.inProgress)
+    .where((eb) => (held.owner === null ? eb('owner', 'is', null) : eb('owner', '=', held.owner)))
+    .where((eb) => (held.heartbeatAt === null ? eb('heartbeatAt', 'is', null) : eb('heartbeatAt', '=', held.heartbeatAt)))
     .executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) !== 1) throw conflict('DATA_INTEGRITY_CHECK_IN_PROGRESS', 'An integrity scan or fix is already running: wait for it (GET /database/data-integrity-results) and try again');
+  if (Number(claimed.numUpdatedRows) !== 1) throw busy();
+  const beat = setInterval(() => {
+    void db.updateTable('integrityRuns').set({ heartbeatAt: iso(ctx.clock.now()) }).where('id', '=', 1).where('owner', '=', OWNER).execute().catch(() => {});
+  }, RUN_HEARTBEAT_MS);
+  beat.unref();
   const done = (async () => {
     let error: string | null = null;
     let result: Awaited<ReturnType<typeof scan>> = { findings: [], tooMany: false };
@@ -227,20 +269,26 @@ export async function startRun(ctx: Ctx, fix: boolean): Promise<{ done: Promise<
       result = await scan(ctx, fix);
     } catch (e) {
       error = (e as Error).message;
+    } finally {
+      clearInterval(beat);
     }
-    await ctx.store.db
+    await db
       .updateTable('integrityRuns')
       .set({ inProgress: 0, endedAt: iso(ctx.clock.now()), error, results: JSON.stringify(result.findings), tooManyErrors: result.tooMany ? 1 : 0 })
       .where('id', '=', 1)
+      .where('owner', '=', OWNER)
       .execute();
   })();
   return { done };
 }
 
-export async function runState(db: AnyDb) {
+export async function runState(db: AnyDb, now: Date) {
   const r = await db.selectFrom('integrityRuns').selectAll().where('id', '=', 1).executeTakeFirstOrThrow();
+  // A run whose process died will never finish: say so rather than let callers wait for it.
+  const dead = !!Number(r.inProgress) && holderGone(r.owner, r.heartbeatAt, now);
+  if (dead) r.error = 'the process running this scan stopped before it finished: start it again';
   return {
-    inProgress: !!Number(r.inProgress),
+    inProgress: !!Number(r.inProgress) && !dead,
     fixingErrors: !!Number(r.fixingErrors),
     tooManyErrors: !!Number(r.tooManyErrors),
     // Never run yet: upstream's zero time and an empty error, as its clients expect strings.

@@ -34,6 +34,8 @@ const FILES = {
 
 export type Progress = (step: string) => void;
 
+const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
+
 function writeSecret(file: string, data: string) {
   fs.writeFileSync(file, data, { mode: 0o600 });
   fs.chmodSync(file, 0o600);
@@ -89,7 +91,9 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   const current = fs.existsSync(f('server')) ? certNames(read('server')) : [];
   // Renewed at start when the names changed or it has less than 30 days left.
   const expiring = fs.existsSync(f('server')) && Date.parse(new X509Certificate(read('server')).validTo) - Date.now() < 30 * 86_400_000;
-  if (expiring || !names.every((n) => current.includes(canonical(n)))) {
+  // Certificates of earlier versions also allowed client authentication: the server's is serverAuth only.
+  const clientAuth = fs.existsSync(f('server')) && (new X509Certificate(read('server')).keyUsage ?? []).includes(CLIENT_AUTH_OID);
+  if (expiring || clientAuth || !names.every((n) => current.includes(canonical(n)))) {
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
     const key = newRsaKey(2048);
     const pem = issueCertificate({
@@ -99,7 +103,7 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
       issuerKeyPem: read('intermediateKey'),
       days: 365,
       sans: names,
-      usage: 'server+client',
+      usage: 'server',
     });
     writeSecret(f('serverKey'), key.privatePem);
     fs.writeFileSync(f('server'), pem);

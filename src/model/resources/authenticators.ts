@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
+import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
 import { checkPassword, policyOf } from './auth-policies.js';
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
@@ -146,6 +147,15 @@ export const authenticators = defineResource({
     isIssuedByNetwork: isSet(r.isIssuedByNetwork),
   }),
   toRow,
-  hooks: { prepare },
+  hooks: {
+    prepare,
+    // A new password ends the sessions the old one opened (but the caller's own, when it is the owner).
+    afterWrite: async (tx, id, _ctx, input, mode) => {
+      if (mode !== 'create' && typeof input.passwordHash === 'string') await endSessionsOf(tx, id, input[KEEP_API_SESSION as never]);
+    },
+    beforeDelete: async (tx, existing) => {
+      await endSessionsOf(tx, existing.id);
+    },
+  },
   cli: { columns: ['id', 'method', 'identity.name', 'username', 'fingerprint'] },
 });

@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { endSessionsOf } from '../auth/revoke.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
@@ -110,6 +111,7 @@ export const externalJwtSigners = defineResource({
       const policies = await tx.selectFrom('authPolicies').select(['id', 'primaryJson', 'secondaryJson']).execute();
       const user = policies.find((p) => p.primaryJson.includes(`"${existing.id}"`) || p.secondaryJson.includes(`"${existing.id}"`));
       if (user) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The signer is named by auth policy '${user.id}': remove it there first`);
+      await endSessionsOf(tx, existing.id);
     },
   },
   cli: { columns: ['id', 'name', 'enabled', 'issuer', 'audience', 'jwksEndpoint'] },

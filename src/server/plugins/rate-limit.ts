@@ -1,10 +1,11 @@
-// Throttling with @fastify/rate-limit: authentication and enrollment per client address, everything
-// else that needs a session per API session. Counters are per process (in memory): behind a load
+// Throttling with @fastify/rate-limit over a sliding window (sliding-window.ts): authentication and
+// enrollment per client address, everything else that needs a session per API session. Counters are per process (in memory): behind a load
 // balancer each controller enforces its own share, which is what stops a flood reaching one process.
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Config } from '../../config.js';
 import { ApiError } from '../../model/errors.js';
+import { SlidingWindowStore } from './sliding-window.js';
 
 const isAuthentication = (url: string) => /\/(authenticate|enroll)(\/|$)/.test(url);
 
@@ -26,6 +27,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config) {
   });
   await app.register(rateLimit, {
     global: false,
+    store: SlidingWindowStore as never,
     errorResponseBuilder: (_req, c) => new ApiError(429, 'RATE_LIMITED', `Too many requests: at most ${c.max} a minute ${c.ban ? '' : 'are allowed here'}; try again in ${c.after}`),
   });
 }

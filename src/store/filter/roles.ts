@@ -1,17 +1,31 @@
 // Role expressions (#attr, @id, #all) as SQL over an entity's role attributes: used by the
 // roleFilter/roleSemantic list parameters, and by policy evaluation.
+//
+// The condition has the same shape whatever the number of roles: a list of ids and one sub-query over
+// the attribute index with a list of attributes. One `or`/`and` term per role nests one level per role
+// in the database's expression tree, and SQLite refuses trees deeper than 1000 (a policy may hold
+// 1000 roles).
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import { ApiError } from '../../model/errors.js';
 
 export type RoleSemantic = 'AllOf' | 'AnyOf';
 
-/** One role as a condition on the row aliased `e`, through the role-attribute index. A bare word is an attribute. */
-function roleCondition(role: string): RawBuilder<SqlBool> {
-  if (role === '#all') return sql<SqlBool>`(1 = 1)`;
-  if (role.startsWith('@')) return sql<SqlBool>`(${sql.ref('e.id')} = ${role.slice(1)})`;
-  const attr = role.startsWith('#') ? role.slice(1) : role;
-  return sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute = ${attr}))`;
+/** Roles split by kind: #all, @ids and attributes (#attr, or a bare word). */
+function split(roles: string[]) {
+  const ids = new Set<string>();
+  const attributes = new Set<string>();
+  let all = false;
+  for (const role of roles) {
+    if (role === '#all') all = true;
+    else if (role.startsWith('@')) ids.add(role.slice(1));
+    else attributes.add(role.startsWith('#') ? role.slice(1) : role);
+  }
+  return { all, ids: [...ids], attributes: [...attributes] };
 }
+
+const TRUE = sql<SqlBool>`(1 = 1)`;
+const FALSE = sql<SqlBool>`(1 = 0)`;
+const idIn = (ids: string[]) => sql<SqlBool>`(${sql.ref('e.id')} in (${sql.join(ids)}))`;
 
 export function rolesCondition(roles: string[], semantic: string | undefined): RawBuilder<SqlBool> | undefined {
   if (!roles.length) return undefined;
@@ -20,6 +34,22 @@ export function rolesCondition(roles: string[], semantic: string | undefined): R
   for (const r of roles) {
     if (!r || r === '#' || r === '@') throw new ApiError(400, 'INVALID_FIELD', `'${r}' is not a role: use #attribute, @id or #all`, { field: 'roleFilter', reason: 'not a role', value: r });
   }
-  const parts = roles.map(roleCondition);
-  return sql<SqlBool>`(${sql.join(parts, sql.raw(sem === 'AllOf' ? ' and ' : ' or '))})`;
+  const { all, ids, attributes } = split(roles);
+  if (sem === 'AnyOf') {
+    if (all) return TRUE;
+    const parts: RawBuilder<SqlBool>[] = [];
+    if (ids.length) parts.push(idIn(ids));
+    if (attributes.length) parts.push(sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)})))`);
+    return sql<SqlBool>`(${sql.join(parts, sql` or `)})`;
+  }
+  // AllOf: #all adds nothing; two different ids can never both be the entity.
+  if (ids.length > 1) return FALSE;
+  const parts: RawBuilder<SqlBool>[] = [];
+  if (ids.length) parts.push(idIn(ids));
+  if (attributes.length) {
+    parts.push(
+      sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)}) group by r.entity_id having count(*) = ${attributes.length}))`,
+    );
+  }
+  return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` and `)})` : TRUE;
 }

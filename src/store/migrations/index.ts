@@ -9,7 +9,8 @@ import { configs } from './0005-configs.js';
 import { servicesRoutersPolicies } from './0006-services-routers-policies.js';
 import { sessionsPostureMaintenance } from './0007-sessions-posture-maintenance.js';
 import { sessionTokens } from './0008-session-tokens.js';
-import { upstreamConfigTypeIds } from './0009-upstream-config-type-ids.js';
+import { integrityRunOwner } from './0009-integrity-run-owner.js';
+import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -21,6 +22,7 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0006-services-routers-policies': servicesRoutersPolicies(),
     '0007-sessions-posture-maintenance': sessionsPostureMaintenance(),
     '0008-session-tokens': sessionTokens(),
-    '0009-upstream-config-type-ids': upstreamConfigTypeIds(),
+    '0009-integrity-run-owner': integrityRunOwner(),
+    '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
   };
 }

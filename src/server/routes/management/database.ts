@@ -30,7 +30,7 @@ export function registerDatabase(app: FastifyInstance, ctx: Ctx) {
   app.get(
     '/database/data-integrity-results',
     { config: { access: 'admin' }, schema: { operationId: 'dataIntegrityResults', tags, summary: 'The state and findings of the last (or running) integrity scan', response: { 200: Envelope(Results), ...errors(401) } } },
-    async () => ok(await runState(ctx.store.db)),
+    async () => ok(await runState(ctx.store.db, ctx.clock.now())),
   );
   app.post(
     '/database/snapshot',

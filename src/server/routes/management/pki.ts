@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { endSessionsOf } from '../../../model/auth/revoke.js';
 import type { Ctx } from '../../../model/context.js';
 import { getResource, listResource, writeTx } from '../../../model/crud.js';
 import { ApiError, notFound } from '../../../model/errors.js';
@@ -86,6 +87,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
         const a = await tx.selectFrom('authenticators').selectAll().where('id', '=', id).executeTakeFirst();
         if (!a) throw notFound('authenticator', id);
         await tx.deleteFrom('authenticators').where('id', '=', id).execute();
+        await endSessionsOf(tx, id);
         const method = a.method === 'updb' ? 'updb' : a.caId ? 'ottca' : 'ott';
         if (a.method !== 'updb' && a.method !== 'cert') throw new ApiError(400, 'INVALID_AUTHENTICATOR_PROPERTIES', `A ${a.method} authenticator cannot be re-enrolled`);
         await insertEnrollment(tx, ctx, enrollmentId, { identityId: a.identityId, method, expiresAt, caId: a.caId, username: a.username });

@@ -5,6 +5,7 @@ import { apiSessionDetail, deleteApiSession } from '../../../model/auth/api-sess
 import { authenticate, AUTH_METHODS } from '../../../model/auth/authenticate.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { verifyPassword } from '../../../model/auth/password.js';
+import { KEEP_API_SESSION } from '../../../model/auth/revoke.js';
 import type { Ctx } from '../../../model/context.js';
 import { getResource, listResource, updateResource } from '../../../model/crud.js';
 import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
@@ -123,7 +124,7 @@ function registerOwnAuthenticators(app: FastifyInstance, ctx: Ctx) {
         if (!(await verifyPassword(currentPassword, stored?.passwordHash))) {
           throw new ApiError(401, 'UNAUTHORIZED', 'currentPassword is not the current password of this authenticator');
         }
-        await updateResource(ctx, authenticators, id, changes, mode, (existing) => {
+        await updateResource(ctx, authenticators, id, { ...changes, [KEEP_API_SESSION]: principalOf(req).apiSessionId }, mode, (existing) => {
           if (existing.identityId !== me) throw notFound('authenticator', id);
         });
         return empty();
