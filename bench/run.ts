@@ -12,6 +12,8 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
+import { measureCliStartup } from './cli-startup.js';
+import { scaleRows } from './scale.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -292,10 +294,12 @@ try {
     ['bare fastify hello world (HTTPS)', line(hello), '1.00'],
     ['raw scrypt hashes (4 parallel)', `${fmt(hashes)} hashes/s`, '1.00'],
   ];
+  rows.push(...(await measureCliStartup()));
   const base = { hello: hello.rps, hashes };
   rows.push(...(await measureController('sqlite', undefined, base)));
   if (process.env.ZTC_TEST_DB) rows.push(...(await measureController('postgres', process.env.ZTC_TEST_DB, base)));
   else console.error('(no PostgreSQL server: run `npm run bench` as root or with PostgreSQL installed to add its figures)');
+  rows.push(...(await scaleRows(process.env.ZTC_TEST_DB)));
 
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`${'measure'.padEnd(w[0])}  ${'result'.padEnd(w[1])}  ratio to baseline`);

@@ -23,11 +23,15 @@ if (!fs.existsSync(appFile) || !fs.existsSync(addonFile)) {
     fs.renameSync(tmp, file);
   }
 }
-// The API reference's static files (served at /docs), kept in memory.
+// The API reference's static files (served at /docs) and the CLI's view of the resources, kept in memory.
 globalThis.__ztcAssets = {
   'swagger-ui.css': sea.getAsset('swagger-ui.css', 'utf8'),
   'swagger-ui-bundle.js': sea.getAsset('swagger-ui-bundle.js', 'utf8'),
+  'swagger-ui-standalone-preset.js': sea.getAsset('swagger-ui-standalone-preset.js', 'utf8'),
+  'cli-manifest.json': sea.getAsset('cli-manifest.json', 'utf8'),
 };
+// The crypto worker threads' program, run from source (model/crypto/pool.ts).
+globalThis.__ztcCryptoWorker = sea.getAsset('crypto-worker', 'utf8');
 const m = { exports: {} };
 process.dlopen(m, addonFile);
 globalThis.__ztcSqliteBinding = m.exports;

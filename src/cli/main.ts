@@ -1,78 +1,40 @@
 // The ztc program: `serve` runs the controller, every other command manages it (locally or remotely).
+// Only the command being run is loaded (see registry.ts); the help lists the others by name.
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import { ApiError } from '../model/errors.js';
-import { authenticators } from '../model/resources/authenticators.js';
-import { apiSessions } from '../model/resources/api-sessions.js';
-import { authPolicies } from '../model/resources/auth-policies.js';
-import { externalJwtSigners } from '../model/resources/external-jwt-signers.js';
-import { mfaCommand } from './commands/mfa.js';
-import { configs, configTypes } from '../model/resources/configs.js';
-import { identityTypes } from '../model/resources/identity-types.js';
-import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../model/resources/policies.js';
-import { routers } from '../model/resources/routers.js';
-import { postureCheckTypes, postureChecks } from '../model/resources/posture-checks.js';
-import { terminators } from '../model/resources/terminators.js';
-import { sessions } from '../model/resources/sessions.js';
-import { controllers } from '../model/resources/controllers.js';
-import { dbCommand } from './commands/db.js';
-import { completionCommand } from './commands/completion.js';
-import { apiCommand } from './commands/api.js';
-import { addIdentityNetworkCommands, edgeRouterCommand, serviceCommand } from './commands/network.js';
-import { policyAdvisorCommand } from './commands/policy-advisor.js';
-import { pkiCommand, statusCommand } from './commands/pki-status.js';
 import { VERSION } from '../version.js';
-import { resourceCommand } from './commands/resources.js';
-import { caCommand, enrollCommand, enrollmentCommand, identityCommand } from './commands/pki.js';
-import { serveCommand } from './commands/serve.js';
-import { quickstartCommand } from './commands/quickstart.js';
-import { loginCommand, logoutCommand, versionCommand } from './commands/session.js';
-import { CliError } from './transport.js';
-import { DataDirNotWritable } from '../server/data-dir.js';
-import { DamagedDatabase } from '../store/sqlite-health.js';
+import { CliError } from './errors.js';
+import { COMMANDS } from './registry.js';
 
-export function program(): Command {
-  const p = new Command('ztc')
+function root(): Command {
+  return new Command('ztc')
     .description('ztc: the control plane of a zero-trust overlay network (OpenZiti Edge APIs)')
     .version(VERSION, '-V, --version')
-    .showHelpAfterError()
     .exitOverride();
-  p.addCommand(serveCommand());
-  p.addCommand(quickstartCommand());
-  p.addCommand(loginCommand());
-  p.addCommand(logoutCommand());
-  p.addCommand(versionCommand());
-  p.addCommand(statusCommand());
-  p.addCommand(pkiCommand());
-  const identity = identityCommand();
-  addIdentityNetworkCommands(identity);
-  p.addCommand(identity);
-  p.addCommand(resourceCommand(identityTypes));
-  p.addCommand(resourceCommand(authenticators));
-  p.addCommand(caCommand());
-  p.addCommand(enrollmentCommand());
-  p.addCommand(enrollCommand());
-  p.addCommand(resourceCommand(authPolicies));
-  p.addCommand(resourceCommand(externalJwtSigners, { enabled: true, audience: null }));
-  p.addCommand(resourceCommand(apiSessions));
-  p.addCommand(mfaCommand());
-  p.addCommand(resourceCommand(configTypes));
-  p.addCommand(resourceCommand(configs));
-  p.addCommand(serviceCommand());
-  p.addCommand(edgeRouterCommand());
-  p.addCommand(resourceCommand(routers));
-  p.addCommand(resourceCommand(edgeRouterPolicies, { semantic: 'AnyOf' }));
-  p.addCommand(resourceCommand(serviceEdgeRouterPolicies, { semantic: 'AnyOf' }));
-  p.addCommand(resourceCommand(servicePolicies, { semantic: 'AnyOf' }));
-  p.addCommand(policyAdvisorCommand());
-  p.addCommand(resourceCommand(postureCheckTypes));
-  p.addCommand(resourceCommand(postureChecks));
-  p.addCommand(resourceCommand(terminators));
-  p.addCommand(resourceCommand(sessions));
-  p.addCommand(resourceCommand(controllers));
-  p.addCommand(dbCommand());
-  p.addCommand(apiCommand());
-  p.addCommand(completionCommand(program));
+}
+
+/** The whole command tree, every command loaded (for shell completion and tests). */
+export async function fullProgram(): Promise<Command> {
+  const p = root();
+  for (const c of await Promise.all(COMMANDS.map((e) => e.load()))) p.addCommand(c);
+  p.addCommand((await import('./commands/completion.js')).completionCommand(fullProgram));
+  return p;
+}
+
+/** The program for these arguments: the named command loaded, the others as help entries. */
+export async function program(argv: string[]): Promise<Command> {
+  const args = argv.slice(2);
+  const first = args.findIndex((a) => !a.startsWith('-'));
+  let wanted = first < 0 ? undefined : args[first];
+  if (wanted === 'help') wanted = args[first + 1];
+  if (wanted === 'completion') return fullProgram();
+  const p = root();
+  for (const e of COMMANDS) {
+    if (e.name === wanted) p.addCommand(await e.load());
+    else p.command(`${e.name}${e.usage ? ` ${e.usage}` : ''}`).description(e.description);
+  }
+  p.command('completion <shell>').description('print a shell completion script: source <(ztc completion bash|zsh|fish)');
   return p;
 }
 
@@ -83,7 +45,7 @@ export async function main(argv = process.argv) {
     throw err;
   });
   try {
-    await program().parseAsync(argv);
+    await (await program(argv)).parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) process.exit(err.exitCode);
     if (err instanceof CliError || err instanceof ConfigError) {
@@ -91,8 +53,10 @@ export async function main(argv = process.argv) {
       process.exit(err instanceof CliError ? err.exitCode : 2);
     }
     // Problems the operator fixes (a damaged database, a read-only data dir): the message, not a stack.
+    // Imported here, on the error path, so that start-up does not load the store.
+    const [{ DamagedDatabase }, { DataDirNotWritable }] = await Promise.all([import('../store/sqlite-health.js'), import('../server/data-dir.js')]);
     if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable) {
-      process.stderr.write(`error: ${err.message}\n`);
+      process.stderr.write(`error: ${(err as Error).message}\n`);
       process.exit(1);
     }
     if (err instanceof ApiError) {
@@ -103,4 +67,3 @@ export async function main(argv = process.argv) {
     process.exit(1);
   }
 }
-

@@ -1,12 +1,14 @@
 // The CLI speaks the Management API through one of two transports with the same interface:
 // remote (HTTPS to a saved profile, CA pinned) or local (fastify inject on a data dir, no server).
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import https from 'node:https';
-import { loadConfig, type Config } from '../config.js';
+import path from 'node:path';
+import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
-import { buildApp, type App } from '../server/app.js';
-import { openDataDir } from '../server/controller.js';
-import { loadProfile, type Profile } from './profile.js';
+import type { App } from '../server/app.js';
+import { CliError } from './errors.js';
+import { loadProfile, missingProfile, type Profile } from './profile.js';
 
 export interface Reply {
   status: number;
@@ -21,11 +23,7 @@ export interface Transport {
   describe: string;
 }
 
-export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-  }
-}
+export { CliError };
 
 const parse = (text: string) => {
   try {
@@ -66,10 +64,14 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
   });
 }
 
+/** What to type to log in again, set when a remote transport opens (for the hint on a 401). */
+let loginAgain = 'ztc login URL -u USER';
+
 export class RemoteTransport implements Transport {
   readonly describe: string;
-  constructor(private profile: Profile) {
+  constructor(private profile: Profile, name?: string) {
     this.describe = profile.url;
+    loginAgain = `ztc login ${profile.url} -u ${profile.username}${name ? ` --profile ${name}` : ''}`;
   }
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
@@ -84,6 +86,8 @@ export class LocalTransport implements Transport {
   }
 
   static async open(config: Config, progress?: Progress): Promise<LocalTransport> {
+    // The server is loaded only here: remote commands start without it.
+    const [{ openDataDir }, { buildApp }] = await Promise.all([import('../server/controller.js'), import('../server/app.js')]);
     const opened = await openDataDir(config, { progress });
     if (opened.boot.generatedPassword) {
       progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
@@ -116,15 +120,26 @@ export interface TargetOptions {
   dataDir?: string;
   profile?: string;
   config?: string;
+  /** Local mode on PostgreSQL: the database URL (the data dir still holds the PKI). */
+  db?: string;
 }
 
 /** --data-dir means local; otherwise the saved profile. */
 export async function openTransport(o: TargetOptions, progress?: Progress): Promise<Transport> {
-  if (o.dataDir || o.config) return LocalTransport.open(loadConfig({ dataDir: o.dataDir, config: o.config }), progress);
+  if (o.dataDir || o.config) {
+    const { loadConfig } = await import('../config.js');
+    const config = loadConfig({ dataDir: o.dataDir, config: o.config, ...(o.db ? { db: o.db } : {}) });
+    // Only serve and quickstart make a controller; a typo in -d must not quietly start a new one.
+    if (!fs.existsSync(path.join(config.dataDir, 'pki'))) {
+      throw new CliError(`${config.dataDir} holds no controller (no pki/ in it): check the path, or create one with \`ztc serve -d ${config.dataDir}\` or \`ztc quickstart -d ${config.dataDir}\``);
+    }
+    return LocalTransport.open(config, progress);
+  }
   const profile = loadProfile(o.profile);
+  if (!profile && o.profile) throw new CliError(missingProfile(o.profile));
   if (!profile) throw new CliError('Not logged in: run `ztc login <url> -u <user> -p <password>`, or pass --data-dir DIR to work on a local data dir');
   if (!profile.token) throw new CliError(`Logged out of ${profile.url}: run \`ztc login ${profile.url} -u ${profile.username}\` again`);
-  return new RemoteTransport(profile);
+  return new RemoteTransport(profile, o.profile);
 }
 
 /** The body of a 2xx answer, or a CliError carrying the server's message. */
@@ -132,7 +147,7 @@ export function expectOk(reply: Reply, what: string): Reply['json'] {
   if (reply.status >= 200 && reply.status < 300) return reply.json ?? {};
   const e = reply.json?.error;
   if (e) {
-    const hint = reply.status === 401 && what !== 'Login' ? ' (log in again with `ztc login`, or check that the identity is an admin)' : '';
+    const hint = reply.status === 401 && what !== 'Login' ? `\nsession expired (or the identity is not an admin): ${loginAgain}` : '';
     throw new CliError(`${what} failed: ${e.message} [${e.code}, HTTP ${reply.status}]${hint}`);
   }
   throw new CliError(`${what} failed: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);

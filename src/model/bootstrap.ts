@@ -6,7 +6,7 @@ import { hashPassword } from './auth/password.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { newId } from './ids.js';
-import { BUILTIN_CONFIG_TYPES } from './config-schemas.js';
+import { BUILTIN_CONFIG_TYPE_IDS, BUILTIN_CONFIG_TYPES } from './config-schemas.js';
 import { IDENTITY_TYPES } from './resources/identity-types.js';
 import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
 
@@ -47,7 +47,7 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     .execute();
 
   for (const [name, schema] of Object.entries(BUILTIN_CONFIG_TYPES)) {
-    await db.insertInto('configTypes').values({ id: name, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
+    await db.insertInto('configTypes').values({ id: BUILTIN_CONFIG_TYPE_IDS[name]!, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
   }
 
   await sealLegacySecrets(ctx);

@@ -32,6 +32,19 @@ const hostTerminator = {
   },
 };
 
+/**
+ * The ids upstream gives its built-in config types (fixed in its first database migration). Clients
+ * hard-code them: ZAC's simple-service form posts configs with configTypeId "g7cIWbcGg" (intercept.v1)
+ * and "NH5p4FpGR" (host.v1), and tunnelers list the same ids, so ours are the same.
+ */
+export const BUILTIN_CONFIG_TYPE_IDS: Record<string, string> = {
+  'intercept.v1': 'g7cIWbcGg',
+  'host.v1': 'NH5p4FpGR',
+  'host.v2': 'host.v2',
+  'ziti-tunneler-client.v1': 'f2dd2df0-9c04-4b84-a91e-71437ac229f1',
+  'ziti-tunneler-server.v1': 'cea49285-6c07-42cf-9f52-09a9b115c783',
+};
+
 export const BUILTIN_CONFIG_TYPES: Record<string, Record<string, unknown>> = {
   'intercept.v1': {
     $id: 'intercept.v1', type: 'object', required: ['protocols', 'addresses', 'portRanges'],

@@ -75,7 +75,7 @@ export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scop
 export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await ctx.store.db.transaction().execute(fn);
+      return await ctx.store.write(fn);
     } catch (err) {
       const field = ctx.store.dialect.uniqueViolation(err);
       if (field) throw couldNotValidate(field, 'must be unique: another entity already uses this value');
@@ -93,16 +93,22 @@ function tagsColumn(input: Row, mode: WriteMode): Row {
   return { tags: JSON.stringify(input.tags ?? {}) };
 }
 
-/** Empty strings in the declaration's blank-means-absent fields become null (see ResourceDecl.blankAsNull). */
-function withoutBlanks(decl: ResourceDecl, body: Row): Row {
-  if (!decl.blankAsNull?.some((f) => body[f] === '')) return body;
+/**
+ * Empty strings in the declaration's blank-means-absent fields become null (see ResourceDecl.blankAsNull);
+ * the fields upstream ignores are dropped (ResourceDecl.ignored).
+ */
+function withoutBlanks(decl: ResourceDecl, body: Row, mode: WriteMode): Row {
+  const own = (decl.schemas[mode] as { properties?: Row } | undefined)?.properties ?? {};
+  const ignored = decl.ignored ? Object.keys(decl.ignored).filter((f) => f in body && !(f in own)) : [];
+  if (!ignored.length && !decl.blankAsNull?.some((f) => body[f] === '')) return body;
   const out = { ...body };
-  for (const f of decl.blankAsNull) if (out[f] === '') out[f] = null;
+  for (const f of ignored) delete out[f];
+  for (const f of decl.blankAsNull ?? []) if (out[f] === '') out[f] = null;
   return out;
 }
 
 export async function createResource(ctx: Ctx, decl: ResourceDecl, raw: Row) {
-  const body = withoutBlanks(decl, raw);
+  const body = withoutBlanks(decl, raw, 'create');
   const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, 'create', ctx) : body;
   return writeTx(ctx, async (tx) => {
     const now = iso(ctx.clock.now());
@@ -128,7 +134,7 @@ export async function updateResource(
   /** Extra condition on the existing row (ownership, method); a failing check throws. */
   check?: (existing: Row) => void | Promise<void>,
 ) {
-  const body = withoutBlanks(decl, raw);
+  const body = withoutBlanks(decl, raw, mode);
   const edits = mode === 'patch' && hasSetEdits(body);
   if (edits) checkSetEdits(decl, body);
   const prepared = decl.hooks?.prepare ? await decl.hooks.prepare(body, mode, ctx) : body;

@@ -92,6 +92,12 @@ export interface ResourceDecl {
    * `externalId` and `terminatorStrategy`): stored as if null was sent, so the field's default applies.
    */
   blankAsNull?: string[];
+  /**
+   * Fields upstream's clients send on writes that upstream's controller ignores (Go's JSON decoding drops
+   * what its definition lacks): ZAC posts `"id": ""` on creates and an edge router's fields for a
+   * transit router. Accepted in the body with this shape, documented as ignored, then dropped.
+   */
+  ignored?: Record<string, TSchema>;
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */

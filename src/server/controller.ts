@@ -7,6 +7,7 @@ import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
 import { registerController } from '../model/resources/controllers.js';
+import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { ownExpiryWarnings } from '../model/pki/status.js';
 import { openStore } from '../store/db.js';
@@ -26,6 +27,7 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   ensureWritableDir(config.dataDir);
   if (fs.existsSync(path.join(config.dataDir, 'pki'))) ensureWritableDir(path.join(config.dataDir, 'pki'));
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
+  configureCryptoPool({ queueLimit: config.cryptoQueueLimit });
   const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
   for (const w of store.warnings) progress(`warning: ${w}`);
   const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
@@ -69,6 +71,15 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
+  try {
+    await app.listen({ port: config.port, host: config.bind });
+  } catch (err) {
+    // A busy port (or any listen failure) leaves nothing open behind it.
+    clearInterval(sweep);
+    await app.close();
+    await opened.close();
+    throw err;
+  }
   // Our own certificates close to expiry: said at start and once a day while serving.
   const warnExpiry = () => {
     for (const w of ownExpiryWarnings(ctx.pki, ctx.clock.now())) {
@@ -79,7 +90,6 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   warnExpiry();
   const expiryCheck = setInterval(warnExpiry, 86_400_000);
   expiryCheck.unref();
-  await app.listen({ port: config.port, host: config.bind });
   const port = (app.server.address() as { port: number }).port;
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;

@@ -71,7 +71,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
   if (has('create') && decl.schemas.create) {
     app.post(base, {
       config: config('create'),
-      schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: decl.schemas.create, response: { 201: Envelope(CreateLocation), ...errors(400, 401, 409) } },
+      schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: withIgnored(decl, decl.schemas.create), response: { 201: Envelope(CreateLocation), ...errors(400, 401, 409) } },
       handler: async (req, reply) => {
         const created = await createResource(ctx, decl, req.body as Row);
         reply.code(201);
@@ -87,7 +87,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
     });
   }
   for (const mode of ['update', 'patch'] as const) {
-    const upstreamBody = decl.schemas[mode];
+    const upstreamBody = withIgnored(decl, decl.schemas[mode]);
     if (!has(mode) || !upstreamBody) continue;
     const body = mode === 'patch' && takesSetEdits(decl) ? patchWithSetEdits(upstreamBody) : upstreamBody;
     app.route({
@@ -116,6 +116,14 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       },
     });
   }
+}
+
+/** A write body that also takes the fields upstream ignores (ResourceDecl.ignored), documented as such. */
+function withIgnored(decl: ResourceDecl, body: TSchema | undefined): TSchema | undefined {
+  const properties = (body as { properties?: Record<string, TSchema> } | undefined)?.properties;
+  if (!body || !decl.ignored || !properties) return body;
+  const extra = Object.fromEntries(Object.entries(decl.ignored).filter(([k]) => !(k in properties)).map(([k, s]) => [k, Type.Optional({ ...s, description: 'Accepted and ignored, as upstream does (its clients send it)' })]));
+  return { ...body, properties: { ...extra, ...properties } } as TSchema;
 }
 
 const article = (name: string) => (/^[aeiou]/i.test(name) ? `an ${name}` : `a ${name}`);

@@ -28,6 +28,7 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['GET', 'root:/docs', 'the API reference page'],
   ['GET', 'root:/docs/swagger-ui.css', 'the API reference page'],
   ['GET', 'root:/docs/swagger-ui-bundle.js', 'the API reference page'],
+  ['GET', 'root:/docs/swagger-ui-standalone-preset.js', 'the API reference page'],
   ['GET', 'root:/docs/openapi/:file', 'the API reference page'],
   ['GET', 'root:/zac', 'the admin console\'s static files (it logs in through the API like any client)'],
   ['GET', 'root:/zac/*', 'the admin console\'s static files'],

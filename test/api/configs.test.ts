@@ -16,7 +16,7 @@ describe('config types', () => {
   it('exist from the first start for the upstream built-ins', async () => {
     const names = (await c.call('GET', `${MGMT}/config-types?limit=100`, { token: admin })).body.data.map((t: { name: string }) => t.name);
     expect(names).toEqual(expect.arrayContaining(['intercept.v1', 'host.v1', 'host.v2', 'ziti-tunneler-client.v1', 'ziti-tunneler-server.v1']));
-    const intercept = (await c.call('GET', `${MGMT}/config-types/intercept.v1`, { token: admin })).body.data;
+    const intercept = (await c.call('GET', `${MGMT}/config-types/g7cIWbcGg`, { token: admin })).body.data;
     expect(intercept.schema.required).toEqual(['protocols', 'addresses', 'portRanges']);
   });
 
@@ -43,7 +43,7 @@ describe('configs', () => {
     const made = await post('/configs', { name: 'web-intercept', configTypeId: 'intercept.v1', data: good, tags: { team: 'web' } });
     expect(made.status, made.text).toBe(201);
     const d = (await c.call('GET', `${MGMT}/configs/${made.body.data.id}`, { token: admin })).body.data;
-    expect(d).toMatchObject({ name: 'web-intercept', configTypeId: 'intercept.v1', configType: { id: 'intercept.v1', name: 'intercept.v1' }, data: good, tags: { team: 'web' } });
+    expect(d).toMatchObject({ name: 'web-intercept', configTypeId: 'g7cIWbcGg', configType: { id: 'g7cIWbcGg', name: 'intercept.v1' }, data: good, tags: { team: 'web' } });
     const bad = expectError(await post('/configs', { name: 'bad', configTypeId: 'intercept.v1', data: { protocols: ['icmp'], addresses: ['x'], portRanges: [] } }), 400, 'COULD_NOT_VALIDATE');
     expect(bad.cause.field).toMatch(/^data/);
     expect(expectError(await post('/configs', { name: 'missing', configTypeId: 'intercept.v1', data: { protocols: ['tcp'] } }), 400, 'COULD_NOT_VALIDATE').message).toMatch(/addresses|portRanges/);
@@ -51,7 +51,7 @@ describe('configs', () => {
     expectError(await c.call('PATCH', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { data: { ...good, portRanges: [{ low: 70000, high: 1 }] } } }), 400, 'COULD_NOT_VALIDATE');
     expect((await c.call('PATCH', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { data: { ...good, addresses: ['*.internal'] } } })).status).toBe(200);
     expect((await c.call('PUT', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { name: 'web-intercept-2', data: good } })).status).toBe(200);
-    const after = (await c.call('GET', `${MGMT}/configs?filter=${encodeURIComponent('type = "intercept.v1" and tags.team = null')}`, { token: admin })).body.data;
+    const after = (await c.call('GET', `${MGMT}/configs?filter=${encodeURIComponent('type = "g7cIWbcGg" and tags.team = null')}`, { token: admin })).body.data;
     expect(after.map((x: { name: string }) => x.name)).toEqual(['web-intercept-2']);
     expectError(await post('/configs', { name: 'web-intercept-2', configTypeId: 'host.v1', data: { protocol: 'tcp', address: 'localhost', port: 80 } }), 400, 'COULD_NOT_VALIDATE');
   });

@@ -2,8 +2,8 @@
 import { spawn } from 'node:child_process';
 import https from 'node:https';
 import net from 'node:net';
-import path from 'node:path';
 import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
@@ -23,7 +23,62 @@ const get = (url: string) =>
     }).on('error', () => resolve(0));
   });
 
+/** Start bin/ztc serve with these flags; resolves once /version answers (or the process ends). */
+async function serve(port: number, flags: string[]) {
+  const db = await testDatabase();
+  const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), ...flags, ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: '' } });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let ended = false;
+  void exited.then(() => (ended = true));
+  for (let i = 0; i < 150 && !ended && (await get(`https://127.0.0.1:${port}/version`)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  return { child, out, exited };
+}
+
+/** The banner sample in README.md, under "then serves HTTPS on port 1280". */
+const readmeBanner = () => /```\n(ztc controller v[\s\S]*?)```/.exec(fs.readFileSync('README.md', 'utf8'))![1];
+
 describe('bin/ztc serve', () => {
+  it('prints the banner README shows, the generated password framed, and one short line per request in text format', async () => {
+    const port = await freePort();
+    const { child, out, exited } = await serve(port, ['--data-dir', tempDataDir(), '--log-format', 'text']);
+    expect(await get(`https://127.0.0.1:${port}/edge/management/v1/identities`)).toBe(401);
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    // Every labelled line of README's sample, in the same order.
+    const labels = (text: string) => [...text.matchAll(/^ {2}([a-zA-Z][a-zA-Z ]+?) {2,}/gm)].map((m) => m[1]);
+    expect(labels(out.stdout)).toEqual(labels(readmeBanner()));
+    expect(out.stdout).toMatch(/^ztc controller v\d/);
+    const box = /┌─+┐\n {2}│ admin password for 'admin': (\S+) {3}\(generated; shown only this once\) │\n {2}└─+┘/.exec(out.stdout);
+    expect(box).not.toBeNull();
+    expect(out.stdout).toMatch(/^\d\d:\d\d:\d\d GET \/edge\/management\/v1\/identities 401 \d+\.\d ms$/m);
+    expect(out.stdout).not.toMatch(/^\{/m);
+  });
+
+  it('logs JSON lines when asked (the default off a terminal)', async () => {
+    const port = await freePort();
+    const { child, out, exited } = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1']);
+    await get(`https://127.0.0.1:${port}/version`);
+    child.kill('SIGTERM');
+    await exited;
+    const json = out.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string });
+    expect(json.some((l) => l.msg === 'request completed')).toBe(true);
+  });
+
+  it('says which port is taken and what to do, without a stack trace', async () => {
+    const port = await freePort();
+    const first = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn']);
+    const second = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn']);
+    expect(await second.exited).toBe(1);
+    expect(second.out.stderr).toMatch(new RegExp(`^error: Port ${port} on 0\\.0\\.0\\.0 is already in use .*--port N`, 'm'));
+    expect(second.out.stderr).not.toMatch(/\n\s+at /);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+  });
+
   it('starts from flags, answers /version when ready, and stops cleanly on SIGTERM', async () => {
     const dir = tempDataDir();
     const port = await freePort();

@@ -55,7 +55,8 @@ describe('ztc <kind> update with attribute and tag edits', { timeout: 180_000 },
     expect([...er.roleAttributes].sort()).toEqual(['eu', 'public']);
     expect(er.tags).toEqual({ zone: '1' });
 
-    expect((await ztc('posture-check', 'create', 'corp-domain', '-d', dir, '--type-id', 'DOMAIN', '--domains', 'corp.example')).code).toBe(0);
+    const made = await ztc('posture-check', 'create', 'corp-domain', '-d', dir, '--type-id', 'MFA');
+    expect(made.code, made.stderr).toBe(0);
     const pc = await ztc('posture-check', 'update', 'corp-domain', '-d', dir, '--add-role-attributes', 'corp');
     expect(pc.stderr).toBe('');
     expect((await get('posture-check', 'corp-domain')).roleAttributes).toEqual(['corp']);

@@ -35,6 +35,6 @@ export function apiCommand(): Command {
         return;
       }
       const columns = Array.isArray(data) && data.length ? Object.keys(data[0] as object).filter((k) => k !== '_links').slice(0, 6) : undefined;
-      print(data ?? {}, format, { columns });
+      await print(data ?? {}, format, { columns });
     });
 }

@@ -40,7 +40,7 @@ export function dbCommand(): Command {
     process.stderr.write('… taking a snapshot\n');
     const data = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/database/snapshot`), 'Taking a snapshot')?.data as { path: string; sizeBytes: number });
     if (format === 'table') process.stdout.write(`snapshot written to ${data.path} (${(data.sizeBytes / 1024).toFixed(0)} KiB)\n`);
-    else print(data, format);
+    else await print(data, format);
   });
   for (const fix of [false, true]) {
     targetOptions(cmd.command(fix ? 'fix' : 'check').description(fix ? 'scan the database and repair what is wrong, in one transaction' : 'scan the database for broken invariants (changes nothing)')).action(async (opts: CommonOpts) => {
@@ -52,7 +52,7 @@ export function dbCommand(): Command {
         process.stdout.write('no problems found\n');
         return;
       }
-      print(state.results, 'table', { columns: ['description', 'fixed'], footer: `${state.results.length}${state.tooManyErrors ? '+' : ''} finding(s)` });
+      await print(state.results, 'table', { columns: ['description', 'fixed'], footer: `${state.results.length}${state.tooManyErrors ? '+' : ''} finding(s)` });
       if (!fix) {
         process.stdout.write('next: `ztc db snapshot`, then `ztc db fix` to repair them\n');
         process.exitCode = 3;

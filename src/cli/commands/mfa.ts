@@ -20,7 +20,7 @@ export function mfaCommand(): Command {
   const cmd = new Command('mfa').description('TOTP MFA of the logged-in identity');
   targetOptions(cmd.command('status').description('show the MFA enrollment')).action(async (opts: CommonOpts) => {
     const format = parseFormat(opts.output);
-    print((await remote(opts, async (t) => expectOk(await t.request('GET', BASE), 'Reading MFA')))?.data, format);
+    await print((await remote(opts, async (t) => expectOk(await t.request('GET', BASE), 'Reading MFA')))?.data, format);
   });
   targetOptions(cmd.command('enable').description('start enrollment: prints the provisioning URL and recovery codes; then run `ztc mfa verify CODE`')).action(async (opts: CommonOpts) => {
     const format = parseFormat(opts.output);
@@ -52,7 +52,7 @@ export function mfaCommand(): Command {
       });
       if (!codes) return void process.stdout.write('recovery codes replaced: show them with `ztc mfa recovery-codes --code NEXT_CODE`\n');
       if (format === 'table') process.stdout.write(codes.join('\n') + '\n');
-      else print(codes, format);
+      else await print(codes, format);
     });
   return cmd;
 }

@@ -2,9 +2,7 @@
 // re-enrollment, policy advice, and an identity's service configs.
 import fs from 'node:fs';
 import { Command } from 'commander';
-import { identities } from '../../model/resources/identities.js';
-import { edgeRouters } from '../../model/resources/routers.js';
-import { services } from '../../model/resources/services.js';
+import { cliResource } from '../manifest.js';
 import { parseFormat, print } from '../output.js';
 import { CliError, expectOk, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
@@ -22,7 +20,8 @@ async function showRouterJwt(t: Transport, id: string, out: string | undefined) 
   } else process.stdout.write(`edge router ${id}\n${jwt}\n`);
 }
 
-export function edgeRouterCommand(): Command {
+export async function edgeRouterCommand(): Promise<Command> {
+  const edgeRouters = await cliResource('edge-routers');
   const cmd = resourceCommand(edgeRouters, {}, {
     onCreated: async (t, id, opts) => {
       const out = opts.output as string | undefined;
@@ -48,12 +47,13 @@ export function edgeRouterCommand(): Command {
   return cmd;
 }
 
-export function serviceCommand(): Command {
-  return resourceCommand(services, { encryptionRequired: true });
+export async function serviceCommand(): Promise<Command> {
+  return resourceCommand(await cliResource('services'), { encryptionRequired: true });
 }
 
 /** `ztc identity policy-advice` and `ztc identity service-configs`, added to the identity command. */
-export function addIdentityNetworkCommands(cmd: Command) {
+export async function addIdentityNetworkCommands(cmd: Command) {
+  const [identities, services] = await Promise.all([cliResource('identities'), cliResource('services')]);
   targetOptions(cmd.command('policy-advice').description('why an identity can or cannot use a service: its permissions and the edge routers they share'))
     .argument('<identity>', 'identity id or name')
     .argument('<service>', 'service id or name')
@@ -81,7 +81,7 @@ export function addIdentityNetworkCommands(cmd: Command) {
     .argument('<identity>')
     .action(async (identity: string, opts: CommonOpts) => {
       const rows = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/identities/${await resolveId(t, identities, identity)}/service-configs`), 'Listing service configs')?.data as unknown[]);
-      print(rows, parseFormat(opts.output), { columns: ['service.name', 'config.name', 'serviceId', 'configId'] });
+      await print(rows, parseFormat(opts.output), { columns: ['service.name', 'config.name', 'serviceId', 'configId'] });
     });
   for (const [name, method, verb] of [['add', 'POST', 'added'], ['remove', 'DELETE', 'removed']] as const) {
     targetOptions(configs.command(name).description(`${name} a service/config pair`))

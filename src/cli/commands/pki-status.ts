@@ -33,8 +33,8 @@ export function pkiCommand(): Command {
       if (within !== undefined && !Number.isFinite(within)) throw new CliError(`--expiring: expected a number of days, got '${opts.expiring}'`);
       const status = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/pki/status${opts.own ? '?own=true' : ''}`), 'Reading the certificates')?.data as PkiStatus);
       const certs = within === undefined ? status.certificates : status.certificates.filter((c) => c.daysLeft !== null && c.daysLeft < within);
-      if (format !== 'table') return print({ certificates: certs, warnings: status.warnings }, format);
-      print(
+      if (format !== 'table') return await print({ certificates: certs, warnings: status.warnings }, format);
+      await print(
         certs.map((c) => ({ ...c, notAfter: c.notAfter ?? '-', daysLeft: c.daysLeft ?? 'no expiry' })),
         'table',
         { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'] },
@@ -57,8 +57,8 @@ export function statusCommand(): Command {
         warnings: pki.warnings,
       };
     });
-    if (format !== 'table') return print(info, format);
-    print({ target: info.target, controller: info.controller, ...info.certificates, health: info.warnings.length ? `${info.warnings.length} warning(s)` : 'ok' }, 'table');
+    if (format !== 'table') return await print(info, format);
+    await print({ target: info.target, controller: info.controller, ...info.certificates, health: info.warnings.length ? `${info.warnings.length} warning(s)` : 'ok' }, 'table');
     warn(info.warnings);
   });
 }

@@ -2,21 +2,17 @@
 // `ztc enroll`: from an enrollment JWT to an identity file.
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
-import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
-import { newKeyAndCsr } from '../../model/pki/csr.js';
-import { cas } from '../../model/resources/cas.js';
-import { enrollments } from '../../model/resources/enrollments.js';
-import { identities } from '../../model/resources/identities.js';
+import { cliResource, type CliResource } from '../manifest.js';
 import { print, parseFormat } from '../output.js';
 import { CliError, expectOk, httpsCall, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 import { fileOrValue, resolveId, resourceCommand, withTransport } from './resources.js';
-import { certsFromPkcs7 } from './session.js';
 
 const API = '/edge/management/v1';
 const inMinutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
 
-export function caCommand(): Command {
+export async function caCommand(): Promise<Command> {
+  const cas = await cliResource('cas');
   const cmd = resourceCommand(cas, { identityRoles: [], isAuthEnabled: false, isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false });
   targetOptions(cmd.command('verify').description('verify a CA with a certificate it signed whose common name is the CA\'s verificationToken'))
     .argument('<id-or-name>')
@@ -41,8 +37,8 @@ export function caCommand(): Command {
   return cmd;
 }
 
-export function enrollmentCommand(): Command {
-  const cmd = resourceCommand(enrollments, () => ({ expiresAt: inMinutes(180) }));
+export async function enrollmentCommand(): Promise<Command> {
+  const cmd = resourceCommand(await cliResource('enrollments'), () => ({ expiresAt: inMinutes(180) }));
   targetOptions(cmd.command('refresh').description('new token and JWT for an enrollment (the old token stops working)'))
     .argument('<id>')
     .option('--expires-at <date-time>', 'new expiry (default: 180 minutes from now)')
@@ -53,14 +49,15 @@ export function enrollmentCommand(): Command {
       const r = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/enrollments/${encodeURIComponent(id)}/refresh`, { expiresAt }), `Refreshing enrollment '${id}'`));
       const data = r?.data as { id: string; expiresAt: string; jwt: string };
       if (format === 'table') process.stdout.write(`refreshed enrollment ${data.id}, expires ${data.expiresAt}\n${data.jwt}\n`);
-      else print(data, format);
+      else await print(data, format);
     });
   return cmd;
 }
 
 /** `ztc identity create NAME --enroll ott|updb [-o FILE.jwt]`: the JWT goes to the file (0600) or stdout. */
-export function identityCommand(): Command {
-  const cmd = identityResourceCommand();
+export async function identityCommand(): Promise<Command> {
+  const identities = await cliResource('identities');
+  const cmd = identityResourceCommand(identities);
   const action = (name: string, description: string, call: (t: Transport, id: string, opts: Record<string, string>) => Promise<unknown>, done: string) =>
     targetOptions(cmd.command(name).description(description))
       .argument('<id-or-name>')
@@ -75,7 +72,7 @@ export function identityCommand(): Command {
   return cmd;
 }
 
-function identityResourceCommand(): Command {
+function identityResourceCommand(identities: CliResource): Command {
   return resourceCommand(identities, { type: 'User', isAdmin: false }, {
     createOptions: (c) => {
       c.addOption(new Option('--enroll <method>', 'start an enrollment and print its JWT (with -o FILE.jwt: write it there)').choices(['ott', 'updb']));
@@ -110,6 +107,7 @@ export function enrollCommand(): Command {
     .option('--out <file>', 'identity file to write (default: the JWT file name with .json)')
     .option('--password <password>', 'the password to set, for a updb enrollment')
     .action(async (file: string, opts: { out?: string; password?: string }) => {
+      const [{ createLocalJWKSet, decodeJwt, jwtVerify }, { newKeyAndCsr }, { certsFromPkcs7 }] = await Promise.all([import('jose'), import('../../model/pki/csr.js'), import('./session.js')]);
       const jwt = fileOrValue(`@${file}`).trim();
       let claims: ReturnType<typeof decodeJwt>;
       try {

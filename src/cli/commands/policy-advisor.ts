@@ -28,8 +28,8 @@ async function fetchPairs(opts: CommonOpts, query: { identity?: string; service?
 }
 
 /** The table, then for each pair that cannot do something, every reason (one line each, dial/bind merged when the same). */
-function printPairs(pairs: Pair[], format: ReturnType<typeof parseFormat>) {
-  if (format !== 'table') return print(pairs, format);
+async function printPairs(pairs: Pair[], format: ReturnType<typeof parseFormat>) {
+  if (format !== 'table') return await print(pairs, format);
   const yesNo = (a: Action) => (a.allowed ? 'yes' : 'no');
   const rows = pairs.map((p) => ({
     identity: p.identity.name,
@@ -38,7 +38,7 @@ function printPairs(pairs: Pair[], format: ReturnType<typeof parseFormat>) {
     bind: yesNo(p.bind),
     edgeRouters: p.edgeRouters.map((r) => (r.usable ? r.name : `${r.name} (not ready)`)).join(', ') || '-',
   }));
-  print(rows, 'table', { columns: ['identity', 'service', 'dial', 'bind', 'edgeRouters'] });
+  await print(rows, 'table', { columns: ['identity', 'service', 'dial', 'bind', 'edgeRouters'] });
   const lines: string[] = [];
   for (const p of pairs) {
     if (p.dial.allowed && p.bind.allowed) continue;
@@ -56,7 +56,7 @@ export function policyAdvisorCommand(): Command {
     .option('--service <service>', 'only this service (id or name)')
     .action(async (identity: string | undefined, opts: CommonOpts & { service?: string }) => {
       const format = parseFormat(opts.output);
-      printPairs(await fetchPairs(opts, { identity, service: opts.service }), format);
+      await printPairs(await fetchPairs(opts, { identity, service: opts.service }), format);
     });
   targetOptions(cmd.command('services').description('every service (or the named one) against every identity'))
     .argument('[service]', 'service id or name')
@@ -65,7 +65,7 @@ export function policyAdvisorCommand(): Command {
       const format = parseFormat(opts.output);
       const pairs = await fetchPairs(opts, { service, identity: opts.identity });
       pairs.sort((a, b) => a.service.name.localeCompare(b.service.name) || a.identity.name.localeCompare(b.identity.name));
-      printPairs(pairs, format);
+      await printPairs(pairs, format);
     });
   return cmd;
 }

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, RemoteTransport } from '../transport.js';
-import { configFromOptions, runController, serverOptions } from './serve.js';
+import { configFromOptions, logFormat, runController, serverOptions } from './serve.js';
 
 const SAMPLE = 'quickstart-device';
 const PROFILE = 'quickstart';
@@ -20,7 +20,7 @@ export function quickstartCommand(): Command {
       const password = opts.adminPassword ?? process.env.ZTC_ADMIN_PASSWORD ?? (fresh ? randomBytes(12).toString('base64url') : undefined);
       // Request logs would bury the instructions: warnings and errors only, unless asked.
       const config = configFromOptions({ ...opts, adminPassword: password, logLevel: opts.logLevel ?? 'warn' });
-      const running = await runController(config);
+      const running = await runController(config, logFormat(opts.logFormat));
       const out = process.stdout;
       if (!password) {
         out.write(`\nThis data dir was set up before: log in with  ztc login ${running.url} -u ${config.adminUsername}\n`);
@@ -33,7 +33,7 @@ export function quickstartCommand(): Command {
       if (login.status !== 200) throw new CliError(`Could not log in as ${config.adminUsername}: the data dir has another admin password (pass --admin-password)`);
       const token = (expectOk(login, 'Login')?.data as { token: string }).token;
       const profile = { url, username: config.adminUsername, token, caPem };
-      saveProfile(PROFILE, profile);
+      saveProfile(PROFILE, profile, true);
 
       let jwtFile: string | undefined;
       if (sample !== false) {

@@ -2,22 +2,20 @@
 // flags come from the create/patch schemas, table columns from the declaration.
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
-import type { ResourceDecl } from '../../model/resource.js';
+import type { CliResource, JsonSchema } from '../manifest.js';
 import { print, parseFormat, progress } from '../output.js';
 import { CliError, expectOk, openTransport, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 import { requiredPatchFields, setEditFlags } from './set-edit-flags.js';
 
 const API = '/edge/management/v1';
+/** Rows per request when a command collects every page. */
+const PAGE = 500;
 
-interface PropSchema {
-  type?: string | string[];
-  anyOf?: PropSchema[];
-  const?: unknown;
-  enum?: unknown[];
-  description?: string;
-}
+type PropSchema = JsonSchema;
 
+/** 'auth-policies' → 'auth policy'. */
+const singular = (plural: string) => plural.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, ' ');
 const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
@@ -84,21 +82,31 @@ function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
   return raw;
 }
 
-/** Add one flag per schema property; returns a reader that turns parsed options into a request body. */
-function schemaFlags(cmd: Command, schema: { properties?: Record<string, PropSchema> }, skip: string[]) {
+/**
+ * Add one flag per schema property; returns a reader that turns parsed options into a request body.
+ * Flags that reference another entity (`--identity-id`) take its id or its unique name.
+ */
+function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], references: Record<string, string> = {}, defaulted: string[] = []) {
   const props = Object.entries(schema.properties ?? {}).filter(([name]) => !skip.includes(name));
+  // Required by the schema and not filled in by the CLI: commander refuses the command before any request.
+  const required = new Set((schema.required ?? []).filter((r) => !defaulted.includes(r)));
   for (const [name, s] of props) {
     const k = kind(s);
     const flag = `--${kebab(name)}`;
+    const what = references[name] ? `the id or name of the ${singular(references[name])}` : `set ${name}`;
     const opt =
       k === 'boolean'
         ? new Option(`${flag} [bool]`, `set ${name} (true when given alone)`).argParser((v) => v)
-        : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, `set ${name}`);
+        : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
     const c = choices(s);
     if (c) opt.choices(c);
+    if (required.has(name)) {
+      opt.makeOptionMandatory();
+      opt.description = `(required) ${opt.description}`;
+    }
     cmd.addOption(opt);
   }
-  return (opts: Record<string, unknown>) => {
+  return async (opts: Record<string, unknown>, t: Transport) => {
     const body: Record<string, unknown> = {};
     for (const [name, s] of props) {
       const v = opts[camel(kebab(name))];
@@ -108,6 +116,7 @@ function schemaFlags(cmd: Command, schema: { properties?: Record<string, PropSch
       } catch (e) {
         throw new CliError(`--${kebab(name)}: ${(e as Error).message}`);
       }
+      if (references[name] && typeof body[name] === 'string') body[name] = await resolveRef(t, references[name], body[name] as string, `--${kebab(name)}`);
     }
     return body;
   };
@@ -122,16 +131,31 @@ export async function withTransport<T>(opts: CommonOpts, fn: (t: Transport) => P
   }
 }
 
-/** Accept an id or a unique name. */
-export async function resolveId(t: Transport, decl: ResourceDecl, ref: string): Promise<string> {
-  const direct = await t.request('GET', `${API}/${decl.plural}/${encodeURIComponent(ref)}`);
+/** The id of an entity of `plural` given its id or its unique name. */
+export async function resolveRef(t: Transport, plural: string, ref: string, what?: string): Promise<string> {
+  const direct = await t.request('GET', `${API}/${plural}/${encodeURIComponent(ref)}`);
   if (direct.status === 200) return ref;
-  if (!('name' in decl.filterable)) return ref;
   const filter = `name = "${ref.replace(/["\\]/g, '\\$&')}"`;
-  const found = expectOk(await t.request('GET', `${API}/${decl.plural}?filter=${encodeURIComponent(filter)}&limit=2`), `Looking up ${decl.name} '${ref}'`);
-  const rows = (found?.data as { id: string }[]) ?? [];
+  const found = await t.request('GET', `${API}/${plural}?filter=${encodeURIComponent(filter)}&limit=2`);
+  const one = singular(plural);
+  // Resources without names answer the filter with 400: then only the id could have matched.
+  const rows = found.status === 200 ? ((found.json?.data as { id: string }[]) ?? []) : [];
   if (rows.length === 1) return rows[0].id;
-  throw new CliError(rows.length ? `More than one ${decl.name} is named '${ref}': use its id` : `No ${decl.name} has the id or name '${ref}': see \`ztc ${kebab(decl.name.replace(/ /g, '-'))} list\``);
+  if (found.status !== 200 && found.status !== 400) expectOk(found, `Looking up ${one} '${ref}'`);
+  const prefix = what ? `${what}: ` : '';
+  throw new CliError(rows.length ? `${prefix}more than one ${one} is named '${ref}': use its id` : `${prefix}no ${one} has the id or name '${ref}': see \`ztc ${one.replace(/ /g, '-')} list\``);
+}
+
+/** Accept an id or a unique name. */
+export async function resolveId(t: Transport, decl: CliResource, ref: string): Promise<string> {
+  if (!decl.named) {
+    const direct = await t.request('GET', `${API}/${decl.plural}/${encodeURIComponent(ref)}`);
+    if (direct.status === 200) return ref;
+    throw new CliError(`No ${decl.name} has the id '${ref}': see \`ztc ${decl.name.replace(/ /g, '-')} list\``);
+  }
+  return resolveRef(t, decl.plural, ref).catch((e: Error) => {
+    throw new CliError(e.message.charAt(0).toUpperCase() + e.message.slice(1));
+  });
 }
 
 /**
@@ -139,30 +163,52 @@ export async function resolveId(t: Transport, decl: ResourceDecl, ref: string): 
  * `onCreated` may act on the new entity (e.g. write its enrollment JWT) and decide what is printed.
  */
 export function resourceCommand(
-  decl: ResourceDecl,
+  decl: CliResource,
   defaults: Record<string, unknown> | (() => Record<string, unknown>) = {},
   extend?: { createOptions?: (c: Command) => void; onCreated?: (t: Transport, id: string, opts: Record<string, unknown>) => Promise<boolean> },
 ): Command {
   const noun = decl.name.replace(/ /g, '-');
   const cmd = new Command(noun).description(decl.description);
   const base = `${API}/${decl.plural}`;
-  const has = (op: ResourceDecl['ops'][number]) => decl.ops.includes(op);
+  const has = (op: CliResource['ops'][number]) => decl.ops.includes(op);
 
   if (has('list')) {
     targetOptions(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`))
       .argument('[filter]', 'filter expression')
-      .option('--limit <n>', 'page size (at most 500)')
+      .option('--limit <n>', 'this many rows (the table shows 10 unless asked; -o json|yaml: all unless asked)')
       .option('--offset <n>', 'skip this many')
-      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string }) => {
+      .option('--all', 'every matching row, in the table too')
+      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string; all?: boolean }) => {
         const format = parseFormat(opts.output);
-        const q = new URLSearchParams();
-        if (filter) q.set('filter', filter);
-        if (opts.limit) q.set('limit', opts.limit);
-        if (opts.offset) q.set('offset', opts.offset);
-        const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`));
-        const p = body?.meta?.pagination as { offset: number; totalCount: number } | undefined;
-        const rows = (body?.data as unknown[]) ?? [];
-        print(rows, format, { columns: decl.cli.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
+        // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
+        const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
+        const page = (offset: number, limit?: string) => {
+          const q = new URLSearchParams();
+          if (filter) q.set('filter', filter);
+          if (limit) q.set('limit', limit);
+          if (offset) q.set('offset', String(offset));
+          return q;
+        };
+        const { rows, p } = await withTransport(opts, async (t) => {
+          const get = async (q: URLSearchParams) => {
+            const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
+            return { rows: (body?.data as unknown[]) ?? [], p: body?.meta?.pagination as { offset: number; totalCount: number } | undefined };
+          };
+          if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
+          const all: unknown[] = [];
+          for (;;) {
+            const r = await get(page(all.length, String(PAGE)));
+            all.push(...r.rows);
+            if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
+          }
+        });
+        let footer: string | undefined;
+        if (p) {
+          footer = `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}`;
+          const next = Math.min(500, Math.max(50, rows.length * 5));
+          if (p.offset + rows.length < p.totalCount) footer += `: --limit ${next}, --offset ${p.offset + rows.length} or --all for more`;
+        }
+        await print(rows, format, { columns: decl.columns, footer });
       });
   }
   if (has('get')) {
@@ -171,40 +217,46 @@ export function resourceCommand(
       .action(async (ref: string, opts: CommonOpts) => {
         const format = parseFormat(opts.output);
         const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Reading ${decl.name} '${ref}'`));
-        print(body?.data, format);
+        await print(body?.data, format);
       });
   }
-  if (has('create') && decl.schemas.create) {
-    const schema = decl.schemas.create as { properties?: Record<string, PropSchema> };
+  if (has('create') && decl.create) {
+    const schema = decl.create;
     const named = 'name' in (schema.properties ?? {});
-    const c = targetOptions(cmd.command('create').description(`create ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`));
+    const c = targetOptions(cmd.command('create').description(`create ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`));
     if (named) c.argument('<name>');
-    const read = schemaFlags(c, schema, named ? ['name'] : []);
+    const defaultKeys = Object.keys(typeof defaults === 'function' ? defaults() : defaults);
+    const read = schemaFlags(c, schema, named ? ['name'] : [], decl.references, defaultKeys);
     extend?.createOptions?.(c);
     c.action(async (...args: unknown[]) => {
       const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
       // With onCreated, -o may name a file for it (identity create --enroll ott -o FILE.jwt).
       const fileOut = !!extend?.onCreated && !!opts.output && !['table', 'json', 'yaml'].includes(String(opts.output));
       const format = fileOut ? 'table' : parseFormat(opts.output);
-      const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...read(opts), ...(named ? { name: args[0] } : {}) };
       await withTransport(opts, async (t) => {
+        const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...(await read(opts, t)), ...(named ? { name: args[0] } : {}) };
         const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
         const data = created?.data as { id: string };
         if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
-        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
-        else print(data, format);
+        // Say which values the CLI chose, so `identity create` without --type is no surprise.
+        const chosen = Object.entries(body)
+          .filter(([k, v]) => defaultKeys.includes(k) && opts[camel(kebab(k))] === undefined && k in (schema.properties ?? {}) && v !== null && typeof v !== 'object')
+          .map(([k, v]) => `--${kebab(k)} ${String(v)}`);
+        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}${chosen.length ? ` (not given, so: ${chosen.join(', ')})` : ''}\n`);
+        else await print(data, format);
       });
     });
   }
-  if (has('patch') && decl.schemas.patch) {
-    const u = targetOptions(cmd.command('update').description(`change fields of ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
-    const read = schemaFlags(u, decl.schemas.patch as { properties?: Record<string, PropSchema> }, []);
+  if (has('patch') && decl.patch) {
+    const u = targetOptions(cmd.command('update').description(`change fields of ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
+    // Fields upstream requires on a patch (a posture check's typeId) are taken from the entity when not given.
+    const read = schemaFlags(u, decl.patch, [], decl.references, decl.patch.required ?? []);
     const readEdits = setEditFlags(u, decl);
     u.action(async (ref: string, opts: CommonOpts & Record<string, unknown>) => {
       parseFormat(opts.output);
-      const body = { ...read(opts), ...readEdits(opts) };
-      if (!Object.keys(body).length) throw new CliError('Nothing to change: give at least one field flag (see --help)');
+      if (!Object.keys(opts).some((k) => !['dataDir', 'config', 'profile', 'output'].includes(k))) throw new CliError('Nothing to change: give at least one field flag (see --help)');
       await withTransport(opts, async (t) => {
+        const body = { ...(await read(opts, t)), ...readEdits(opts) };
         const id = await resolveId(t, decl, ref);
         const missing = requiredPatchFields(decl, body);
         if (missing.length) {
@@ -217,7 +269,7 @@ export function resourceCommand(
     });
   }
   if (has('delete')) {
-    targetOptions(cmd.command('delete').description(`delete ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`))
+    targetOptions(cmd.command('delete').description(`delete ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`))
       .argument('<id-or-name>')
       .action(async (ref: string, opts: CommonOpts) => {
         await withTransport(opts, async (t) => expectOk(await t.request('DELETE', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Deleting ${decl.name} '${ref}'`));

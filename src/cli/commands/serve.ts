@@ -6,7 +6,11 @@ import { loggerOptions } from '../../server/logging.js';
 import { ZAC_PATH } from '../../server/zac.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
+import { consoleLogStream } from '../../server/console-log.js';
+import { CliError } from '../errors.js';
 import { progress } from '../output.js';
+
+export type LogFormat = 'text' | 'json';
 
 
 /** The flags `serve` and `quickstart` share. */
@@ -24,12 +28,14 @@ export function serverOptions(cmd: Command): Command {
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
+    .option('--crypto-queue-limit <n>', 'logins/enrollments waiting for a crypto worker before 429 (default 128)')
     .option('--max-connections-per-address <n>', 'open connections one client address may hold (default 256; 0: no cap)')
     .option('--headers-timeout-seconds <n>', 'time to complete the TLS handshake and send the headers (default 10)')
     .option('--idle-timeout-seconds <n>', 'time a kept-alive connection may wait for its next request (default 60)')
     .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
-    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']));
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
 }
 
 export function configFromOptions(opts: Record<string, string | undefined>, overrides: Partial<Config> = {}): Config {
@@ -46,6 +52,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
     authRateLimitPerMinute: opts.authRateLimitPerMinute,
     apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
+    cryptoQueueLimit: opts.cryptoQueueLimit,
     maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
     headersTimeoutSeconds: opts.headersTimeoutSeconds,
     idleTimeoutSeconds: opts.idleTimeoutSeconds,
@@ -56,27 +63,53 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
   return { ...config, ...overrides };
 }
 
-/** Start serving, print where and how to log in, and stop cleanly on SIGTERM/SIGINT. */
-export async function runController(config: Config): Promise<Running> {
-  const running = await startController(config, {
-    progress,
-    logger: loggerOptions(config.logLevel),
-  });
-  const out = process.stdout;
-  out.write(`ztc controller v${VERSION}\n`);
-  out.write(`  data dir      ${config.dataDir}\n`);
-  out.write(`  database      ${config.db ? redactUrl(config.db) : 'SQLite, ' + config.dataDir + '/ztc.db'}\n`);
-  out.write(`  listening     https://${config.bind}:${config.port}\n`);
-  out.write(`  client API    ${running.url}/edge/client/v1\n`);
-  out.write(`  management    ${running.url}/edge/management/v1\n`);
-  out.write(`  API docs      ${running.url}/docs\n`);
-  if (config.zacDir) out.write(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})\n`);
-  if (config.corsOrigins.length) out.write(`  CORS origins  ${config.corsOrigins.join(', ')}\n`);
-  if (running.boot.generatedPassword) {
-    out.write(`  admin         ${config.adminUsername} / ${running.boot.generatedPassword}   (generated; shown only this once)\n`);
-  } else if (running.boot.adminCreated) {
-    out.write(`  admin         ${config.adminUsername} (password as given)\n`);
+/** text on a terminal, JSON when the output goes to a file, a pipe or a log collector. */
+export function logFormat(flag: string | undefined): LogFormat {
+  const f = flag || process.env.ZTC_LOG_FORMAT || (process.stdout.isTTY ? 'text' : 'json');
+  if (f !== 'text' && f !== 'json') throw new CliError(`Unknown log format '${f}': use text or json`);
+  return f;
+}
+
+/** The one-time password, framed so it cannot be missed (bold on a terminal). */
+function passwordBox(username: string, password: string): string {
+  const line = `admin password for '${username}': ${password}   (generated; shown only this once)`;
+  const bold = (t: string) => (process.stdout.isTTY ? `\x1b[1m${t}\x1b[0m` : t);
+  const bar = '─'.repeat(line.length + 2);
+  return `\n  ┌${bar}┐\n  │ ${bold(line)} │\n  └${bar}┘\n\n`;
+}
+
+/** Start serving, print where and how to log in (in one write), and stop cleanly on SIGTERM/SIGINT. */
+export async function runController(config: Config, format: LogFormat = logFormat(undefined)): Promise<Running> {
+  let running: Running;
+  try {
+    running = await startController(config, {
+      progress,
+      logger: loggerOptions(config.logLevel, format === 'text' ? consoleLogStream() : undefined),
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new CliError(`Port ${config.port} on ${config.bind} is already in use (another ztc, or another program). Stop it, or choose another port: --port N (env ZTC_PORT).`);
+    }
+    if ((err as NodeJS.ErrnoException).code === 'EACCES') {
+      throw new CliError(`Not allowed to listen on port ${config.port}: ports below 1024 need privileges; choose another with --port N.`);
+    }
+    throw err;
   }
+  const lines = [
+    `ztc controller v${VERSION}`,
+    `  data dir      ${config.dataDir}`,
+    `  database      ${config.db ? redactUrl(config.db) : 'SQLite, ' + config.dataDir + '/ztc.db'}`,
+    `  listening     https://${config.bind}:${config.port}`,
+    `  client API    ${running.url}/edge/client/v1`,
+    `  management    ${running.url}/edge/management/v1`,
+    `  API docs      ${running.url}/docs`,
+  ];
+  if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
+  if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
+  if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);
+  else if (running.boot.adminCreated) lines.push(`  admin         ${config.adminUsername} (password as given)`);
+  // One write: request log lines cannot land in the middle of the banner or the password.
+  process.stdout.write(lines.join('\n') + '\n' + (running.boot.generatedPassword ? passwordBox(config.adminUsername, running.boot.generatedPassword) : ''));
   const stop = async (signal: string) => {
     running.app.log.info({ signal }, 'shutting down');
     await running.close();
@@ -89,8 +122,9 @@ export async function runController(config: Config): Promise<Running> {
 
 export function serveCommand(): Command {
   return serverOptions(new Command('serve').description('run the controller: both Edge APIs over HTTPS on one port')).action(async (opts: Record<string, string | undefined>) => {
+    const format = logFormat(opts.logFormat);
     const config = configFromOptions(opts);
-    const running = await runController(config);
+    const running = await runController(config, format);
     process.stdout.write(`log in with:   ztc login ${running.url} -u ${config.adminUsername} -p <password>\n`);
   });
 }

@@ -2,9 +2,8 @@
 // server's PATCH extension (model/set-edits.ts), so the change is made against the current lists in one
 // transaction instead of being read here and written back whole.
 import { Command, Option } from 'commander';
-import type { ResourceDecl } from '../../model/resource.js';
-import { takesSetEdits } from '../../model/set-edits.js';
-import { CliError } from '../transport.js';
+import type { CliResource } from '../manifest.js';
+import { CliError } from '../errors.js';
 
 /** Comma lists, and the flag may be repeated. */
 const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
@@ -22,8 +21,8 @@ function tagPairs(items: string[]): Record<string, unknown> {
 }
 
 /** Adds the flags to an update command; returns a reader turning parsed options into body fields. */
-export function setEditFlags(cmd: Command, decl: ResourceDecl): (opts: Record<string, unknown>) => Record<string, unknown> {
-  if (!takesSetEdits(decl)) return () => ({});
+export function setEditFlags(cmd: Command, decl: CliResource): (opts: Record<string, unknown>) => Record<string, unknown> {
+  if (!decl.setEdits) return () => ({});
   cmd.addOption(new Option('--add-role-attributes <a,b>', 'add these role attributes, keeping the others').argParser(collect));
   cmd.addOption(new Option('--remove-role-attributes <a,b>', 'remove these role attributes, keeping the others').argParser(collect));
   cmd.addOption(new Option('--add-tags <k=v,...>', 'set these tags, keeping the others').argParser(collect));
@@ -46,7 +45,7 @@ export function setEditFlags(cmd: Command, decl: ResourceDecl): (opts: Record<st
  * Upstream makes some PATCH fields required (a posture check's typeId); when the user did not give one,
  * it is taken from the entity as it is, since it cannot change anyway.
  */
-export function requiredPatchFields(decl: ResourceDecl, body: Record<string, unknown>): string[] {
-  const required = ((decl.schemas.patch as { required?: string[] } | undefined)?.required ?? []) as string[];
+export function requiredPatchFields(decl: CliResource, body: Record<string, unknown>): string[] {
+  const required = decl.patch?.required ?? [];
   return required.filter((f) => !(f in body));
 }

@@ -65,6 +65,7 @@ export const authPolicies = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Auth policies: which primary methods (cert, updb, ext-jwt) and secondary factors an identity needs',
   schemas: { detail: authPolicyDetail, create: authPolicyCreate, update: authPolicyCreate, patch: authPolicyPatch },
+  ignored: { id: Type.String({ maxLength: 255 }) },
   filterable: {
     ...baseFilterable,
     isSystem: { column: 'e.is_system', type: 'boolean', sortable: true },

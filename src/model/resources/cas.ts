@@ -88,6 +88,8 @@ export const cas = defineResource({
   description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)',
   schemas: { detail: caDetail, create: caCreate, update: caUpdate, patch: caPatch },
   blankAsNull: ['identityNameFormat'],
+  // ZAC's edit form sends the whole CA back; upstream's update and patch lack id and certPem (a CA keeps its certificate).
+  ignored: { id: Type.String({ maxLength: 255 }), certPem: Type.String({ maxLength: 65536 }) },
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },

@@ -47,6 +47,7 @@ export const configTypes = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
   schemas: { detail: configTypeDetail, create: configTypeCreate, update: configTypeCreate, patch: configTypePatch },
+  ignored: { id: Type.String({ maxLength: 255 }) },
   // `schema` is the JSON schema as stored text, as upstream filters it.
   filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, schema: { column: 'e.schema', type: 'string', sortable: true } },
   toDetail: (r) => ({ ...baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), name: r.name, schema: fromJson(r.schema, {}) }),
@@ -101,6 +102,8 @@ export const configs = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Configs: data of a config type that services carry to tunnelers and SDKs',
   schemas: { detail: configDetail, create: configCreate, update: configUpdate, patch: configPatch },
+  // ZAC's edit form sends the type back; a config keeps its type (upstream's update and patch lack the field).
+  ignored: { configTypeId: Type.String({ maxLength: 255 }) },
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },

@@ -87,6 +87,8 @@ export const externalJwtSigners = defineResource({
   description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
   schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
   blankAsNull: ['audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'clientId', 'externalAuthUrl'],
+  // Fields of newer controllers (enrolment through a signer) that ZAC 4.5 sends; API 0.26.28 has none of them.
+  ignored: { enrollToCertEnabled: Type.Boolean(), enrollToTokenEnabled: Type.Boolean(), targetToken: Type.String({ maxLength: 64 }) },
   filterable: {
     ...baseFilterable,
     ...Object.fromEntries(

@@ -1,6 +1,7 @@
 // Posture check types (upstream's built-ins, served from code) and posture checks: a type plus that
 // type's own fields, kept as JSON in `data`. Service policies select checks by role, like any entity.
 import { sql } from 'kysely';
+import { Value } from 'typebox/value';
 import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
 import { fromJson } from '../../store/json.js';
@@ -68,19 +69,30 @@ const FIELDS: Record<CheckType, { required: string[]; optional: string[] }> = {
   MFA: { required: [], optional: ['timeoutSeconds', 'promptOnWake', 'promptOnUnlock', 'ignoreLegacyEndpoints'] },
 };
 const CheckTypeT = Type.Union(CHECK_TYPES.map((t) => Type.Literal(t)));
-const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(Tags), ...typeFields };
+/**
+ * The body accepts every type's fields in a loose shape: upstream decodes a body as its type's own
+ * definition and ignores the rest, and ZAC sends all of them, the other types' empty (`domains: []`,
+ * `process: {osType: ""}` on an MFA check). A check's own fields get their strict shape in typeData.
+ */
+const typesTaking = (k: string) => CHECK_TYPES.filter((t) => [...FIELDS[t].required, ...FIELDS[t].optional].includes(k)).join(', ');
+const looseTypeFields = Object.fromEntries(
+  Object.keys(typeFields).map((k) => [k, Type.Optional(Type.Unknown({ description: `Checked for the types that take ${k} (${typesTaking(k)}); ignored on the others` }))]),
+);
+const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(Tags), ...looseTypeFields };
 
 export const postureCheckDetail = Type.Object({ ...baseFields, name: Type.String(), typeId: Type.String(), version: Type.Integer(), roleAttributes: Type.Array(Type.String()) }, { additionalProperties: true });
 
-/** The type's fields of a request, checked: the required ones present, none of another type's. */
+/** The type's fields of a request, checked: the required ones present and well-formed; another type's ignored, as upstream. */
 function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode): Row {
   const spec = FIELDS[typeId];
   const own = [...spec.required, ...spec.optional];
-  for (const k of Object.keys(typeFields)) {
-    if (k in input && !own.includes(k)) throw invalidField(k, `does not apply to ${typeId} posture checks (they take ${own.join(', ') || 'no fields of their own'})`);
-  }
   const data: Row = mode === 'patch' ? { ...previous } : {};
-  for (const k of own) if (k in input) data[k] = input[k];
+  for (const k of own) {
+    if (!(k in input)) continue;
+    const error = Value.Errors(typeFields[k as keyof typeof typeFields], input[k])[0];
+    if (error) throw invalidField(`${k}${error.instancePath.replace(/\//g, '.')}`, error.message, input[k]);
+    data[k] = input[k];
+  }
   for (const k of spec.required) if (data[k] === undefined) throw invalidField(k, `is required for ${typeId} posture checks`);
   if (typeId === 'MFA') data.timeoutSeconds ??= -1;
   return data;

@@ -213,6 +213,8 @@ export const routers = defineResource({
     update: Type.Object({ name: Name, ...common }, { additionalProperties: false }),
     patch: Type.Object({ name: Type.Optional(Name), ...common }, { additionalProperties: false }),
   },
+  // ZAC's transit router form is its edge router form: it sends the edge-only fields too.
+  ignored: { roleAttributes: Attributes, appData: Type.Record(Type.String(), Type.Unknown()), isTunnelerEnabled: Type.Boolean() },
   filterable: { ...routerFilterable, ...aliases({ isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true }, isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true } }) },
   detailQuery: detailQuery(false),
   toDetail: (r, ctx) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),

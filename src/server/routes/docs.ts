@@ -7,7 +7,10 @@ import type { FastifyInstance } from 'fastify';
 import { notFound } from '../../model/errors.js';
 import type { SpecRegistry } from '../specs.js';
 
-const ASSETS = { 'swagger-ui.css': 'text/css; charset=utf-8', 'swagger-ui-bundle.js': 'application/javascript; charset=utf-8' } as const;
+const JS = 'application/javascript; charset=utf-8';
+// The standalone preset brings the top bar whose selector switches between the two documents
+// (BaseLayout has no such bar and ignores `urls`, which left the page blank).
+const ASSETS = { 'swagger-ui.css': 'text/css; charset=utf-8', 'swagger-ui-bundle.js': JS, 'swagger-ui-standalone-preset.js': JS } as const;
 type Asset = keyof typeof ASSETS;
 
 /** From the executable's embedded assets (set by its loader), else from node_modules. */
@@ -23,17 +26,22 @@ const page = (specs: { id: string; name: string }[]) => `<!doctype html>
 <head>
 <meta charset="utf-8">
 <title>ztc API reference</title>
+<style>.swagger-ui .topbar .download-url-wrapper input[type=text] { display: none; }</style>
 <link rel="stylesheet" href="/docs/swagger-ui.css">
 </head>
 <body>
 <div id="ui"></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
+<script src="/docs/swagger-ui-standalone-preset.js"></script>
 <script>
   window.ui = SwaggerUIBundle({
     dom_id: '#ui',
     urls: ${JSON.stringify(specs.map((s) => ({ url: `/docs/openapi/${s.id}.json`, name: s.name })))},
-    layout: 'BaseLayout',
+    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+    plugins: [SwaggerUIBundle.plugins.DownloadUrl],
+    layout: 'StandaloneLayout',
     deepLinking: true,
+    filter: true,
     persistAuthorization: true,
   });
 </script>

@@ -10,6 +10,7 @@ import { servicesRoutersPolicies } from './0006-services-routers-policies.js';
 import { sessionsPostureMaintenance } from './0007-sessions-posture-maintenance.js';
 import { sessionTokens } from './0008-session-tokens.js';
 import { integrityRunOwner } from './0009-integrity-run-owner.js';
+import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -22,5 +23,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0007-sessions-posture-maintenance': sessionsPostureMaintenance(),
     '0008-session-tokens': sessionTokens(),
     '0009-integrity-run-owner': integrityRunOwner(),
+    '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
   };
 }

@@ -1,0 +1,53 @@
+// CLI start-up: how long `ztc` takes to answer, as a ratio to starting node itself (`node -e 0`).
+// Goals: version and --help within 2x, a remote `identity list` within 4x.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { loadConfig } from '../src/config.js';
+import { startController } from '../src/server/controller.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'bin/ztc');
+const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 15);
+// Asynchronous: the controller answering `identity list` runs in this process.
+const run = promisify(execFile);
+
+/** Median wall time of a command, in ms (runs one after another: start-up is what is measured). */
+async function median(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < RUNS + 1; i++) {
+    const t0 = process.hrtime.bigint();
+    await run(process.execPath, args, { env });
+    if (i > 0) times.push(Number(process.hrtime.bigint() - t0) / 1e6); // the first run warms the file cache
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+export async function measureCliStartup(): Promise<[string, string, string][]> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-bench-cli-'));
+  const running = await startController(loadConfig({ dataDir: path.join(tmp, 'data'), port: '0', bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', logLevel: 'silent' }, {}));
+  try {
+    const base = { ...process.env, ZTC_DATA_DIR: '', ZTC_DB: '' };
+    const empty = { ...base, ZTC_HOME: path.join(tmp, 'nobody') };
+    const loggedIn = { ...base, ZTC_HOME: path.join(tmp, 'home') };
+    await run(process.execPath, [bin, 'login', running.url, '-u', 'admin', '-p', 'bench-password', '--yes'], { env: loggedIn });
+    const node = await median(['-e', '0'], empty);
+    const rows: [string, string, number, number][] = [
+      ['node -e 0', `${node.toFixed(0)} ms`, 1, 0],
+      ['ztc version (goal: 2x)', '', await median([bin, 'version'], empty), 2],
+      ['ztc --help (goal: 2x)', '', await median([bin, '--help'], empty), 2],
+      ['ztc identity list, remote (goal: 4x)', '', await median([bin, 'identity', 'list'], loggedIn), 4],
+    ];
+    return rows.map(([label, , ms, goal], i) => {
+      const ratio = i === 0 ? 1 : ms / node;
+      return [`CLI start-up: ${label}`, `${(i === 0 ? node : ms).toFixed(0)} ms median of ${RUNS}`, `${ratio.toFixed(2)}${goal && ratio > goal ? '  (over the goal)' : ''}`];
+    });
+  } finally {
+    await running.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,86 @@
+// `ztc admin reset-password|create`: recovery on the controller's host, with only the data dir
+// (and --db for PostgreSQL): a lost admin password, or no admin left that can log in. Works while
+// the server runs (the writes are ordinary transactions on the shared database).
+import { randomBytes } from 'node:crypto';
+import { Command } from 'commander';
+import { CliError } from '../errors.js';
+import { askSecret } from '../prompt.js';
+import { expectOk, type Transport } from '../transport.js';
+import { withTransport } from './resources.js';
+
+const API = '/edge/management/v1';
+
+interface LocalOpts {
+  dataDir: string;
+  db?: string;
+  config?: string;
+  generate?: boolean;
+}
+
+const localOptions = (cmd: Command) =>
+  cmd
+    .requiredOption('-d, --data-dir <dir>', "the controller's data dir (its PKI; and its SQLite database unless --db)")
+    .option('--db <url>', 'postgres://... when the controller runs on PostgreSQL (env ZTC_DB)')
+    .option('--config <file>', 'controller config file')
+    .option('--generate', 'generate the password instead of asking for it (the default when not on a terminal)');
+
+/** Asked twice on a terminal; generated (and printed once) otherwise or with --generate. */
+async function newPassword(opts: LocalOpts): Promise<{ password: string; generated: boolean }> {
+  if (opts.generate || !process.stdin.isTTY) return { password: randomBytes(12).toString('base64url'), generated: true };
+  const password = await askSecret('New password: ');
+  if (!password) throw new CliError('No password given: nothing changed (use --generate for a generated one)');
+  if ((await askSecret('Again: ')) !== password) throw new CliError('The two passwords differ: nothing changed');
+  return { password, generated: false };
+}
+
+const target = (opts: LocalOpts) => ({ dataDir: opts.dataDir, config: opts.config, db: opts.db ?? process.env.ZTC_DB });
+
+async function one<T>(t: Transport, path: string, what: string): Promise<T | undefined> {
+  return (expectOk(await t.request('GET', `${API}/${path}`), what)?.data as T[])[0];
+}
+
+function reportPassword(username: string, p: { password: string; generated: boolean }) {
+  if (p.generated) process.stdout.write(`password of '${username}': ${p.password}   (generated; shown only this once)\n`);
+}
+
+export function adminCommand(): Command {
+  const cmd = new Command('admin').description('recover administrator access on the controller host: reset a password, create an admin');
+  localOptions(cmd.command('reset-password').description('set a new password for an administrator (default: the default admin), clear its lockouts and remove its MFA'))
+    .argument('[username]', 'the password login (updb username) of the admin; default: the default admin')
+    .action(async (username: string | undefined, opts: LocalOpts) => {
+      await withTransport(target(opts), async (t) => {
+        const filter = username ? `method = "updb" and username = "${username.replace(/["\\]/g, '\\$&')}"` : 'isDefaultAdmin = true';
+        let auth: { id: string; identityId: string; username: string } | undefined;
+        if (username) auth = await one(t, `authenticators?filter=${encodeURIComponent(filter)}&limit=1`, 'Looking up the username');
+        else {
+          const admin = await one<{ id: string }>(t, `identities?filter=${encodeURIComponent(filter)}&limit=1`, 'Looking up the default admin');
+          if (admin) auth = await one(t, `authenticators?filter=${encodeURIComponent(`method = "updb" and identityId = "${admin.id}"`)}&limit=1`, 'Looking up its password login');
+        }
+        if (!auth) throw new CliError(username ? `No password login is named '${username}' in this data dir` : 'The default admin has no password login: use `ztc admin create NAME -d DIR`');
+        const identity = (expectOk(await t.request('GET', `${API}/identities/${auth.identityId}`), 'Reading the identity')?.data as { name: string; isAdmin: boolean });
+        if (!identity.isAdmin) throw new CliError(`'${auth.username}' belongs to '${identity.name}', which is not an admin: use \`ztc authenticator update\` for other identities`);
+        const p = await newPassword(opts);
+        expectOk(await t.request('PATCH', `${API}/authenticators/${auth.id}`, { password: p.password }), 'Setting the password');
+        expectOk(await t.request('POST', `${API}/identities/${auth.identityId}/enable`), 'Clearing lockouts');
+        expectOk(await t.request('DELETE', `${API}/identities/${auth.identityId}/mfa`), 'Removing MFA');
+        process.stdout.write(`reset the password of '${auth.username}' (identity ${identity.name}); lockouts cleared, MFA removed\n`);
+        reportPassword(auth.username, p);
+      });
+    });
+  localOptions(cmd.command('create').description('create an administrator that logs in with a username and password'))
+    .argument('<name>', 'identity name, also its username')
+    .action(async (name: string, opts: LocalOpts) => {
+      await withTransport(target(opts), async (t) => {
+        const p = await newPassword(opts);
+        const made = expectOk(await t.request('POST', `${API}/identities`, { name, type: 'User', isAdmin: true }), `Creating admin '${name}'`)?.data as { id: string };
+        const auth = await t.request('POST', `${API}/authenticators`, { identityId: made.id, method: 'updb', username: name, password: p.password });
+        if (auth.status >= 300) {
+          await t.request('DELETE', `${API}/identities/${made.id}`);
+          expectOk(auth, 'Setting the password');
+        }
+        process.stdout.write(`created admin '${name}' (identity ${made.id}); log in with: ztc login URL -u ${name}\n`);
+        reportPassword(name, p);
+      });
+    });
+  return cmd;
+}

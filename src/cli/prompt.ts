@@ -1,0 +1,32 @@
+// Questions on the terminal: a line, or a secret that is not echoed.
+import readline from 'node:readline';
+
+export async function ask(question: string): Promise<string> {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return await new Promise((resolve) => rl.question(question, resolve));
+  } finally {
+    rl.close();
+  }
+}
+
+/** Ask without echoing what is typed (the prompt itself is shown). */
+export async function askSecret(question: string): Promise<string> {
+  const out = process.stderr;
+  const rl = readline.createInterface({ input: process.stdin, output: out, terminal: true });
+  // Readline echoes through _writeToOutput: keep the prompt, drop the typed characters.
+  const r = rl as unknown as { _writeToOutput: (s: string) => void };
+  let prompting = true;
+  r._writeToOutput = (s: string) => {
+    if (prompting) out.write(s);
+  };
+  try {
+    return await new Promise((resolve) => {
+      rl.question(question, resolve);
+      prompting = false;
+    });
+  } finally {
+    rl.close();
+    out.write('\n');
+  }
+}
