@@ -13,6 +13,7 @@ import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
 import { measureCliStartup } from './cli-startup.js';
+import { scaleRows } from './scale.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -298,6 +299,7 @@ try {
   rows.push(...(await measureController('sqlite', undefined, base)));
   if (process.env.ZTC_TEST_DB) rows.push(...(await measureController('postgres', process.env.ZTC_TEST_DB, base)));
   else console.error('(no PostgreSQL server: run `npm run bench` as root or with PostgreSQL installed to add its figures)');
+  rows.push(...(await scaleRows(process.env.ZTC_TEST_DB)));
 
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`${'measure'.padEnd(w[0])}  ${'result'.padEnd(w[1])}  ratio to baseline`);

@@ -38,6 +38,21 @@ await build({
   logLevel: 'warning',
 });
 
+// The crypto worker threads' program (src/model/crypto/worker.ts) as one CommonJS script: the
+// executable starts them from this source (Worker eval), as it cannot hand them a file to load.
+step('bundling the crypto worker (esbuild)');
+await build({
+  entryPoints: [path.join(root, 'src/model/crypto/worker.ts')],
+  outfile: path.join(out, 'crypto-worker.cjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  minify: false,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+
 step('preparing the single-executable blob');
 const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
 fs.copyFileSync(path.join(root, 'scripts/sea-loader.cjs'), path.join(out, 'loader.cjs'));
@@ -47,6 +62,7 @@ const config = {
   disableExperimentalSEAWarning: true,
   assets: {
     app: path.join(out, 'app.mjs'),
+    'crypto-worker': path.join(out, 'crypto-worker.cjs'),
     sqlite: addon,
     'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
     'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),

@@ -30,6 +30,8 @@ globalThis.__ztcAssets = {
   'swagger-ui-standalone-preset.js': sea.getAsset('swagger-ui-standalone-preset.js', 'utf8'),
   'cli-manifest.json': sea.getAsset('cli-manifest.json', 'utf8'),
 };
+// The crypto worker threads' program, run from source (model/crypto/pool.ts).
+globalThis.__ztcCryptoWorker = sea.getAsset('crypto-worker', 'utf8');
 const m = { exports: {} };
 process.dlopen(m, addonFile);
 globalThis.__ztcSqliteBinding = m.exports;

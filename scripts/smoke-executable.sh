@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke test of the single executable, run with an empty environment (no node, no node_modules):
-# version, first start on a temp data dir, login, create and list an identity, API docs, snapshot, SIGTERM.
+# version, first start on a temp data dir, login, create and list an identity, ott enrollment, API docs, snapshot, SIGTERM.
 set -euo pipefail
 exe=$(cd "$(dirname "$0")/.." && pwd)/dist/ztc
 [ -x "$exe" ] || { echo "no $exe: run npm run package first" >&2; exit 1; }
@@ -11,7 +11,7 @@ cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"
 trap cleanup EXIT
 
 run version | grep -q '^cli ' || { echo "FAIL: version"; exit 1; }
-env -i HOME="$work" TMPDIR="$work" PATH=/nonexistent "$exe" serve --data-dir "$work/data" --port "$port" --bind 127.0.0.1 --admin-password smoke-pass-1 --log-level warn > "$work/serve.log" 2>&1 &
+env -i HOME="$work" TMPDIR="$work" PATH=/nonexistent "$exe" serve --data-dir "$work/data" --port "$port" --bind 127.0.0.1 --hostnames 127.0.0.1 --admin-password smoke-pass-1 --log-level warn > "$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 150); do
   /usr/bin/curl -skf "https://127.0.0.1:$port/version" >/dev/null 2>&1 && break
@@ -21,6 +21,10 @@ done
 run login "https://127.0.0.1:$port" -u admin -p smoke-pass-1 --yes | grep -q 'logged in' || { echo "FAIL: login"; exit 1; }
 run identity create smoke-device --type Device | grep -q 'created identity' || { echo "FAIL: create"; exit 1; }
 run identity list 'name = "smoke-device"' -o json | grep -q '"name": "smoke-device"' || { echo "FAIL: list"; exit 1; }
+# ott enrollment: the CSR is signed on a crypto worker thread, whose program the executable embeds.
+run identity create smoke-enroll --type Device --enroll ott -o "$work/enroll.jwt" >/dev/null || { echo "FAIL: create with ott"; exit 1; }
+run enroll "$work/enroll.jwt" --out "$work/enroll.json" | grep -q 'enrolled' || { echo "FAIL: ott enrollment"; exit 1; }
+grep -q 'BEGIN CERTIFICATE' "$work/enroll.json" || { echo "FAIL: no certificate in the identity file"; exit 1; }
 size=$(/usr/bin/curl -skf -o /dev/null -w '%{size_download}' "https://127.0.0.1:$port/docs/swagger-ui-bundle.js") || size=0
 [ "$size" -gt 100000 ] || { echo "FAIL: API docs assets ($size bytes)"; exit 1; }
 run db snapshot | grep -q 'snapshot written' || { echo "FAIL: db snapshot"; exit 1; }
@@ -28,4 +32,4 @@ kill -TERM "$pid"
 wait "$pid" && status=0 || status=$?
 pid=
 [ "$status" = 0 ] || { echo "FAIL: serve exited with $status on SIGTERM"; exit 1; }
-echo "smoke: 7 passed, 0 failed"
+echo "smoke: 8 passed, 0 failed"

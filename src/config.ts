@@ -22,6 +22,8 @@ export interface Config {
   authRateLimitPerMinute: number;
   /** Other API requests per minute per API session (or per address without one; 0: no limit). */
   apiRateLimitPerMinute: number;
+  /** Crypto tasks (password checks, CSR signing) waiting for a worker before more are refused with 429. */
+  cryptoQueueLimit: number;
   /** Open connections one client address may hold (0: no cap). */
   maxConnectionsPerAddress: number;
   /** Time a client has to complete the TLS handshake and send the request headers. */
@@ -49,6 +51,7 @@ export const defaults = (): Config => ({
   logLevel: 'info',
   authRateLimitPerMinute: 300,
   apiRateLimitPerMinute: 6000,
+  cryptoQueueLimit: 128,
   maxConnectionsPerAddress: 256,
   headersTimeoutSeconds: 10,
   idleTimeoutSeconds: 60,
@@ -72,6 +75,7 @@ const ENV: Record<keyof Config, string> = {
   logLevel: 'ZTC_LOG_LEVEL',
   authRateLimitPerMinute: 'ZTC_AUTH_RATE_LIMIT_PER_MINUTE',
   apiRateLimitPerMinute: 'ZTC_API_RATE_LIMIT_PER_MINUTE',
+  cryptoQueueLimit: 'ZTC_CRYPTO_QUEUE_LIMIT',
   maxConnectionsPerAddress: 'ZTC_MAX_CONNECTIONS_PER_ADDRESS',
   headersTimeoutSeconds: 'ZTC_HEADERS_TIMEOUT_SECONDS',
   idleTimeoutSeconds: 'ZTC_IDLE_TIMEOUT_SECONDS',

@@ -38,11 +38,45 @@ export function loadProfile(name?: string): Profile | undefined {
   return data.profiles[name ?? data.current ?? 'default'];
 }
 
-export function saveProfile(name: string, profile: Profile) {
+/** The saved profiles and which one commands use when --profile is not given. */
+export function listProfiles(): { current?: string; profiles: Record<string, Profile> } {
+  const data = read();
+  return { current: data.current && data.profiles[data.current] ? data.current : undefined, profiles: data.profiles };
+}
+
+/** A profile asked for by name must exist: the message lists those that do. */
+export function missingProfile(name: string): string {
+  const names = Object.keys(read().profiles);
+  return `No profile named '${name}': ${names.length ? `the profiles are ${names.join(', ')} (ztc profile list)` : 'none is saved yet (ztc login URL --profile NAME)'}`;
+}
+
+/**
+ * Save a login. It becomes the current profile when asked, or when there is no current one; a
+ * second profile does not silently take over. Returns the current profile's name afterwards.
+ */
+export function saveProfile(name: string, profile: Profile, makeCurrent = false): string {
   const data = read();
   data.profiles[name] = profile;
+  if (makeCurrent || !data.current || !data.profiles[data.current]) data.current = name;
+  write(data);
+  return data.current;
+}
+
+export function useProfile(name: string): boolean {
+  const data = read();
+  if (!data.profiles[name]) return false;
   data.current = name;
   write(data);
+  return true;
+}
+
+export function deleteProfile(name: string): boolean {
+  const data = read();
+  if (!data.profiles[name]) return false;
+  delete data.profiles[name];
+  if (data.current === name) delete data.current;
+  write(data);
+  return true;
 }
 
 export function forgetToken(name?: string) {

@@ -28,6 +28,7 @@ export const COMMANDS: CommandEntry[] = [
   },
   { name: 'login', usage: '[options] <url>', description: 'log in to a controller and save the session as a profile (the controller CA is pinned)', load: async () => (await import('./commands/session.js')).loginCommand() },
   { name: 'logout', usage: '[options]', description: 'end the saved session and forget its token', load: async () => (await import('./commands/session.js')).logoutCommand() },
+  { name: 'profile', description: 'saved logins: list them, show or change the current one, delete one', load: async () => (await import('./commands/profile.js')).profileCommand() },
   { name: 'version', usage: '[options]', description: 'versions of this program and of the controller', load: async () => (await import('./commands/version.js')).versionCommand() },
   {
     name: 'identity',

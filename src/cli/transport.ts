@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
 import { CliError } from './errors.js';
-import { loadProfile, type Profile } from './profile.js';
+import { loadProfile, missingProfile, type Profile } from './profile.js';
 
 export interface Reply {
   status: number;
@@ -64,10 +64,14 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
   });
 }
 
+/** What to type to log in again, set when a remote transport opens (for the hint on a 401). */
+let loginAgain = 'ztc login URL -u USER';
+
 export class RemoteTransport implements Transport {
   readonly describe: string;
-  constructor(private profile: Profile) {
+  constructor(private profile: Profile, name?: string) {
     this.describe = profile.url;
+    loginAgain = `ztc login ${profile.url} -u ${profile.username}${name ? ` --profile ${name}` : ''}`;
   }
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
@@ -132,9 +136,10 @@ export async function openTransport(o: TargetOptions, progress?: Progress): Prom
     return LocalTransport.open(config, progress);
   }
   const profile = loadProfile(o.profile);
+  if (!profile && o.profile) throw new CliError(missingProfile(o.profile));
   if (!profile) throw new CliError('Not logged in: run `ztc login <url> -u <user> -p <password>`, or pass --data-dir DIR to work on a local data dir');
   if (!profile.token) throw new CliError(`Logged out of ${profile.url}: run \`ztc login ${profile.url} -u ${profile.username}\` again`);
-  return new RemoteTransport(profile);
+  return new RemoteTransport(profile, o.profile);
 }
 
 /** The body of a 2xx answer, or a CliError carrying the server's message. */
@@ -142,7 +147,7 @@ export function expectOk(reply: Reply, what: string): Reply['json'] {
   if (reply.status >= 200 && reply.status < 300) return reply.json ?? {};
   const e = reply.json?.error;
   if (e) {
-    const hint = reply.status === 401 && what !== 'Login' ? ' (log in again with `ztc login`, or check that the identity is an admin)' : '';
+    const hint = reply.status === 401 && what !== 'Login' ? `\nsession expired (or the identity is not an admin): ${loginAgain}` : '';
     throw new CliError(`${what} failed: ${e.message} [${e.code}, HTTP ${reply.status}]${hint}`);
   }
   throw new CliError(`${what} failed: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);

@@ -74,7 +74,7 @@ export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scop
 export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await ctx.store.db.transaction().execute(fn);
+      return await ctx.store.write(fn);
     } catch (err) {
       const field = ctx.store.dialect.uniqueViolation(err);
       if (field) throw couldNotValidate(field, 'must be unique: another entity already uses this value');

@@ -7,6 +7,7 @@ import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
 import { registerController } from '../model/resources/controllers.js';
+import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
@@ -25,6 +26,7 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   ensureWritableDir(config.dataDir);
   if (fs.existsSync(path.join(config.dataDir, 'pki'))) ensureWritableDir(path.join(config.dataDir, 'pki'));
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
+  configureCryptoPool({ queueLimit: config.cryptoQueueLimit });
   const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
   for (const w of store.warnings) progress(`warning: ${w}`);
   const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
+import { groupCommitter } from './group-commit.js';
 import { loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
@@ -17,6 +18,11 @@ export interface Store {
   dialect: DialectHelpers;
   /** The SQLite file, when the store is SQLite. */
   file?: string;
+  /**
+   * Run `fn` in a write transaction. On SQLite concurrent writes share transactions (group-commit.ts);
+   * on PostgreSQL each has its own, the server groups their commits.
+   */
+  write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Why the store may behave differently from SQLite (shown at start), if anything. */
   warnings: string[];
   /**
@@ -42,7 +48,7 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   // A pool error (server restart) must not crash the process: the next query reconnects.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
-  const store: Store = { db, dialect: dialects.postgres, warnings: [], snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
+  const store: Store = { db, dialect: dialects.postgres, write: (fn) => db.transaction().execute(fn), warnings: [], snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
   try {
     await sql`select 1`.execute(db);
   } catch (err) {
@@ -99,7 +105,7 @@ export async function openSqlite(file: string): Promise<Store> {
       },
     });
   };
-  const store: Store = { db, dialect: dialects.sqlite, file, warnings: [], snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
+  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), file, warnings: [], snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

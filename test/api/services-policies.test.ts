@@ -123,6 +123,11 @@ describe('policies', () => {
     const erp = await created('/edge-router-policies', { name: 'staff-routers', semantic: 'AnyOf', identityRoles: ['#staff'], edgeRouterRoles: ['#public'] });
     const routersOf = async (token: string) => (await c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token })).body.data.map((r: { name: string }) => r.name).sort();
     expect(await routersOf(aliceToken)).toEqual(['er-1', 'er-2']);
+    // The client's view of a router: its public fields, nothing of enrollment or certificates.
+    const er1View = (await c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token: aliceToken })).body.data.find((r: { name: string }) => r.name === 'er-1');
+    expect(er1View).toMatchObject({ name: 'er-1', cost: 10, appData: { region: 'eu' }, disabled: false, isOnline: false, noTraversal: false, syncStatus: 'SYNC_NEW', hostname: '', supportedProtocols: {}, tags: {} });
+    expect(er1View).not.toHaveProperty('enrollmentJwt');
+    expect(er1View).not.toHaveProperty('certPem');
     const serviceRouters = async (token: string, id: string) => (await c.call('GET', `${CLIENT}/services/${id}/edge-routers`, { token })).body.data.edgeRouters.map((r: { name: string }) => r.name).sort();
     expect(await serviceRouters(aliceToken, web)).toEqual([]);
     await created('/service-edge-router-policies', { name: 'web-on-er2', semantic: 'AllOf', serviceRoles: [`@web`], edgeRouterRoles: [`@${er2}`] });

@@ -144,7 +144,21 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(complete('ztc', 'db', '')).toBe('snapshot check fix');
     expect(complete('ztc', 'edge-router', 're')).toBe('re-enroll');
     expect(complete('ztc', 'service-policy', 'create', '--ide')).toBe('--identity-roles');
-    expect((await ztc('completion', 'fish')).code).not.toBe(0);
+    expect((await ztc('completion', 'tcsh')).code).not.toBe(0);
+  });
+
+  it('prints a fish completion script that completes the same words', async () => {
+    const script = await ztc('completion', 'fish');
+    expect(script.code).toBe(0);
+    expect(script.stdout).toMatch(/^complete -c ztc -f -n '__ztc_is "db"' -a 'snapshot check fix/m);
+    // Run it in fish where fish is installed (apt-get install fish); the script's shape is checked above.
+    if (!fs.existsSync('/usr/bin/fish')) return;
+    const file = path.join(dir, 'completion.fish');
+    fs.writeFileSync(file, script.stdout);
+    const complete = (line: string) => execFileSync('fish', ['-c', `source ${file}; complete -C '${line}'`]).toString().trim().split('\n').map((l) => l.split('\t')[0]);
+    expect(complete('ztc service-p')).toEqual(['service-policy']);
+    expect(complete('ztc db ').sort()).toEqual(['check', 'fix', 'snapshot']);
+    expect(complete('ztc service-policy create --ide')).toEqual(['--identity-roles']);
   });
 
   it('exits non-zero with the server message on refused input', async () => {

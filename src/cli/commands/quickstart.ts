@@ -33,7 +33,7 @@ export function quickstartCommand(): Command {
       if (login.status !== 200) throw new CliError(`Could not log in as ${config.adminUsername}: the data dir has another admin password (pass --admin-password)`);
       const token = (expectOk(login, 'Login')?.data as { token: string }).token;
       const profile = { url, username: config.adminUsername, token, caPem };
-      saveProfile(PROFILE, profile);
+      saveProfile(PROFILE, profile, true);
 
       let jwtFile: string | undefined;
       if (sample !== false) {

@@ -8,9 +8,13 @@ import { CliError, expectOk, openTransport, type Transport } from '../transport.
 import { targetOptions, type CommonOpts } from './common.js';
 
 const API = '/edge/management/v1';
+/** Rows per request when a command collects every page. */
+const PAGE = 500;
 
 type PropSchema = JsonSchema;
 
+/** 'auth-policies' → 'auth policy'. */
+const singular = (plural: string) => plural.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, ' ');
 const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
@@ -81,18 +85,24 @@ function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
  * Add one flag per schema property; returns a reader that turns parsed options into a request body.
  * Flags that reference another entity (`--identity-id`) take its id or its unique name.
  */
-function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], references: Record<string, string> = {}) {
+function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], references: Record<string, string> = {}, defaulted: string[] = []) {
   const props = Object.entries(schema.properties ?? {}).filter(([name]) => !skip.includes(name));
+  // Required by the schema and not filled in by the CLI: commander refuses the command before any request.
+  const required = new Set((schema.required ?? []).filter((r) => !defaulted.includes(r)));
   for (const [name, s] of props) {
     const k = kind(s);
     const flag = `--${kebab(name)}`;
-    const what = references[name] ? `the id or name of the ${references[name].replace(/s$/, '').replace(/-/g, ' ')}` : `set ${name}`;
+    const what = references[name] ? `the id or name of the ${singular(references[name])}` : `set ${name}`;
     const opt =
       k === 'boolean'
         ? new Option(`${flag} [bool]`, `set ${name} (true when given alone)`).argParser((v) => v)
         : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
     const c = choices(s);
     if (c) opt.choices(c);
+    if (required.has(name)) {
+      opt.makeOptionMandatory();
+      opt.description = `(required) ${opt.description}`;
+    }
     cmd.addOption(opt);
   }
   return async (opts: Record<string, unknown>, t: Transport) => {
@@ -126,13 +136,13 @@ export async function resolveRef(t: Transport, plural: string, ref: string, what
   if (direct.status === 200) return ref;
   const filter = `name = "${ref.replace(/["\\]/g, '\\$&')}"`;
   const found = await t.request('GET', `${API}/${plural}?filter=${encodeURIComponent(filter)}&limit=2`);
-  const singular = plural.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, ' ');
+  const one = singular(plural);
   // Resources without names answer the filter with 400: then only the id could have matched.
   const rows = found.status === 200 ? ((found.json?.data as { id: string }[]) ?? []) : [];
   if (rows.length === 1) return rows[0].id;
-  if (found.status !== 200 && found.status !== 400) expectOk(found, `Looking up ${singular} '${ref}'`);
+  if (found.status !== 200 && found.status !== 400) expectOk(found, `Looking up ${one} '${ref}'`);
   const prefix = what ? `${what}: ` : '';
-  throw new CliError(rows.length ? `${prefix}more than one ${singular} is named '${ref}': use its id` : `${prefix}no ${singular} has the id or name '${ref}': see \`ztc ${singular.replace(/ /g, '-')} list\``);
+  throw new CliError(rows.length ? `${prefix}more than one ${one} is named '${ref}': use its id` : `${prefix}no ${one} has the id or name '${ref}': see \`ztc ${one.replace(/ /g, '-')} list\``);
 }
 
 /** Accept an id or a unique name. */
@@ -164,18 +174,40 @@ export function resourceCommand(
   if (has('list')) {
     targetOptions(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`))
       .argument('[filter]', 'filter expression')
-      .option('--limit <n>', 'page size (at most 500)')
+      .option('--limit <n>', 'this many rows (the table shows 10 unless asked; -o json|yaml: all unless asked)')
       .option('--offset <n>', 'skip this many')
-      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string }) => {
+      .option('--all', 'every matching row, in the table too')
+      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string; all?: boolean }) => {
         const format = parseFormat(opts.output);
-        const q = new URLSearchParams();
-        if (filter) q.set('filter', filter);
-        if (opts.limit) q.set('limit', opts.limit);
-        if (opts.offset) q.set('offset', opts.offset);
-        const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`));
-        const p = body?.meta?.pagination as { offset: number; totalCount: number } | undefined;
-        const rows = (body?.data as unknown[]) ?? [];
-        await print(rows, format, { columns: decl.columns, footer: p ? `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}` : undefined });
+        // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
+        const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
+        const page = (offset: number, limit?: string) => {
+          const q = new URLSearchParams();
+          if (filter) q.set('filter', filter);
+          if (limit) q.set('limit', limit);
+          if (offset) q.set('offset', String(offset));
+          return q;
+        };
+        const { rows, p } = await withTransport(opts, async (t) => {
+          const get = async (q: URLSearchParams) => {
+            const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
+            return { rows: (body?.data as unknown[]) ?? [], p: body?.meta?.pagination as { offset: number; totalCount: number } | undefined };
+          };
+          if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
+          const all: unknown[] = [];
+          for (;;) {
+            const r = await get(page(all.length, String(PAGE)));
+            all.push(...r.rows);
+            if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
+          }
+        });
+        let footer: string | undefined;
+        if (p) {
+          footer = `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}`;
+          const next = Math.min(500, Math.max(50, rows.length * 5));
+          if (p.offset + rows.length < p.totalCount) footer += `: --limit ${next}, --offset ${p.offset + rows.length} or --all for more`;
+        }
+        await print(rows, format, { columns: decl.columns, footer });
       });
   }
   if (has('get')) {
@@ -190,9 +222,10 @@ export function resourceCommand(
   if (has('create') && decl.create) {
     const schema = decl.create;
     const named = 'name' in (schema.properties ?? {});
-    const c = targetOptions(cmd.command('create').description(`create ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`));
+    const c = targetOptions(cmd.command('create').description(`create ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`));
     if (named) c.argument('<name>');
-    const read = schemaFlags(c, schema, named ? ['name'] : [], decl.references);
+    const defaultKeys = Object.keys(typeof defaults === 'function' ? defaults() : defaults);
+    const read = schemaFlags(c, schema, named ? ['name'] : [], decl.references, defaultKeys);
     extend?.createOptions?.(c);
     c.action(async (...args: unknown[]) => {
       const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
@@ -204,13 +237,17 @@ export function resourceCommand(
         const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
         const data = created?.data as { id: string };
         if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
-        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}\n`);
+        // Say which values the CLI chose, so `identity create` without --type is no surprise.
+        const chosen = Object.entries(body)
+          .filter(([k, v]) => defaultKeys.includes(k) && opts[camel(kebab(k))] === undefined && k in (schema.properties ?? {}) && v !== null && typeof v !== 'object')
+          .map(([k, v]) => `--${kebab(k)} ${String(v)}`);
+        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}${chosen.length ? ` (not given, so: ${chosen.join(', ')})` : ''}\n`);
         else await print(data, format);
       });
     });
   }
   if (has('patch') && decl.patch) {
-    const u = targetOptions(cmd.command('update').description(`change fields of ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
+    const u = targetOptions(cmd.command('update').description(`change fields of ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`)).argument('<id-or-name>');
     const read = schemaFlags(u, decl.patch, [], decl.references);
     u.action(async (ref: string, opts: CommonOpts & Record<string, unknown>) => {
       parseFormat(opts.output);
@@ -223,7 +260,7 @@ export function resourceCommand(
     });
   }
   if (has('delete')) {
-    targetOptions(cmd.command('delete').description(`delete ${decl.name === 'identity' ? 'an' : 'a'} ${decl.name}`))
+    targetOptions(cmd.command('delete').description(`delete ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`))
       .argument('<id-or-name>')
       .action(async (ref: string, opts: CommonOpts) => {
         await withTransport(opts, async (t) => expectOk(await t.request('DELETE', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Deleting ${decl.name} '${ref}'`));

@@ -28,6 +28,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--session-timeout-minutes <n>', 'idle lifetime of API sessions (default 30)')
     .option('--auth-rate-limit-per-minute <n>', 'logins and enrollments a minute from one address before 429 (default 300; 0: none)')
     .option('--api-rate-limit-per-minute <n>', 'requests a minute per API session before 429 (default 6000; 0: none)')
+    .option('--crypto-queue-limit <n>', 'logins/enrollments waiting for a crypto worker before 429 (default 128)')
     .option('--max-connections-per-address <n>', 'open connections one client address may hold (default 256; 0: no cap)')
     .option('--headers-timeout-seconds <n>', 'time to complete the TLS handshake and send the headers (default 10)')
     .option('--idle-timeout-seconds <n>', 'time a kept-alive connection may wait for its next request (default 60)')
@@ -51,6 +52,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     sessionTimeoutMinutes: opts.sessionTimeoutMinutes,
     authRateLimitPerMinute: opts.authRateLimitPerMinute,
     apiRateLimitPerMinute: opts.apiRateLimitPerMinute,
+    cryptoQueueLimit: opts.cryptoQueueLimit,
     maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
     headersTimeoutSeconds: opts.headersTimeoutSeconds,
     idleTimeoutSeconds: opts.idleTimeoutSeconds,

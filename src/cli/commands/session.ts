@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import readline from 'node:readline';
 import { Command } from 'commander';
 import forge from 'node-forge';
-import { forgetToken, loadProfile, saveProfile } from '../profile.js';
+import { forgetToken, loadProfile, missingProfile, saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, openTransport } from '../transport.js';
 
 /** The certificates of a base64 PKCS#7 bundle, as PEM. */
@@ -33,7 +33,8 @@ export function loginCommand(): Command {
     .option('-p, --password <password>', 'password (env ZTC_PASSWORD; asked for when absent)')
     .option('-y, --yes', 'trust the controller CA without asking')
     .option('--profile <name>', 'profile name to save under', 'default')
-    .action(async (url: string, opts: { username: string; password?: string; yes?: boolean; profile: string }) => {
+    .option('--use', 'make this the current profile (a new name does not take over otherwise, unless none is current)')
+    .action(async (url: string, opts: { username: string; password?: string; yes?: boolean; profile: string; use?: boolean }) => {
       const base = url.replace(/\/+$/, '').replace(/\/edge\/(client|management)\/v1$/, '');
       if (!/^https:\/\//.test(base)) throw new CliError(`The controller URL must start with https:// (got ${url})`);
       // Trust on first use: fetch the CA store without verification, show its fingerprint, then pin it.
@@ -54,8 +55,9 @@ export function loginCommand(): Command {
       const reply = await httpsCall(`${base}/edge/management/v1/authenticate?method=password`, { method: 'POST', caPem, body: { username: opts.username, password } });
       const body = expectOk(reply, 'Login');
       const token = (body?.data as { token: string }).token;
-      saveProfile(opts.profile, { url: base, username: opts.username, token, caPem });
+      const current = saveProfile(opts.profile, { url: base, username: opts.username, token, caPem }, opts.use);
       process.stdout.write(`logged in to ${base} as ${opts.username} (profile ${opts.profile})\n`);
+      process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
     });
 }
 
@@ -65,6 +67,7 @@ export function logoutCommand(): Command {
     .option('--profile <name>', 'profile to log out of')
     .action(async (opts: { profile?: string }) => {
       const profile = loadProfile(opts.profile);
+      if (!profile && opts.profile) throw new CliError(missingProfile(opts.profile));
       if (!profile?.token) throw new CliError('Not logged in');
       const t = await openTransport({ profile: opts.profile });
       const reply = await t.request('DELETE', '/edge/management/v1/current-api-session');

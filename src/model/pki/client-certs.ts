@@ -3,25 +3,26 @@ import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
-import { fingerprintOf, issueCertificate } from './certs.js';
-import { parseCsr } from './csr.js';
+import { runCrypto } from '../crypto/pool.js';
+import type { SignCsrInput } from '../crypto/tasks.js';
 import type { CaRow } from '../../store/schema.js';
 
 export const CLIENT_CERT_DAYS = 365;
 
-/** Sign a CSR with the intermediate: the CSR's key, our subject (CN = the identity id). */
-export function signClientCsr(ctx: Ctx, csrPem: string, commonName: string, o: { days?: number; hours?: number; usage?: 'client' | 'server' | 'server+client'; sans?: string[] } = {}) {
-  const csr = parseCsr(csrPem);
-  const pem = issueCertificate({
+/**
+ * Sign a CSR with the intermediate: the CSR's key, our subject (CN = the identity id). Runs on the
+ * crypto worker pool; call it outside a write transaction, which would otherwise wait for it.
+ */
+export function signClientCsr(ctx: Ctx, csrPem: string, commonName: string, o: { days?: number; hours?: number; usage?: SignCsrInput['usage']; sans?: SignCsrInput['sans'] } = {}) {
+  return runCrypto('signCsr', [{
+    csrPem,
     commonName,
-    publicKey: { spki: csr.spki },
     issuerPem: ctx.pki.intermediatePem,
     issuerKeyPem: ctx.pki.intermediateKeyPem,
     days: o.days ?? (o.hours ? o.hours / 24 : CLIENT_CERT_DAYS),
     usage: o.usage ?? 'client',
     sans: o.sans,
-  });
-  return { pem, fingerprint: fingerprintOf(pem), csr };
+  }]);
 }
 
 /** The leaf and any further certificates the client presented on this TLS connection. */

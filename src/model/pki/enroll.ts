@@ -2,7 +2,7 @@
 // A token works once: the enrollment row is deleted in the same transaction that creates the
 // authenticator, and only the transaction that deleted it goes on.
 import type { X509Certificate } from 'node:crypto';
-import type { Tx } from '../../store/db.js';
+import type { Db, Tx } from '../../store/db.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { writeTx } from '../crud.js';
@@ -21,13 +21,25 @@ import { X509Certificate as X509 } from 'node:crypto';
 
 const unknownToken = () => new ApiError(404, 'NOT_FOUND', 'The enrollment token is unknown or has already been used');
 
-/** Claim the enrollment behind a token, once. */
-export async function takeEnrollment(tx: Tx, ctx: Ctx, token: unknown, methods: string[]): Promise<EnrollmentRow> {
+/** The usable enrollment behind a token (not yet claimed). */
+async function findEnrollment(db: Db | Tx, ctx: Ctx, token: unknown, methods: string[]): Promise<EnrollmentRow> {
   if (typeof token !== 'string' || !token) throw new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', 'An enrollment token is required (query parameter token, or token in the body)');
-  const row = await tx.selectFrom('enrollments').selectAll().where('tokenHash', '=', hashSecret(token)).executeTakeFirst();
+  const row = await db.selectFrom('enrollments').selectAll().where('tokenHash', '=', hashSecret(token)).executeTakeFirst();
   if (!row) throw unknownToken();
   if (!methods.includes(row.method)) throw new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', `This token is for ${row.method} enrollment, not ${methods.join('/')}`);
   if (Date.parse(row.expiresAt) <= ctx.clock.now().getTime()) throw new ApiError(400, 'ENROLLMENT_EXPIRED', `This enrollment expired at ${row.expiresAt}: ask an administrator to refresh it`);
+  return row;
+}
+
+/**
+ * Check a token before slow work (signing) that must not run inside the write transaction; the
+ * transaction then claims it with takeEnrollment, and only one claim of a token succeeds.
+ */
+export const peekEnrollment = (ctx: Ctx, token: unknown, methods: string[]) => findEnrollment(ctx.store.db, ctx, token, methods);
+
+/** Claim the enrollment behind a token, once. */
+export async function takeEnrollment(tx: Tx, ctx: Ctx, token: unknown, methods: string[]): Promise<EnrollmentRow> {
+  const row = await findEnrollment(tx, ctx, token, methods);
   const gone = await tx.deleteFrom('enrollments').where('id', '=', row.id).where('tokenHash', '=', row.tokenHash).executeTakeFirst();
   if (Number(gone.numDeletedRows) !== 1) throw unknownToken();
   return row;
@@ -49,9 +61,10 @@ async function addCertAuthenticator(tx: Tx, ctx: Ctx, identityId: string, pem: s
 /** One-time token + CSR: a client certificate from the intermediate CA. */
 export async function enrollOtt(ctx: Ctx, token: unknown, csrPem: unknown) {
   if (typeof csrPem !== 'string' || !csrPem.trim()) throw new ApiError(400, 'COULD_NOT_PROCESS_CSR', 'A PEM certificate signing request is required');
+  const peeked = await peekEnrollment(ctx, token, ['ott']);
+  const { pem } = await signClientCsr(ctx, csrPem, peeked.identityId!);
   return writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['ott']);
-    const { pem } = signClientCsr(ctx, csrPem, e.identityId!);
     await addCertAuthenticator(tx, ctx, e.identityId!, pem, { network: true });
     return { cert: pem, ca: ctx.pki.caBundlePem };
   });

@@ -25,7 +25,7 @@ export async function extendCertificate(ctx: Ctx, session: SessionWithIdentity |
   if (!isSet(session!.isCertExtendable) || session!.authenticatorId !== id) {
     throw refuse('Authenticate with the certificate to extend (method=cert) before extending it');
   }
-  const { pem, fingerprint } = signClientCsr(ctx, csrPem, session!.identityId);
+  const { pem, fingerprint } = await signClientCsr(ctx, csrPem, session!.identityId);
   await ctx.store.db.updateTable('authenticators').set({ unverifiedCertPem: pem, unverifiedFingerprint: fingerprint, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
   return { ca: ctx.pki.caBundlePem, clientCert: pem };
 }

@@ -7,9 +7,8 @@ import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
 import { insertRouterEnrollment } from '../resources/routers.js';
 import { fingerprintOf } from './certs.js';
-import { parseCsr } from './csr.js';
 import { requireClientCert, signClientCsr } from './client-certs.js';
-import { takeEnrollment } from './enroll.js';
+import { peekEnrollment, takeEnrollment } from './enroll.js';
 
 const needCsr = (field: string, v: unknown): string => {
   if (typeof v !== 'string' || !v.trim()) throw new ApiError(400, 'COULD_NOT_PROCESS_CSR', `${field} is required: a PEM certificate signing request`, { field, reason: 'required' });
@@ -17,22 +16,24 @@ const needCsr = (field: string, v: unknown): string => {
 };
 
 /** The router's two certificates: CN = router id; the server certificate carries the CSR's host names. */
-function issueRouterCerts(ctx: Ctx, routerId: string, clientCsr: string, serverCsr: string) {
-  const server = parseCsr(serverCsr);
-  const sans = server.sans.length ? server.sans : [server.commonName ?? 'localhost'];
-  const client = signClientCsr(ctx, clientCsr, routerId, { usage: 'client' });
-  const serverCert = signClientCsr(ctx, serverCsr, routerId, { usage: 'server+client', sans });
-  return { client, serverCert, hostname: sans[0] };
+async function issueRouterCerts(ctx: Ctx, routerId: string, clientCsr: string, serverCsr: string) {
+  const [client, serverCert] = await Promise.all([
+    signClientCsr(ctx, clientCsr, routerId, { usage: 'client' }),
+    signClientCsr(ctx, serverCsr, routerId, { usage: 'server+client', sans: 'fromCsr' }),
+  ]);
+  return { client, serverCert, hostname: serverCert.sans[0] };
 }
 
 export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown, serverCsr: unknown) {
   const c = needCsr('clientCsr', clientCsr);
   const s = needCsr('serverCsr', serverCsr);
+  // Signed before the transaction (which would wait for it); the claim inside decides.
+  const peeked = await peekEnrollment(ctx, token, ['erott']);
+  const { client, serverCert, hostname } = await issueRouterCerts(ctx, peeked.routerId ?? '', c, s);
   return writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['erott']);
     const router = await tx.selectFrom('routers').select(['id']).where('id', '=', e.routerId!).executeTakeFirst();
     if (!router) throw notFound('router', e.routerId ?? '');
-    const { client, serverCert, hostname } = issueRouterCerts(ctx, router.id, c, s);
     await tx
       .updateTable('routers')
       .set({ fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, isVerified: 1, hostname, updatedAt: iso(ctx.clock.now()) })
@@ -48,10 +49,11 @@ export async function extendRouter(ctx: Ctx, presented: X509Certificate[], certC
   const c = needCsr('certCsr', certCsr);
   const s = needCsr('serverCertCsr', serverCertCsr);
   const fingerprint = fingerprintOf(leaf.toString());
+  const router = await ctx.store.db.selectFrom('routers').select(['id']).where('fingerprint', '=', fingerprint).executeTakeFirst();
+  if (!router) throw new ApiError(401, 'UNAUTHORIZED', 'The presented certificate is not the current certificate of an enrolled router');
+  const { client, serverCert, hostname } = await issueRouterCerts(ctx, router.id, c, s);
   return writeTx(ctx, async (tx) => {
-    const router = await tx.selectFrom('routers').select(['id']).where('fingerprint', '=', fingerprint).executeTakeFirst();
-    if (!router) throw new ApiError(401, 'UNAUTHORIZED', 'The presented certificate is not the current certificate of an enrolled router');
-    const { client, serverCert, hostname } = issueRouterCerts(ctx, router.id, c, s);
+    // The fingerprint condition makes this a no-op if another extension won meanwhile.
     const done = await tx
       .updateTable('routers')
       .set({ fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, hostname, updatedAt: iso(ctx.clock.now()) })

@@ -50,22 +50,47 @@ export async function grantsFor(db: AnyDb, identityId: string, serviceIds: strin
   return (await grantsForMany(db, [identityId], serviceIds)).map(({ identityId: _, ...g }) => g);
 }
 
-/** The same for several identities at once (one query for a page of sessions). */
+/**
+ * The same for several identities at once (a page of sessions). Two index lookups joined here rather
+ * than one SQL join: the join drove from the identity's policies and probed every one of them for every
+ * service of the page, policies × services, which grows with the model; these read only the
+ * identities' policies and the page's services' memberships.
+ */
 export async function grantsForMany(db: AnyDb, identityIds: string[], serviceIds: string[]): Promise<(Grant & { identityId: string })[]> {
   if (!serviceIds.length || !identityIds.length) return [];
-  const rows = await db
-    .selectFrom('policyMembers as f')
-    .innerJoin('policyMembers as t', (j) => j.onRef('t.policyId', '=', 'f.policyId').on('t.side', '=', 'service'))
-    .select(['f.entityId as identityId', 't.entityId as serviceId', 't.policyId as policyId', 't.kind as kind'])
-    .where('f.entityId', 'in', [...new Set(identityIds)])
-    .where('f.side', '=', 'identity')
-    .where('f.kind', 'in', SERVICE_POLICY_KINDS)
-    .where('t.entityId', 'in', [...new Set(serviceIds)])
+  const held = await db
+    .selectFrom('policyMembers')
+    .select(['entityId', 'policyId'])
+    .where('entityId', 'in', [...new Set(identityIds)])
+    .where('side', '=', 'identity')
+    .where('kind', 'in', SERVICE_POLICY_KINDS)
     .execute();
-  return rows as (Grant & { identityId: string })[];
+  if (!held.length) return [];
+  const holders = new Map<string, string[]>();
+  for (const h of held as { entityId: string; policyId: string }[]) holders.set(h.policyId, [...(holders.get(h.policyId) ?? []), h.entityId]);
+  const granted = await db
+    .selectFrom('policyMembers')
+    .select(['entityId', 'policyId', 'kind'])
+    .where('entityId', 'in', [...new Set(serviceIds)])
+    .where('side', '=', 'service')
+    .where('kind', 'in', SERVICE_POLICY_KINDS)
+    .execute();
+  return (granted as { entityId: string; policyId: string; kind: PolicyKind }[]).flatMap((g) =>
+    (holders.get(g.policyId) ?? []).map((identityId) => ({ identityId, serviceId: g.entityId, policyId: g.policyId, kind: g.kind })),
+  );
 }
 
+/**
+ * May the identity use the service? From the service's few policies to one primary-key probe each, so
+ * the cost does not grow with how many policies select the identity.
+ */
 export async function canUse(db: AnyDb, identityId: string, serviceId: string, kinds: PolicyKind[] = SERVICE_POLICY_KINDS): Promise<boolean> {
-  const row = await relatedIds(db, 'identity', identityId, 'service', kinds).where('t.entityId', '=', serviceId).executeTakeFirst();
+  const row = await db
+    .selectFrom('policyMembers as f')
+    .select('f.policyId')
+    .where('f.policyId', 'in', policiesOf(db, 'service', serviceId, kinds))
+    .where('f.side', '=', 'identity')
+    .where('f.entityId', '=', identityId)
+    .executeTakeFirst();
   return !!row;
 }

@@ -101,15 +101,21 @@ export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: Se
   const grants = viewer ? await grantsFor(db, viewer.identityId, ids) : [];
   const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
   const responses = viewer?.apiSessionId ? await responsesOf(db, viewer.apiSessionId) : new Map();
+  const byService = <T extends { serviceId: string }>(list: T[]) => {
+    const m = new Map<string, T[]>();
+    for (const x of list) m.set(x.serviceId, [...(m.get(x.serviceId) ?? []), x]);
+    return (id: unknown) => m.get(id as string) ?? [];
+  };
+  const [attachedTo, overridesOf, grantsOf] = [byService(attached), byService(overrides), byService(grants)];
   for (const r of rows) {
-    const own = attached.filter((a) => a.serviceId === r.id);
+    const own = attachedTo(r.id);
     r.configIds = own.map((a) => a.configId);
     const config: Record<string, unknown> = {};
-    for (const a of [...own, ...overrides.filter((o) => o.serviceId === r.id)]) {
+    for (const a of [...own, ...overridesOf(r.id)]) {
       if (types === 'all' || types.has(a.configTypeId)) config[a.typeName] = fromJson(a.data, {});
     }
     r.config = config;
-    const mine = grants.filter((g) => g.serviceId === r.id);
+    const mine = grantsOf(r.id);
     const perms = new Set(mine.map((g) => (g.kind === 'dial' ? 'Dial' : 'Bind')));
     if (viewer?.isAdmin) perms.add('Dial').add('Bind');
     r.permissions = [...perms].sort();

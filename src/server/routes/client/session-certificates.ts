@@ -72,7 +72,7 @@ export function registerSessionCertificates(app: FastifyInstance, ctx: Ctx) {
     },
     async (req, reply) => {
       const sid = sessionId(req);
-      const { pem, fingerprint } = signClientCsr(ctx, (req.body as { csr: string }).csr, req.apiSession!.identityId, { hours: SESSION_CERT_HOURS });
+      const { pem, fingerprint } = await signClientCsr(ctx, (req.body as { csr: string }).csr, req.apiSession!.identityId, { hours: SESSION_CERT_HOURS });
       const x = new X509Certificate(pem);
       const id = newId();
       const now = ctx.clock.now().toISOString();

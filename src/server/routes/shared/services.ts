@@ -44,6 +44,12 @@ const clientEdgeRouters: ResourceDecl = defineResource({
   apis: ['client'],
   schemas: { detail: Type.Object({ ...baseFields, ...edgeRouterClientFields }) },
   toDetail: (r) => ({ ...baseDetail('edge-routers', r), ...edgeRouterClientView(r) }),
+  // Only what the client view shows: no enrollment join, no certificates (a client lists hundreds).
+  detailQuery: (db) =>
+    db
+      .selectFrom('routers as e')
+      .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified'])
+      .where('e.isEdge', '=', 1) as never,
 });
 
 export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' | 'management') {
