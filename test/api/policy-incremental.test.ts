@@ -88,6 +88,7 @@ async function run(s: fc.Infer<typeof step>) {
 describe('policy membership', () => {
   it('equals a full recomputation after any sequence of changes', async () => {
     let checks = 0;
+    let largest = 0;
     // FC_SEED=n replays a failing run.
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 25 }), async (steps) => {
@@ -97,6 +98,7 @@ describe('policy membership', () => {
           await run(s);
           const expected = [...(await expectedMembers(db, await policyShapes(db)))].sort();
           const stored = [...(await storedMembers(db))].sort();
+          largest = Math.max(largest, stored.length);
           expect({ after: s, missing: expected.filter((m) => !stored.includes(m)), extra: stored.filter((m) => !expected.includes(m)) }).toEqual({ after: s, missing: [], extra: [] });
         }
         checks++;
@@ -104,7 +106,8 @@ describe('policy membership', () => {
       { numRuns: 40, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED) } : {}) },
     );
     expect(checks).toBe(40);
-    // The runs built up real state: the comparison was not over empty sets.
-    expect((await storedMembers(c.opened.ctx.store.db)).size).toBeGreaterThan(0);
+    // The runs built up real state: the comparison was not over empty sets (the last step may have
+    // emptied them, so the largest state seen counts).
+    expect(largest).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -76,7 +76,13 @@ const CheckTypeT = Type.Union(CHECK_TYPES.map((t) => Type.Literal(t)));
  */
 const typesTaking = (k: string) => CHECK_TYPES.filter((t) => [...FIELDS[t].required, ...FIELDS[t].optional].includes(k)).join(', ');
 const looseTypeFields = Object.fromEntries(
-  Object.keys(typeFields).map((k) => [k, Type.Optional(Type.Unknown({ description: `Checked for the types that take ${k} (${typesTaking(k)}); ignored on the others` }))]),
+  Object.entries(typeFields).map(([k, strict]) => {
+    const description = `Checked for the types that take ${k} (${typesTaking(k)}); ignored on the others`;
+    // Lists and objects keep their kind (the CLI builds its options from it); their contents are checked later.
+    const kind = (strict as { type?: string }).type;
+    const loose = kind === 'array' ? Type.Array(Type.Unknown(), { description }) : kind === 'object' ? Type.Object({}, { additionalProperties: true, description }) : { ...strict, description };
+    return [k, Type.Optional(loose)];
+  }),
 );
 const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(Tags), ...looseTypeFields };
 
