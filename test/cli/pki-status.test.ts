@@ -1,32 +1,20 @@
 // The built CLI's `ztc pki status` and `ztc status`, on a local data dir.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliRunner } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
-const bin = path.resolve('bin/ztc');
-const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
-let localDb = '';
-
-function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: localDb }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const { ztc, useDb, cleanup } = cliRunner();
 
 describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
   const dir = tempDataDir();
   beforeAll(async () => {
-    localDb = await testDatabase();
+    useDb(await testDatabase());
     expect((await ztc('edge-router', 'create', 'er-1', '-d', dir)).code).toBe(0);
   });
   afterAll(() => {
     fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(home, { recursive: true, force: true });
+    cleanup();
   });
 
   it('lists every certificate with days left, as a table and as JSON', async () => {

@@ -1,31 +1,19 @@
 // The built CLI's `update --add-/--remove-role-attributes` and `--add-/--remove-tags`, on a local data dir.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliRunner } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
-const bin = path.resolve('bin/ztc');
-const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
-let localDb = '';
-
-function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: localDb }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const { ztc, useDb, cleanup } = cliRunner();
 
 describe('ztc <kind> update with attribute and tag edits', { timeout: 180_000 }, () => {
   const dir = tempDataDir();
   beforeAll(async () => {
-    localDb = await testDatabase();
+    useDb(await testDatabase());
   });
   afterAll(() => {
     fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(home, { recursive: true, force: true });
+    cleanup();
   });
 
   const get = async (kind: string, name: string) => {
