@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import pg from 'pg';
+import { database } from './http.js';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
@@ -87,19 +87,6 @@ function fetchToken(base: string): Promise<string> {
     req.on('error', reject);
     req.end(JSON.stringify({ username: 'admin', password: PASSWORD }));
   });
-}
-
-/** A fresh database on the PostgreSQL server, or '' for SQLite. */
-async function database(server?: string): Promise<string> {
-  if (!server) return '';
-  const name = `ztc_bench_${Date.now().toString(36)}`;
-  const client = new pg.Client({ connectionString: server });
-  await client.connect();
-  await client.query(`create database ${name}`);
-  await client.end();
-  const u = new URL(server);
-  u.pathname = `/${name}`;
-  return u.toString();
 }
 
 type Row = [string, string, string];
