@@ -9,6 +9,8 @@ export interface Profile {
   token: string;
   /** The controller's CA bundle, pinned at login. */
   caPem: string;
+  /** How this profile logs in again, when not with a password (e.g. `ztc login --identity FILE`). */
+  relogin?: string;
 }
 
 interface ProfileFile {

@@ -34,7 +34,7 @@ const parse = (text: string) => {
 };
 
 /** One HTTPS call that trusts exactly `caPem` (or nothing, when fetching the CA to pin it). */
-export function httpsCall(url: string, o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string> }): Promise<Reply> {
+export function httpsCall(url: string, o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string>; cert?: string; key?: string }): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
     const req = https.request(
@@ -42,6 +42,7 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
       {
         method: o.method ?? 'GET',
         ca: o.caPem,
+        ...(o.cert && o.key ? { cert: o.cert, key: o.key } : {}),
         rejectUnauthorized: !o.insecure,
         headers: {
           accept: 'application/json',
@@ -67,11 +68,15 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
 /** What to type to log in again, set when a remote transport opens (for the hint on a 401). */
 let loginAgain = 'ztc login URL -u USER';
 
+/** What to type to log in again with a profile's saved way of logging in. */
+export const reloginCommand = (profile: Profile, name?: string) =>
+  `${profile.relogin ?? `ztc login ${profile.url} -u ${profile.username}`}${name ? ` --profile ${name}` : ''}`;
+
 export class RemoteTransport implements Transport {
   readonly describe: string;
   constructor(private profile: Profile, name?: string) {
     this.describe = profile.url;
-    loginAgain = `ztc login ${profile.url} -u ${profile.username}${name ? ` --profile ${name}` : ''}`;
+    loginAgain = reloginCommand(profile, name);
   }
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
@@ -138,7 +143,7 @@ export async function openTransport(o: TargetOptions, progress?: Progress): Prom
   const profile = loadProfile(o.profile);
   if (!profile && o.profile) throw new CliError(missingProfile(o.profile));
   if (!profile) throw new CliError('Not logged in: run `ztc login <url> -u <user> -p <password>`, or pass --data-dir DIR to work on a local data dir');
-  if (!profile.token) throw new CliError(`Logged out of ${profile.url}: run \`ztc login ${profile.url} -u ${profile.username}\` again`);
+  if (!profile.token) throw new CliError(`Logged out of ${profile.url}: run \`${reloginCommand(profile, o.profile)}\` again`);
   return new RemoteTransport(profile, o.profile);
 }
 

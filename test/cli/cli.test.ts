@@ -205,7 +205,7 @@ describe('ztc against a running controller', () => {
     // Enrollment end to end: the admin makes a JWT, the device enrolls with it and gets an identity file.
     const jwtFile = path.join(home, 'dev-cli.jwt');
     const made = await ztc('identity', 'create', 'dev-cli', '--type', 'Device', '--enroll', 'ott', '-o', jwtFile);
-    expect(made.stdout).toMatch(/ott enrollment JWT written to .*dev-cli\.jwt/);
+    expect(made.stdout).toMatch(/ott enrollment: JWT written to .*dev-cli\.jwt/);
     expect(fs.statSync(jwtFile).mode & 0o777).toBe(0o600);
     const enrolled = await ztc('enroll', jwtFile);
     expect(enrolled.stderr).toBe('');

@@ -22,15 +22,25 @@ export function mfaCommand(): Command {
     const format = parseFormat(opts.output);
     await print((await remote(opts, async (t) => expectOk(await t.request('GET', BASE), 'Reading MFA')))?.data, format);
   });
-  targetOptions(cmd.command('enable').description('start enrollment: prints the provisioning URL and recovery codes; then run `ztc mfa verify CODE`')).action(async (opts: CommonOpts) => {
-    const format = parseFormat(opts.output);
-    const d = await remote(opts, async (t) => {
-      expectOk(await t.request('POST', BASE), 'Starting MFA enrollment');
-      return expectOk(await t.request('GET', BASE), 'Reading MFA')?.data as { provisioningUrl: string; recoveryCodes: string[] };
+  targetOptions(cmd.command('enable').description('start enrollment: shows a QR code for the authenticator app and the recovery codes; then run `ztc mfa verify CODE`'))
+    .option('--qr <file>', 'also write the QR code as a PNG image to this file')
+    .action(async (opts: CommonOpts & { qr?: string }) => {
+      const format = parseFormat(opts.output);
+      const d = await remote(opts, async (t) => {
+        expectOk(await t.request('POST', BASE), 'Starting MFA enrollment');
+        return expectOk(await t.request('GET', BASE), 'Reading MFA')?.data as { provisioningUrl: string; recoveryCodes: string[] };
+      });
+      // The QR code is drawn here from the provisioning URL: no second request, and the same picture.
+      const { default: QRCode } = await import('qrcode');
+      if (opts.qr) await QRCode.toFile(opts.qr, d.provisioningUrl, { type: 'png', margin: 2, scale: 6 });
+      if (format !== 'table') return print(opts.qr ? { ...d, qrFile: opts.qr } : d, format);
+      // A terminal gets colours for contrast; a pipe or file gets plain block characters.
+      const qr = await QRCode.toString(d.provisioningUrl, { type: process.stdout.isTTY ? 'terminal' : 'utf8', small: true });
+      process.stdout.write(
+        `Scan this with your authenticator app${opts.qr ? ` (also saved as ${opts.qr})` : ''}, or enter the URL by hand:\n${qr}  ${d.provisioningUrl}\n` +
+          `Recovery codes (keep them safe; each works once instead of a code):\n  ${d.recoveryCodes.join(' ')}\nThen confirm with: ztc mfa verify CODE\n`,
+      );
     });
-    if (format !== 'table') return print(d, format);
-    process.stdout.write(`Add this to your authenticator app (or scan GET ${BASE}/qr-code):\n  ${d.provisioningUrl}\nRecovery codes (keep them safe):\n  ${d.recoveryCodes.join(' ')}\nThen confirm with: ztc mfa verify CODE\n`);
-  });
   targetOptions(cmd.command('verify').description('finish enrollment with a code from the app')).argument('<code>').action(async (code: string, opts: CommonOpts) => {
     await remote(opts, async (t) => expectOk(await t.request('POST', `${BASE}/verify`, { code }), 'Verifying MFA'));
     process.stdout.write('MFA enabled\n');

@@ -75,29 +75,44 @@ export async function identityCommand(): Promise<Command> {
 function identityResourceCommand(identities: CliResource): Command {
   return resourceCommand(identities, { type: 'User', isAdmin: false }, {
     createOptions: (c) => {
-      c.addOption(new Option('--enroll <method>', 'start an enrollment and print its JWT (with -o FILE.jwt: write it there)').choices(['ott', 'updb']));
+      c.addOption(new Option('--enroll <method>', 'the enrollment to start, as upstream\'s CLI does: ott (a certificate), updb (a password; see --username) or none').choices(['ott', 'updb', 'none']).default('ott'));
+      c.option('--jwt-output-file <file>', 'write the enrollment JWT to this file (0600); -o FILE.jwt does the same');
       c.option('--username <name>', 'the username of a updb enrollment (default: the identity name)');
     },
-    onCreated: async (t: Transport, id: string, opts: Record<string, unknown>) => {
-      const method = opts.enroll as string | undefined;
-      const out = opts.output as string | undefined;
-      if (!method) {
-        if (out && !['table', 'json', 'yaml'].includes(out)) throw new CliError(`-o ${out}: use table, json or yaml (or --enroll with -o FILE.jwt)`);
+    onCreated: async (t: Transport, id: string, opts: Record<string, unknown>, note: string) => {
+      const method = opts.enroll as string;
+      const format = opts.output as string | undefined;
+      const out = (opts.jwtOutputFile as string | undefined) ?? (format && !['table', 'json', 'yaml'].includes(format) ? format : undefined);
+      if (method === 'none') {
+        if (out) throw new CliError(`${opts.jwtOutputFile ? '--jwt-output-file' : `-o ${out}`} writes an enrollment JWT, and --enroll none starts none: drop one of them`);
         return false;
       }
-      const name = (expectOk(await t.request('GET', `${API}/identities/${id}`), 'Reading the new identity')?.data as { name: string }).name;
-      const body = { identityId: id, method, expiresAt: inMinutes(180), ...(method === 'updb' ? { username: (opts.username as string) ?? name } : {}) };
+      const identity = expectOk(await t.request('GET', `${API}/identities/${id}`), 'Reading the new identity')?.data as { name: string };
+      const username = method === 'updb' ? ((opts.username as string) ?? identity.name) : undefined;
+      const body = { identityId: id, method, expiresAt: inMinutes(180), ...(username ? { username } : {}) };
       const e = expectOk(await t.request('POST', `${API}/enrollments`, body), 'Creating the enrollment');
-      const jwt = (expectOk(await t.request('GET', `${API}/enrollments/${(e?.data as { id: string }).id}`), 'Reading the enrollment')?.data as { jwt: string }).jwt;
-      if (out && !['table', 'json', 'yaml'].includes(out)) {
-        fs.writeFileSync(out, jwt + '\n', { mode: 0o600 });
-        process.stdout.write(`created identity ${id}; ${method} enrollment JWT written to ${out}\nnext: ztc enroll ${out}\n`);
+      const enrollment = expectOk(await t.request('GET', `${API}/enrollments/${(e?.data as { id: string }).id}`), 'Reading the enrollment')?.data as { jwt: string; expiresAt: string };
+      const then = username ? `; then log in with: ztc login URL -u ${username}` : '';
+      if (out) {
+        fs.writeFileSync(out, enrollment.jwt + '\n', { mode: 0o600 });
+        if (format === 'json' || format === 'yaml') return print({ ...identity, enrollment: { method, expiresAt: enrollment.expiresAt, jwtFile: out } }, format).then(() => true);
+        process.stdout.write(`created identity ${id}${note}\n${method} enrollment${username ? ` for username '${username}'` : ''}: JWT written to ${out} (expires ${enrollment.expiresAt})\nnext: ztc enroll ${out}${then}\n`);
+      } else if (format === 'json' || format === 'yaml') {
+        await print({ ...identity, enrollment: { method, expiresAt: enrollment.expiresAt, jwt: enrollment.jwt } }, format);
       } else {
-        process.stdout.write(`created identity ${id}\n${jwt}\n`);
+        process.stdout.write(`created identity ${id}${note}\n${method} enrollment${username ? ` for username '${username}'` : ''} (expires ${enrollment.expiresAt}); save the JWT below as FILE.jwt and run \`ztc enroll FILE.jwt\`${then}, or use --jwt-output-file FILE.jwt next time:\n${enrollment.jwt}\n`);
       }
       return true;
     },
   });
+}
+
+/** A new password, typed twice without echo. */
+async function newPassword(): Promise<string> {
+  const { askSecret } = await import('../prompt.js');
+  const first = await askSecret('New password: ');
+  if (first !== (await askSecret('Again: '))) throw new CliError('The two passwords differ: nothing was changed, run the command again');
+  return first;
 }
 
 export function enrollCommand(): Command {
@@ -129,8 +144,9 @@ export function enrollCommand(): Command {
       }
       const token = String(claims.jti);
       if (claims.em === 'updb') {
-        if (!opts.password) throw new CliError('A updb enrollment needs --password');
-        expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/updb?token=${encodeURIComponent(token)}`, { method: 'POST', caPem, body: { password: opts.password } }), 'Enrollment');
+        const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await newPassword() : undefined);
+        if (!password) throw new CliError('A updb enrollment sets a password: pass --password (or ZTC_PASSWORD), or run in a terminal to be asked');
+        expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/updb?token=${encodeURIComponent(token)}`, { method: 'POST', caPem, body: { password } }), 'Enrollment');
         process.stdout.write(`enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);
         return;
       }

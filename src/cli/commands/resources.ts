@@ -165,7 +165,7 @@ export async function resolveId(t: Transport, decl: CliResource, ref: string): P
 export function resourceCommand(
   decl: CliResource,
   defaults: Record<string, unknown> | (() => Record<string, unknown>) = {},
-  extend?: { createOptions?: (c: Command) => void; onCreated?: (t: Transport, id: string, opts: Record<string, unknown>) => Promise<boolean> },
+  extend?: { createOptions?: (c: Command) => void; onCreated?: (t: Transport, id: string, opts: Record<string, unknown>, note: string) => Promise<boolean> },
 ): Command {
   const noun = decl.name.replace(/ /g, '-');
   const cmd = new Command(noun).description(decl.description);
@@ -237,12 +237,13 @@ export function resourceCommand(
         const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...(await read(opts, t)), ...(named ? { name: args[0] } : {}) };
         const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
         const data = created?.data as { id: string };
-        if (extend?.onCreated && (await extend.onCreated(t, data.id, opts))) return;
         // Say which values the CLI chose, so `identity create` without --type is no surprise.
         const chosen = Object.entries(body)
           .filter(([k, v]) => defaultKeys.includes(k) && opts[camel(kebab(k))] === undefined && k in (schema.properties ?? {}) && v !== null && typeof v !== 'object')
           .map(([k, v]) => `--${kebab(k)} ${String(v)}`);
-        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}${chosen.length ? ` (not given, so: ${chosen.join(', ')})` : ''}\n`);
+        const note = chosen.length ? ` (not given, so: ${chosen.join(', ')})` : '';
+        if (extend?.onCreated && (await extend.onCreated(t, data.id, opts, note))) return;
+        if (format === 'table') process.stdout.write(`created ${decl.name} ${data.id}${note}\n`);
         else await print(data, format);
       });
     });

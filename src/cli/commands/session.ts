@@ -1,8 +1,9 @@
 // ztc login / logout.
 import { createHash } from 'node:crypto';
-import readline from 'node:readline';
+import fs from 'node:fs';
 import { Command } from 'commander';
 import forge from 'node-forge';
+import { ask, askSecret } from '../prompt.js';
 import { forgetToken, loadProfile, missingProfile, saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, openTransport } from '../transport.js';
 
@@ -16,47 +17,109 @@ export function certsFromPkcs7(b64: string): string[] {
 const sha256 = (pem: string) =>
   createHash('sha256').update(Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(forge.pki.certificateFromPem(pem))).getBytes(), 'binary')).digest('hex').match(/../g)!.join(':');
 
-async function ask(question: string): Promise<string> {
-  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+interface LoginOpts {
+  username: string;
+  password?: string;
+  mfaCode?: string;
+  cert?: string;
+  key?: string;
+  identity?: string;
+  extJwt?: string;
+  yes?: boolean;
+  profile: string;
+  use?: boolean;
+}
+
+/** An identity file written by `ztc enroll` (or an OpenZiti SDK): its controller, key, certificate and CA. */
+function readIdentityFile(file: string): { base: string; cert: string; key: string; caPem: string } {
+  let parsed: { ztAPI?: string; id?: { key?: string; cert?: string; ca?: string } };
   try {
-    return await new Promise((resolve) => rl.question(question, resolve));
-  } finally {
-    rl.close();
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new CliError(`${file} is not an identity file (${(e as Error).message}): make one with \`ztc enroll FILE.jwt\``);
+  }
+  const pem = (v: string | undefined, what: string) => {
+    if (!v?.startsWith('pem:')) throw new CliError(`${file} has no ${what} in PEM form (id.${what} should start with "pem:")`);
+    return v.slice(4);
+  };
+  if (!parsed.ztAPI) throw new CliError(`${file} names no controller (ztAPI)`);
+  return { base: baseUrl(parsed.ztAPI), key: pem(parsed.id?.key, 'key'), cert: pem(parsed.id?.cert, 'cert'), caPem: pem(parsed.id?.ca, 'ca') };
+}
+
+const baseUrl = (url: string) => url.replace(/\/+$/, '').replace(/\/edge\/(client|management)\/v1$/, '');
+
+/** Trust on first use: fetch the CA store without verification, show its fingerprint, then pin it. */
+async function pinControllerCa(base: string, yes?: boolean): Promise<string> {
+  const cas = await httpsCall(`${base}/.well-known/est/cacerts`, { insecure: true, headers: { accept: 'application/pkcs7-mime' } });
+  if (cas.status !== 200) throw new CliError(`${base} did not serve its CA store (HTTP ${cas.status}): is this a ztc or OpenZiti controller?`);
+  const pems = certsFromPkcs7(cas.text);
+  if (!pems.length) throw new CliError(`${base} served an empty CA store`);
+  const root = pems[pems.length - 1];
+  const subject = forge.pki.certificateFromPem(root).subject.getField('CN')?.value ?? '(no name)';
+  if (!yes) {
+    if (!process.stdin.isTTY) throw new CliError(`Controller CA '${subject}' (SHA-256 ${sha256(root)}) is not trusted yet: check the fingerprint and pass --yes`);
+    const answer = await ask(`Controller CA '${subject}'\n  SHA-256 ${sha256(root)}\nTrust it for ${base}? [y/N] `);
+    if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('Not trusted: nothing saved');
+  }
+  return pems.join('');
+}
+
+/** The second factor, when the session asks for one: a TOTP code or a recovery code. */
+async function completeMfa(base: string, caPem: string, token: string, code: string | undefined, tls: { cert?: string; key?: string }) {
+  if (!code) {
+    if (!process.stdin.isTTY) throw new CliError('This identity needs MFA: pass --mfa-code CODE (a code from the authenticator app, or a recovery code)');
+    code = (await ask('MFA code (or a recovery code): ')).trim();
+  }
+  const r = await httpsCall(`${base}/edge/management/v1/authenticate/mfa`, { method: 'POST', caPem, ...tls, body: { code }, headers: { 'zt-session': token } });
+  if (r.status !== 200) {
+    const e = r.json?.error;
+    throw new CliError(`MFA failed: ${e?.message ?? `HTTP ${r.status}`}${e ? ` [${e.code}]` : ''}: check the device's clock, or use one of the recovery codes`);
   }
 }
 
 export function loginCommand(): Command {
   return new Command('login')
     .description('log in to a controller and save the session as a profile (the controller CA is pinned)')
-    .argument('<url>', 'controller address, e.g. https://ctrl.example.com:1280')
+    .argument('[url]', 'controller address, e.g. https://ctrl.example.com:1280 (not needed with --identity)')
     .option('-u, --username <name>', 'username', 'admin')
     .option('-p, --password <password>', 'password (env ZTC_PASSWORD; asked for when absent)')
+    .option('--mfa-code <code>', 'TOTP code or recovery code, when the identity has MFA (asked for on a terminal)')
+    .option('--cert <file>', 'log in with this client certificate (PEM; with --key)')
+    .option('--key <file>', 'the private key of --cert (PEM)')
+    .option('--identity <file>', 'log in with an identity file written by `ztc enroll`')
+    .option('--ext-jwt <token>', 'log in with a JWT from an external identity provider (a configured external JWT signer)')
     .option('-y, --yes', 'trust the controller CA without asking')
     .option('--profile <name>', 'profile name to save under', 'default')
     .option('--use', 'make this the current profile (a new name does not take over otherwise, unless none is current)')
-    .action(async (url: string, opts: { username: string; password?: string; yes?: boolean; profile: string; use?: boolean }) => {
-      const base = url.replace(/\/+$/, '').replace(/\/edge\/(client|management)\/v1$/, '');
+    .action(async (url: string | undefined, opts: LoginOpts) => {
+      const ways = [opts.identity && '--identity', (opts.cert || opts.key) && '--cert/--key', opts.extJwt && '--ext-jwt', opts.password && '--password'].filter(Boolean);
+      if (ways.length > 1) throw new CliError(`Choose one way to log in: ${ways.join(' or ')}`);
+      if (!!opts.cert !== !!opts.key) throw new CliError('--cert and --key go together: the certificate and its private key');
+      const fromFile = opts.identity ? readIdentityFile(opts.identity) : undefined;
+      if (!url && !fromFile) throw new CliError('Which controller? ztc login https://HOST:PORT (or --identity FILE, which names it)');
+      const base = url ? baseUrl(url) : fromFile!.base;
       if (!/^https:\/\//.test(base)) throw new CliError(`The controller URL must start with https:// (got ${url})`);
-      // Trust on first use: fetch the CA store without verification, show its fingerprint, then pin it.
-      const cas = await httpsCall(`${base}/.well-known/est/cacerts`, { insecure: true, headers: { accept: 'application/pkcs7-mime' } });
-      if (cas.status !== 200) throw new CliError(`${base} did not serve its CA store (HTTP ${cas.status}): is this a ztc or OpenZiti controller?`);
-      const pems = certsFromPkcs7(cas.text);
-      if (!pems.length) throw new CliError(`${base} served an empty CA store`);
-      const root = pems[pems.length - 1];
-      const subject = forge.pki.certificateFromPem(root).subject.getField('CN')?.value ?? '(no name)';
-      if (!opts.yes) {
-        if (!process.stdin.isTTY) throw new CliError(`Controller CA '${subject}' (SHA-256 ${sha256(root)}) is not trusted yet: check the fingerprint and pass --yes`);
-        const answer = await ask(`Controller CA '${subject}'\n  SHA-256 ${sha256(root)}\nTrust it for ${base}? [y/N] `);
-        if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('Not trusted: nothing saved');
+      const caPem = fromFile && !url ? fromFile.caPem : await pinControllerCa(base, opts.yes);
+      const tls = fromFile ? { cert: fromFile.cert, key: fromFile.key } : opts.cert ? { cert: fs.readFileSync(opts.cert, 'utf8'), key: fs.readFileSync(opts.key!, 'utf8') } : {};
+      const authUrl = `${base}/edge/management/v1/authenticate`;
+      let reply;
+      let relogin: string | undefined;
+      if (tls.cert) {
+        reply = await httpsCall(`${authUrl}?method=cert`, { method: 'POST', caPem, ...tls, body: {} });
+        relogin = opts.identity ? `ztc login --identity ${opts.identity}` : `ztc login ${base} --cert ${opts.cert} --key ${opts.key}`;
+      } else if (opts.extJwt) {
+        reply = await httpsCall(`${authUrl}?method=ext-jwt`, { method: 'POST', caPem, body: {}, headers: { authorization: `Bearer ${opts.extJwt}` } });
+        relogin = `ztc login ${base} --ext-jwt TOKEN`;
+      } else {
+        const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await askSecret('Password: ') : undefined);
+        if (!password) throw new CliError('No password: pass -p, set ZTC_PASSWORD, or run in a terminal to be asked');
+        reply = await httpsCall(`${authUrl}?method=password`, { method: 'POST', caPem, body: { username: opts.username, password } });
       }
-      const caPem = pems.join('');
-      const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await ask('Password: ') : undefined);
-      if (!password) throw new CliError('No password: pass -p, set ZTC_PASSWORD, or run in a terminal to be asked');
-      const reply = await httpsCall(`${base}/edge/management/v1/authenticate?method=password`, { method: 'POST', caPem, body: { username: opts.username, password } });
-      const body = expectOk(reply, 'Login');
-      const token = (body?.data as { token: string }).token;
-      const current = saveProfile(opts.profile, { url: base, username: opts.username, token, caPem }, opts.use);
-      process.stdout.write(`logged in to ${base} as ${opts.username} (profile ${opts.profile})\n`);
+      const session = expectOk(reply, 'Login')?.data as { token: string; identity?: { name?: string }; authQueries?: { typeId?: string }[] };
+      if (session.authQueries?.some((q) => q.typeId === 'MFA')) await completeMfa(base, caPem, session.token, opts.mfaCode, tls);
+      const who = tls.cert || opts.extJwt ? (session.identity?.name ?? 'identity') : opts.username;
+      const current = saveProfile(opts.profile, { url: base, username: who, token: session.token, caPem, ...(relogin ? { relogin } : {}) }, opts.use);
+      process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
       process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
     });
 }
