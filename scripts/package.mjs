@@ -2,7 +2,7 @@
 // npm run package: dist/ztc, one file that runs `serve` and every subcommand without Node or
 // node_modules. Offline: esbuild bundles the program, Node's single-executable support embeds it
 // (and the better-sqlite3 addon) into a copy of this node binary with postject.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -77,6 +77,14 @@ step('injecting it into a copy of node');
 const exe = path.join(root, 'dist', 'ztc');
 fs.copyFileSync(process.execPath, exe);
 fs.chmodSync(exe, 0o755);
-execFileSync(path.join(root, 'node_modules/.bin/postject'), [exe, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { stdio: ['ignore', 'ignore', 'inherit'] });
+const injected = spawnSync(path.join(root, 'node_modules/.bin/postject'), [exe, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { encoding: 'utf8' });
+// postject warns about every ELF note section it cannot name ("Can't find string offset for section
+// name ..."), which is harmless on Linux: show its output only when it fails, or what it says besides.
+const notes = (injected.stdout + injected.stderr).split('\n').filter((l) => l.trim() && !/Can't find string offset for section name|^(Start injection|Injection done|💉)/.test(l.trim()));
+if (injected.status !== 0) {
+  process.stderr.write(injected.stdout + injected.stderr);
+  throw new Error(`postject failed (exit ${injected.status})`);
+}
+if (notes.length) process.stderr.write(notes.join('\n') + '\n');
 const mb = (fs.statSync(exe).size / 1048576).toFixed(1);
 step(`done: ${path.relative(process.cwd(), exe)} (${mb} MB)`);

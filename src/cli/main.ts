@@ -44,6 +44,8 @@ export async function main(argv = process.argv) {
     if (err.code === 'EPIPE') process.exit(0);
     throw err;
   });
+  // Called by the completion scripts on every TAB: no command tree, no help, never an error.
+  if (argv[2] === '__names') return (await import('./complete-names.js')).printNames(argv[3]);
   try {
     await (await program(argv)).parseAsync(argv);
   } catch (err) {

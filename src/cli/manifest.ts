@@ -103,9 +103,14 @@ function readManifest(): Manifest | undefined {
   }
 }
 
-export async function cliResource(plural: string): Promise<CliResource> {
+/** The manifest written at build time (or, in tests before a build, made from the declarations). */
+export function manifest(): Promise<Manifest> {
   loaded ??= Promise.resolve(readManifest()).then((m) => m ?? buildManifest());
-  const r = (await loaded)[plural];
+  return loaded;
+}
+
+export async function cliResource(plural: string): Promise<CliResource> {
+  const r = (await manifest())[plural];
   if (!r) throw new Error(`no resource declaration for '${plural}'`);
   return r;
 }

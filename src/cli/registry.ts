@@ -26,7 +26,7 @@ export const COMMANDS: CommandEntry[] = [
     description: 'start a controller (first run: new data dir, admin, sample identity and its enrollment JWT) and log this CLI in',
     load: async () => (await import('./commands/quickstart.js')).quickstartCommand(),
   },
-  { name: 'login', usage: '[options] <url>', description: 'log in to a controller and save the session as a profile (the controller CA is pinned)', load: async () => (await import('./commands/session.js')).loginCommand() },
+  { name: 'login', usage: '[options] [url]', description: 'log in to a controller and save the session as a profile (the controller CA is pinned)', load: async () => (await import('./commands/session.js')).loginCommand() },
   { name: 'logout', usage: '[options]', description: 'end the saved session and forget its token', load: async () => (await import('./commands/session.js')).logoutCommand() },
   { name: 'profile', description: 'saved logins: list them, show or change the current one, delete one', load: async () => (await import('./commands/profile.js')).profileCommand() },
   { name: 'version', usage: '[options]', description: 'versions of this program and of the controller', load: async () => (await import('./commands/version.js')).versionCommand() },

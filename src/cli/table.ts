@@ -4,13 +4,30 @@
 const at = (row: unknown, path: string): unknown =>
   path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), row);
 
+/**
+ * A column as a resource declares it: `path`, `label=path`, alternatives `label=a|b` (the first
+ * present wins), and `path@plural` for ids the list command turns into names of that resource.
+ */
+export interface Column { label: string; paths: string[]; names?: string }
+
+export function parseColumn(spec: string): Column {
+  const eq = spec.indexOf('=');
+  const label = eq > 0 ? spec.slice(0, eq) : undefined;
+  const [body, names] = spec.slice(eq + 1).split('@');
+  const paths = body.split('|');
+  return { label: label ?? paths[0], paths, ...(names ? { names } : {}) };
+}
+
+const value = (row: unknown, c: Column) => c.paths.map((p) => at(row, p)).find((v) => v !== undefined && v !== null && v !== '');
+
 /** One value as a person reads it: references by name, lists joined, objects as k=v without links. */
 export function cell(v: unknown): string {
   if (v === undefined || v === null) return '';
   if (Array.isArray(v)) return v.map(cell).join(', ');
   if (typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    if (typeof o.name === 'string' && ('id' in o || 'entity' in o || '_links' in o)) return o.name;
+    // References ({id, name, _links}) and role display entries ({role, name}) read as their name.
+    if (typeof o.name === 'string' && ('id' in o || 'entity' in o || '_links' in o || 'role' in o)) return o.name;
     return Object.entries(o)
       .filter(([k]) => k !== '_links')
       .map(([k, x]) => `${k}=${x && typeof x === 'object' && !Array.isArray(x) ? `{${cell(x)}}` : cell(x)}`)
@@ -19,7 +36,12 @@ export function cell(v: unknown): string {
   return String(v);
 }
 
-const header = (path: string) => path.split('.').slice(-2).join(' ').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
+/** 'service.name' → SERVICE, 'identityRolesDisplay' → IDENTITY ROLES, 'primary.updb.allowed' → UPDB ALLOWED. */
+const header = (label: string) => {
+  const parts = label.replace(/Display$/, '').split('.');
+  if (parts.length > 1 && parts.at(-1) === 'name') parts.pop();
+  return parts.slice(-2).join(' ').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
+};
 
 const cut = (s: string, width: number) => (s.length <= width ? s : width <= 1 ? '…'.slice(0, width) : s.slice(0, width - 1) + '…');
 
@@ -29,10 +51,11 @@ const terminalWidth = () => (process.stdout.isTTY && process.stdout.columns ? pr
 const GAP = 2;
 const MAX_CELL = 60;
 
-export function renderTable(rows: unknown[], columns: string[], width = terminalWidth()): string {
+export function renderTable(rows: unknown[], specs: string[], width = terminalWidth()): string {
   if (!rows.length) return '(none)';
-  const text = rows.map((r) => columns.map((c) => cell(at(r, c)).replace(/\s*\n\s*/g, ' ')));
-  const heads = columns.map(header);
+  const columns = specs.map(parseColumn);
+  const text = rows.map((r) => columns.map((c) => cell(value(r, c)).replace(/\s*\n\s*/g, ' ')));
+  const heads = columns.map((c) => header(c.label));
   const widths = columns.map((_, i) => Math.min(MAX_CELL, Math.max(heads[i].length, ...text.map((t) => t[i].length))));
   // Too wide for the terminal: narrow the widest column, one character at a time.
   const total = () => widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1);

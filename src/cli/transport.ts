@@ -34,7 +34,8 @@ const parse = (text: string) => {
 };
 
 /** One HTTPS call that trusts exactly `caPem` (or nothing, when fetching the CA to pin it). */
-export function httpsCall(url: string, o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string>; cert?: string; key?: string }): Promise<Reply> {
+export function httpsCall(url: string, o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string>; cert?: string; key?: string; timeoutMs?: number }): Promise<Reply> {
+  const timeout = o.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
     const req = https.request(
@@ -49,7 +50,7 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
           ...(payload !== undefined ? { 'content-type': typeof o.body === 'string' ? 'text/plain' : 'application/json' } : {}),
           ...o.headers,
         },
-        timeout: 30_000,
+        timeout,
       },
       (res) => {
         let text = '';
@@ -58,7 +59,7 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text) }));
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 30 s`)));
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeout / 1000} s`)));
     req.on('error', (err) => reject(new CliError(`cannot reach ${url}: ${err.message}`)));
     if (payload !== undefined) req.write(payload);
     req.end();

@@ -34,7 +34,7 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     const first = await ztc('identity', 'list', '-d', dir);
     expect(first.code).toBe(0);
     expect(first.stderr).toMatch(/default admin 'admin', password \S{8,}/);
-    expect(first.stdout).toMatch(/^ID\s+NAME\s+TYPE ID\s+IS ADMIN/m);
+    expect(first.stdout).toMatch(/^ID\s+NAME\s+TYPE\s+IS ADMIN/m);
     expect(first.stdout).toMatch(/Default Admin\s+User\s+true/);
     expect(first.stdout).toMatch(/1-1 of 1/);
     const second = await ztc('identity', 'list', '-d', dir);

@@ -146,6 +146,35 @@ export async function resolveRef(t: Transport, plural: string, ref: string, what
   throw new CliError(rows.length ? `${prefix}more than one ${one} is named '${ref}': use its id` : `${prefix}no ${one} has the id or name '${ref}': see \`ztc ${one.replace(/ /g, '-')} list\``);
 }
 
+/**
+ * For a table: the columns declared `path@plural` hold ids of another resource; show their names,
+ * with one request per referenced resource for the whole page. Ids that are gone stay as they are.
+ */
+export async function namesForIds<T>(t: Transport, rows: T[], columns: string[]): Promise<T[]> {
+  const { parseColumn } = await import('../table.js');
+  let out = rows;
+  for (const c of columns.map(parseColumn)) {
+    if (!c.names) continue;
+    const field = c.paths[0];
+    const idsOf = (r: T) => ([] as unknown[]).concat((r as Record<string, unknown>)[field] ?? []).filter((x): x is string => typeof x === 'string');
+    const ids = [...new Set(out.flatMap(idsOf))];
+    const names = new Map<string, string>();
+    for (let i = 0; i < ids.length; i += PAGE) {
+      const chunk = ids.slice(i, i + PAGE);
+      const q = new URLSearchParams({ filter: `id in [${chunk.map((id) => JSON.stringify(id)).join(',')}]`, limit: String(chunk.length) });
+      const found = await t.request('GET', `${API}/${c.names}?${q}`);
+      if (found.status !== 200) continue; // a name is a nicety: the id still says which one
+      for (const r of (found.json?.data as { id: string; name?: string }[]) ?? []) if (r.name) names.set(r.id, r.name);
+    }
+    out = out.map((r) => {
+      const v = (r as Record<string, unknown>)[field];
+      const name = (id: unknown) => (typeof id === 'string' ? names.get(id) ?? id : id);
+      return v === undefined ? r : { ...r, [field]: Array.isArray(v) ? v.map(name) : name(v) };
+    });
+  }
+  return out;
+}
+
 /** Accept an id or a unique name. */
 export async function resolveId(t: Transport, decl: CliResource, ref: string): Promise<string> {
   if (!decl.named) {
@@ -194,13 +223,17 @@ export function resourceCommand(
             const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
             return { rows: (body?.data as unknown[]) ?? [], p: body?.meta?.pagination as { offset: number; totalCount: number } | undefined };
           };
-          if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
-          const all: unknown[] = [];
-          for (;;) {
-            const r = await get(page(all.length, String(PAGE)));
-            all.push(...r.rows);
-            if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
-          }
+          const fetched = await (async () => {
+            if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
+            const all: unknown[] = [];
+            for (;;) {
+              const r = await get(page(all.length, String(PAGE)));
+              all.push(...r.rows);
+              if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
+            }
+          })();
+          // Scripts get the API's rows as they are; people get names where the API gives ids.
+          return format === 'table' ? { ...fetched, rows: await namesForIds(t, fetched.rows, decl.columns) } : fetched;
         });
         let footer: string | undefined;
         if (p) {
@@ -216,8 +249,11 @@ export function resourceCommand(
       .argument('<id-or-name>')
       .action(async (ref: string, opts: CommonOpts) => {
         const format = parseFormat(opts.output);
-        const body = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Reading ${decl.name} '${ref}'`));
-        await print(body?.data, format);
+        const data = await withTransport(opts, async (t) => {
+          const one = expectOk(await t.request('GET', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Reading ${decl.name} '${ref}'`)?.data;
+          return format === 'table' && one ? (await namesForIds(t, [one], decl.columns))[0] : one;
+        });
+        await print(data, format);
       });
   }
   if (has('create') && decl.create) {

@@ -130,7 +130,7 @@ export const enrollments = defineResource({
       .select(['i.name as identityName', 'c.name as caName', 'r.name as routerName', 'r.isEdge as routerIsEdge']) as never,
   toDetail: (r, ctx) => enrollmentDetailOf(r, ctx),
   toRow: async (input, _mode, tx, ctx) => enrollmentValues(tx, ctx, { ...(input as NewEnrollment), expiresAt: new Date(input.expiresAt) }),
-  cli: { columns: ['id', 'method', 'identity.name', 'username', 'expiresAt'] },
+  cli: { columns: ['id', 'method', 'for=identity.name|edgeRouter.name|transitRouter.name', 'username', 'expiresAt'] },
 });
 
 export const isExpired = (ctx: Ctx, r: { expiresAt: string }) => Date.parse(r.expiresAt) <= ctx.clock.now().getTime();

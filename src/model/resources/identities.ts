@@ -210,5 +210,5 @@ export const identities = defineResource({
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
     },
   },
-  cli: { columns: ['id', 'name', 'typeId', 'isAdmin', 'roleAttributes', 'authenticators.updb.username'] },
+  cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'roleAttributes', 'authenticators.updb.username'] },
 });

@@ -126,7 +126,7 @@ export const edgeRouterPolicies = policyResource({
   extraDetail: (r) => ({ isSystem: isSet(r.isSystem) }),
   extraFilterable: { isSystem: { column: 'e.is_system', type: 'boolean', sortable: true } },
   links: ['edge-routers', 'identities'],
-  cliColumns: ['id', 'name', 'semantic', 'identityRoles', 'edgeRouterRoles'],
+  cliColumns: ['id', 'name', 'semantic', 'identityRolesDisplay', 'edgeRouterRolesDisplay'],
 });
 
 export const serviceEdgeRouterPolicies = policyResource({
@@ -137,7 +137,7 @@ export const serviceEdgeRouterPolicies = policyResource({
   sides: { serviceRoles: 'service', edgeRouterRoles: 'edge-router' },
   kindOf: () => 'serp',
   links: ['edge-routers', 'services'],
-  cliColumns: ['id', 'name', 'semantic', 'serviceRoles', 'edgeRouterRoles'],
+  cliColumns: ['id', 'name', 'semantic', 'serviceRolesDisplay', 'edgeRouterRolesDisplay'],
 });
 
 export const servicePolicies = policyResource({
@@ -160,5 +160,5 @@ export const servicePolicies = policyResource({
     services: { column: 'e.id', type: 'set', members: { table: 'policy_members', owner: 'policy_id', value: 'entity_id', where: "side = 'service'" } },
   },
   links: ['identities', 'services', 'posture-checks'],
-  cliColumns: ['id', 'name', 'type', 'semantic', 'identityRoles', 'serviceRoles'],
+  cliColumns: ['id', 'name', 'type', 'semantic', 'identityRolesDisplay', 'serviceRolesDisplay', 'postureCheckRolesDisplay'],
 });

@@ -120,7 +120,7 @@ const declFor = (withPolicies: boolean) =>
       edgeRouters: ((r.routers as Row[]) ?? []).map(sessionRouter),
       ...(withPolicies ? { servicePolicies: r.servicePolicies ?? [] } : {}),
     }),
-    cli: { columns: ['id', 'type', 'service.name', 'identityId', 'apiSessionId', 'createdAt'] },
+    cli: { columns: ['id', 'type', 'service.name', 'identity=identityId@identities', 'apiSessionId', 'createdAt'] },
   });
 
 export const sessions = declFor(true);
