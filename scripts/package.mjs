@@ -80,7 +80,7 @@ fs.chmodSync(exe, 0o755);
 const injected = spawnSync(path.join(root, 'node_modules/.bin/postject'), [exe, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { encoding: 'utf8' });
 // postject warns about every ELF note section it cannot name ("Can't find string offset for section
 // name ..."), which is harmless on Linux: show its output only when it fails, or what it says besides.
-const notes = (injected.stdout + injected.stderr).split('\n').filter((l) => l.trim() && !/Can't find string offset for section name|^(Start injection|Injection done|💉)/.test(l.trim()));
+const notes = (injected.stdout + injected.stderr).replace(/\x1b\[[0-9;]*m/g, '').split('\n').filter((l) => l.trim() && !/Can't find string offset for section name|^(Start injection|Injection done|💉)/.test(l.trim()));
 if (injected.status !== 0) {
   process.stderr.write(injected.stdout + injected.stderr);
   throw new Error(`postject failed (exit ${injected.status})`);
