@@ -89,7 +89,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'controller', description: "Controllers serving this network's database, with their API addresses and certificates", load: resource('controllers') },
   { name: 'admin', description: 'recover administrator access on the controller host: reset a password, create an admin', load: async () => (await import('./commands/admin.js')).adminCommand() },
   { name: 'policy-advisor', description: 'why an identity can or cannot dial or bind a service: policies, edge routers, enrollment, posture, MFA', load: async () => (await import('./commands/policy-advisor.js')).policyAdvisorCommand() },
-  { name: 'pki', description: "the controller's certificates", load: async () => (await import('./commands/pki-status.js')).pkiCommand() },
+  { name: 'pki', description: "certificates: the controller's and those it issued, and a CA to try third-party CA auth with", load: async () => (await import('./commands/pki-status.js')).pkiCommand() },
   {
     name: 'status',
     usage: '[options]',

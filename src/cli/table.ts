@@ -6,19 +6,21 @@ const at = (row: unknown, path: string): unknown =>
 
 /**
  * A column as a resource declares it: `path`, `label=path`, alternatives `label=a|b` (the first
- * present wins), and `path@plural` for ids the list command turns into names of that resource.
+ * present wins), and `path@plural` for ids the list command turns into names of that resource
+ * (`label=path@plural/field` for another field of it), stored in the row under the label.
  */
-export interface Column { label: string; paths: string[]; names?: string }
+export interface Column { label: string; paths: string[]; ref?: { plural: string; field: string } }
 
 export function parseColumn(spec: string): Column {
   const eq = spec.indexOf('=');
   const label = eq > 0 ? spec.slice(0, eq) : undefined;
-  const [body, names] = spec.slice(eq + 1).split('@');
+  const [body, target] = spec.slice(eq + 1).split('@');
   const paths = body.split('|');
-  return { label: label ?? paths[0], paths, ...(names ? { names } : {}) };
+  const [plural, field] = (target ?? '').split('/');
+  return { label: label ?? paths[0], paths, ...(target ? { ref: { plural, field: field ?? 'name' } } : {}) };
 }
 
-const value = (row: unknown, c: Column) => c.paths.map((p) => at(row, p)).find((v) => v !== undefined && v !== null && v !== '');
+const value = (row: unknown, c: Column) => (c.ref ? [c.label] : c.paths).map((p) => at(row, p)).find((v) => v !== undefined && v !== null && v !== '');
 
 /** One value as a person reads it: references by name, lists joined, objects as k=v without links. */
 export function cell(v: unknown): string {

@@ -110,19 +110,25 @@ function withoutBlanks(decl: ResourceDecl, body: Row, mode: WriteMode): Row {
 export async function createResource(ctx: Ctx, decl: ResourceDecl, raw: Row) {
   const body = withoutBlanks(decl, raw, 'create');
   const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, 'create', ctx) : body;
-  return writeTx(ctx, async (tx) => {
-    const now = iso(ctx.clock.now());
-    const id = newId();
-    const values = decl.toRow ? await decl.toRow(input, 'create', tx, ctx) : {};
-    await tx
-      .insertInto(decl.table)
-      .values({ id, createdAt: now, updatedAt: now, ...tagsColumn(input, 'create'), ...values } as never)
-      .execute();
-    await indexEntity(tx, decl, id, input, 'create', ctx);
-    const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
-    await decl.hooks?.afterWrite?.(tx, id, ctx, input, 'create');
-    return { id, ...extra };
-  });
+  return writeTx(ctx, (tx) => createIn(tx, ctx, decl, input));
+}
+
+/**
+ * One create inside a transaction the caller holds (several writes that succeed or fail together).
+ * The input must already be valid for the create schema, and prepared when the declaration has a
+ * `prepare` hook (slow work that must not run inside a transaction).
+ */
+export async function createIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, input: Row, id = newId()): Promise<{ id: string } & Record<string, unknown>> {
+  const now = iso(ctx.clock.now());
+  const values = decl.toRow ? await decl.toRow(input, 'create', tx, ctx) : {};
+  await tx
+    .insertInto(decl.table)
+    .values({ id, createdAt: now, updatedAt: now, ...tagsColumn(input, 'create'), ...values } as never)
+    .execute();
+  await indexEntity(tx, decl, id, input, 'create', ctx);
+  const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
+  await decl.hooks?.afterWrite?.(tx, id, ctx, input, 'create');
+  return { id, ...extra };
 }
 
 export async function updateResource(
@@ -176,14 +182,17 @@ async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, m
 }
 
 export async function deleteResource(ctx: Ctx, decl: ResourceDecl, id: string) {
-  await writeTx(ctx, async (tx) => {
-    const existing = await findRow(ctx, decl, id, tx);
-    if (!existing) throw notFound(decl.name, id);
-    await decl.hooks?.beforeDelete?.(tx, existing, ctx);
-    await unindexEntity(tx, id);
-    await forgetEntity(tx, id);
-    if (decl.touchesServices || decl.policySide) await touchServices(tx, ctx);
-    const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
-    if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
-  });
+  await writeTx(ctx, (tx) => deleteIn(tx, ctx, decl, id));
+}
+
+/** One delete inside a transaction the caller holds. */
+export async function deleteIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string) {
+  const existing = await findRow(ctx, decl, id, tx);
+  if (!existing) throw notFound(decl.name, id);
+  await decl.hooks?.beforeDelete?.(tx, existing, ctx);
+  await unindexEntity(tx, id);
+  await forgetEntity(tx, id);
+  if (decl.touchesServices || decl.policySide) await touchServices(tx, ctx);
+  const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
+  if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
 }

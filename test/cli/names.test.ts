@@ -38,7 +38,7 @@ describe('names in tables', { timeout: 180_000 }, () => {
   });
 
   it("a service's configs and an enrollment's identity or router read as names", async () => {
-    expect(await run('service', 'list')).toMatch(/^\S+\s+web\s+true\s+web-intercept$/m);
+    expect(await run('service', 'list')).toMatch(/^\S+\s+web\s+true\s+web\.internal\s+web-intercept$/m);
     expect(await run('service', 'get', 'web')).toMatch(/^configs\s+web-intercept$/m);
     const enrollments = await run('enrollment', 'list');
     expect(enrollments).toMatch(/^ID\s+METHOD\s+FOR\s+USERNAME\s+EXPIRES AT$/m);

@@ -30,7 +30,7 @@ describe('table columns of the resource declarations', () => {
         const c = parseColumn(spec);
         // At least one alternative is a field; an enrollment is for an identity or a router.
         expect(c.paths.some((p) => hasPath(d.schemas.detail as Schema, p.split('.'))), `${d.plural}: ${spec}`).toBe(true);
-        if (c.names) expect(plurals.has(c.names), `${d.plural}: ${spec}`).toBe(true);
+        if (c.ref) expect(plurals.has(c.ref.plural), `${d.plural}: ${spec}`).toBe(true);
       }
     }
   });

@@ -48,7 +48,9 @@ export async function edgeRouterCommand(): Promise<Command> {
 }
 
 export async function serviceCommand(): Promise<Command> {
-  return resourceCommand(await cliResource('services'), { encryptionRequired: true });
+  const cmd = resourceCommand(await cliResource('services'), { encryptionRequired: true });
+  (await import('./expose.js')).addExposeCommands(cmd);
+  return cmd;
 }
 
 /** `ztc identity policy-advice` and `ztc identity service-configs`, added to the identity command. */

@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { parseFormat, print } from '../output.js';
 import { CliError, expectOk } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
+import { addPkiTools } from './pki-tools.js';
 import { withTransport } from './resources.js';
 
 const API = '/edge/management/v1';
@@ -23,7 +24,7 @@ interface PkiStatus {
 const warn = (lines: string[]) => lines.forEach((w) => process.stderr.write(`warning: ${w}\n`));
 
 export function pkiCommand(): Command {
-  const cmd = new Command('pki').description('the controller\'s certificates');
+  const cmd = new Command('pki').description("certificates: the controller's and those it issued, and a CA to try third-party CA auth with");
   targetOptions(cmd.command('status').description('every certificate the controller holds or issued (its own, trusted CAs, identities\' and routers\' certificates) with days left'))
     .option('--own', 'only the controller\'s own (root, intermediate, server, enrollment signer)')
     .option('--expiring <days>', 'only certificates with fewer days left than this')
@@ -41,6 +42,7 @@ export function pkiCommand(): Command {
       );
       warn(status.warnings);
     });
+  addPkiTools(cmd);
   return cmd;
 }
 

@@ -147,29 +147,37 @@ export async function resolveRef(t: Transport, plural: string, ref: string, what
 }
 
 /**
- * For a table: the columns declared `path@plural` hold ids of another resource; show their names,
- * with one request per referenced resource for the whole page. Ids that are gone stay as they are.
+ * For a table: the columns declared `path@plural[/field]` hold ids of another resource; show their
+ * names (or that field), with one request per column for the whole page, under the column's label.
+ * An id whose entity is not found shows as the id when names are asked for, and not at all otherwise.
  */
 export async function namesForIds<T>(t: Transport, rows: T[], columns: string[]): Promise<T[]> {
   const { parseColumn } = await import('../table.js');
   let out = rows;
   for (const c of columns.map(parseColumn)) {
-    if (!c.names) continue;
-    const field = c.paths[0];
-    const idsOf = (r: T) => ([] as unknown[]).concat((r as Record<string, unknown>)[field] ?? []).filter((x): x is string => typeof x === 'string');
-    const ids = [...new Set(out.flatMap(idsOf))];
-    const names = new Map<string, string>();
+    if (!c.ref) continue;
+    const { plural, field } = c.ref;
+    const source = c.paths[0];
+    const idsOf = (r: T) => ([] as unknown[]).concat((r as Record<string, unknown>)[source] ?? []).filter((x): x is string => typeof x === 'string');
+    // From the rows as the API gave them: an earlier column may have put names where the ids were.
+    const ids = [...new Set(rows.flatMap(idsOf))];
+    const found = new Map<string, unknown>();
     for (let i = 0; i < ids.length; i += PAGE) {
       const chunk = ids.slice(i, i + PAGE);
       const q = new URLSearchParams({ filter: `id in [${chunk.map((id) => JSON.stringify(id)).join(',')}]`, limit: String(chunk.length) });
-      const found = await t.request('GET', `${API}/${c.names}?${q}`);
-      if (found.status !== 200) continue; // a name is a nicety: the id still says which one
-      for (const r of (found.json?.data as { id: string; name?: string }[]) ?? []) if (r.name) names.set(r.id, r.name);
+      const reply = await t.request('GET', `${API}/${plural}?${q}`);
+      if (reply.status !== 200) continue; // a name is a nicety: the id still says which one
+      for (const r of (reply.json?.data as Record<string, unknown>[]) ?? []) {
+        const v = field.split('.').reduce<unknown>((x, k) => (x && typeof x === 'object' ? (x as Record<string, unknown>)[k] : undefined), r);
+        if (v !== undefined && v !== null) found.set(String(r.id), v);
+      }
     }
-    out = out.map((r) => {
-      const v = (r as Record<string, unknown>)[field];
-      const name = (id: unknown) => (typeof id === 'string' ? names.get(id) ?? id : id);
-      return v === undefined ? r : { ...r, [field]: Array.isArray(v) ? v.map(name) : name(v) };
+    const shown = (id: string) => found.get(id) ?? (field === 'name' ? id : undefined);
+    out = out.map((r, i) => {
+      const v = (rows[i] as Record<string, unknown>)[source];
+      if (v === undefined || v === null) return r;
+      const resolved = Array.isArray(v) ? v.flatMap((id) => [shown(String(id))].flat().filter((x) => x !== undefined)) : shown(String(v));
+      return { ...r, [c.label]: resolved };
     });
   }
   return out;

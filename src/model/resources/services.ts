@@ -184,7 +184,7 @@ export const services = defineResource({
       if (wanted.length) await tx.insertInto('serviceConfigs').values(wanted.map((w) => ({ serviceId: id, ...w }))).execute();
     },
   },
-  cli: { columns: ['id', 'name', 'encryptionRequired', 'roleAttributes', 'configs@configs'] },
+  cli: { columns: ['id', 'name', 'encryptionRequired', 'roleAttributes', 'intercepts=configs@configs/data.addresses', 'configs@configs'] },
 });
 
 /** The services declaration as one caller sees it. */
