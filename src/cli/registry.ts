@@ -96,6 +96,18 @@ export const COMMANDS: CommandEntry[] = [
     description: "the controller's version and health: warns 30 days before any of its own certificates expires",
     load: async () => (await import('./commands/pki-status.js')).statusCommand(),
   },
+  {
+    name: 'export',
+    usage: '[options]',
+    description: 'write the whole network model (references by name, no ids, no secrets) as YAML, or JSON with -o json',
+    load: async () => (await import('./commands/model.js')).exportCommand(),
+  },
+  {
+    name: 'import',
+    usage: '[options] <file>',
+    description: 'make the controller match a model file from ztc export, in one transaction; prints the plan as a diff',
+    load: async () => (await import('./commands/model.js')).importCommand(),
+  },
   { name: 'db', description: 'database maintenance: snapshots and integrity checks', load: async () => (await import('./commands/db.js')).dbCommand() },
   {
     name: 'api',

@@ -146,20 +146,25 @@ export async function updateResource(
   const prepared = decl.hooks?.prepare ? await decl.hooks.prepare(body, mode, ctx) : body;
   await writeTx(ctx, async (tx) => {
     if (edits) await lockRow(tx, ctx.store.dialect.name, decl.table, id);
-    const existing = await findRow(ctx, decl, id, tx);
-    if (!existing) throw notFound(decl.name, id);
-    await check?.(existing);
-    // Role attribute and tag edits (our extension) become whole lists from the row as it is now.
-    const input = edits ? applySetEdits(decl, prepared, existing) : prepared;
-    const values = decl.toRow ? await decl.toRow(input, mode, tx, ctx, existing) : {};
-    await tx
-      .updateTable(decl.table)
-      .set({ updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values } as never)
-      .where('id', '=', id)
-      .execute();
-    await indexEntity(tx, decl, id, input, mode, ctx);
-    await decl.hooks?.afterWrite?.(tx, id, ctx, input, mode);
+    await updateIn(tx, ctx, decl, id, prepared, mode, check, edits);
   });
+}
+
+/** One update inside a transaction the caller holds (input validated, and prepared as for createIn). */
+export async function updateIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string, prepared: Row, mode: 'update' | 'patch', check?: (existing: Row) => void | Promise<void>, edits = false) {
+  const existing = await findRow(ctx, decl, id, tx);
+  if (!existing) throw notFound(decl.name, id);
+  await check?.(existing);
+  // Role attribute and tag edits (our extension) become whole lists from the row as it is now.
+  const input = edits ? applySetEdits(decl, prepared, existing) : prepared;
+  const values = decl.toRow ? await decl.toRow(input, mode, tx, ctx, existing) : {};
+  await tx
+    .updateTable(decl.table)
+    .set({ updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values } as never)
+    .where('id', '=', id)
+    .execute();
+  await indexEntity(tx, decl, id, input, mode, ctx);
+  await decl.hooks?.afterWrite?.(tx, id, ctx, input, mode);
 }
 
 /**

@@ -56,6 +56,16 @@ describe('ztc admin', { timeout: 120_000 }, () => {
     const second = /password of 'ops-admin': (\S+)/.exec(reset.stdout)![1];
     expect(await login('ops-admin', first)).toBe(401);
     expect(await login('ops-admin', second)).toBe(200);
+
+    // Every recovery is on record in the data dir, without the password.
+    const log = path.join(dir, 'audit.log');
+    expect(fs.statSync(log).mode & 0o777).toBe(0o600);
+    const events = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.map((e) => `${e.event} ${e.username}`)).toEqual(['admin.password-reset admin', 'admin.created ops-admin', 'admin.password-reset ops-admin']);
+    expect(events[1]).toMatchObject({ identity: 'ops-admin', host: os.hostname(), time: expect.stringMatching(/^\d{4}-/) });
+    const text = fs.readFileSync(log, 'utf8');
+    expect(text).not.toContain(first);
+    expect(text).not.toContain(second);
   });
 
   it('refuses an unknown username and a data dir without a controller', async () => {

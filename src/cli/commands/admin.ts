@@ -2,6 +2,9 @@
 // (and --db for PostgreSQL): a lost admin password, or no admin left that can log in. Works while
 // the server runs (the writes are ordinary transactions on the shared database).
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Command } from 'commander';
 import { CliError } from '../errors.js';
 import { askSecret } from '../prompt.js';
@@ -39,6 +42,25 @@ async function one<T>(t: Transport, path: string, what: string): Promise<T | und
   return (expectOk(await t.request('GET', `${API}/${path}`), what)?.data as T[])[0];
 }
 
+export const AUDIT_LOG = 'audit.log';
+
+/**
+ * Recovery bypasses every login, so each use leaves a JSON line (who on the host, when, what; never
+ * the password) in the data dir's audit.log (0600), beside the database it changed.
+ */
+function audit(dataDir: string, event: string, detail: Record<string, string>) {
+  let osUser = 'unknown';
+  try {
+    osUser = os.userInfo().username;
+  } catch {
+    // no passwd entry (a container): the uid still says who
+  }
+  const line = JSON.stringify({ time: new Date().toISOString(), event, ...detail, osUser, uid: process.getuid?.(), host: os.hostname() });
+  const file = path.join(dataDir, AUDIT_LOG);
+  fs.appendFileSync(file, line + '\n', { mode: 0o600 });
+  process.stderr.write(`recorded in ${file}\n`);
+}
+
 function reportPassword(username: string, p: { password: string; generated: boolean }) {
   if (p.generated) process.stdout.write(`password of '${username}': ${p.password}   (generated; shown only this once)\n`);
 }
@@ -63,6 +85,7 @@ export function adminCommand(): Command {
         expectOk(await t.request('PATCH', `${API}/authenticators/${auth.id}`, { password: p.password }), 'Setting the password');
         expectOk(await t.request('POST', `${API}/identities/${auth.identityId}/enable`), 'Clearing lockouts');
         expectOk(await t.request('DELETE', `${API}/identities/${auth.identityId}/mfa`), 'Removing MFA');
+        audit(opts.dataDir, 'admin.password-reset', { username: auth.username, identity: identity.name, identityId: auth.identityId });
         process.stdout.write(`reset the password of '${auth.username}' (identity ${identity.name}); lockouts cleared, MFA removed\n`);
         reportPassword(auth.username, p);
       });
@@ -78,6 +101,7 @@ export function adminCommand(): Command {
           await t.request('DELETE', `${API}/identities/${made.id}`);
           expectOk(auth, 'Setting the password');
         }
+        audit(opts.dataDir, 'admin.created', { username: name, identity: name, identityId: made.id });
         process.stdout.write(`created admin '${name}' (identity ${made.id}); log in with: ztc login URL -u ${name}\n`);
         reportPassword(name, p);
       });

@@ -23,6 +23,7 @@ import { registerPkiStatus } from './pki-status.js';
 import { registerObservability } from './observability.js';
 import { registerDatabase } from './database.js';
 import { registerExpose } from './expose.js';
+import { registerModel } from './model.js';
 
 /** Every declared resource the management API serves. */
 export const managementResources = [
@@ -40,6 +41,7 @@ export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   registerObservability(app, ctx);
   registerDatabase(app, ctx);
   registerExpose(app, ctx);
+  registerModel(app, ctx);
   const childrenOf = (column: string) => (_db: unknown, id: string) => (q: AnyQuery) => q.where(`e.${column}` as never, '=', id as never);
   relatedList(app, ctx, { url: '/config-types/:id/configs', operationId: 'listConfigsForConfigType', tags: ['Config'], summary: 'The configs of a config type', parent: { decl: configTypes }, decl: configs, scope: childrenOf('config_type_id') });
   relatedList(app, ctx, { url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tags: ['Identities'], summary: 'The authenticators of an identity', parent: { decl: identities }, decl: authenticators, scope: childrenOf('identity_id') });

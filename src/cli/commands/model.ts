@@ -1,0 +1,74 @@
+// `ztc export` and `ztc import`: the network model as a file (YAML or JSON) kept next to code, and
+// the controller made to match it (GET /export and POST /import, our extension).
+import fs from 'node:fs';
+import { Command } from 'commander';
+import { CliError } from '../errors.js';
+import { progress } from '../output.js';
+import { expectOk } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+import { withTransport } from './resources.js';
+
+const API = '/edge/management/v1';
+
+interface Step {
+  action: 'create' | 'update' | 'delete';
+  kind: string;
+  name: string;
+  changes?: { field: string; from: unknown; to: unknown }[];
+}
+
+const short = (v: unknown) => {
+  const s = JSON.stringify(v) ?? 'null';
+  return s.length > 60 ? s.slice(0, 59) + '…' : s;
+};
+
+/** The plan as a diff: + create, ~ update (each field from → to), - delete. */
+export function renderPlan(plan: Step[]): string {
+  if (!plan.length) return 'nothing to change: the controller already matches the document\n';
+  const sign = { create: '+', update: '~', delete: '-' } as const;
+  const lines = plan.flatMap((s) => [`${sign[s.action]} ${s.kind} ${s.name}`, ...(s.changes ?? []).map((c) => `    ${c.field}: ${short(c.from)} → ${short(c.to)}`)]);
+  const count = (a: Step['action']) => plan.filter((s) => s.action === a).length;
+  return `${lines.join('\n')}\n${count('create')} to create, ${count('update')} to update, ${count('delete')} to delete\n`;
+}
+
+export function exportCommand(): Command {
+  return targetOptions(new Command('export').description('write the whole network model (references by name, no ids, no secrets) as YAML, or JSON with -o json')).action(
+    async (opts: CommonOpts) => {
+      const format = opts.output === 'table' || !opts.output ? 'yaml' : opts.output;
+      if (format !== 'yaml' && format !== 'json') throw new CliError(`Unknown output format '${opts.output}': use yaml (the default) or json`);
+      if (process.stderr.isTTY) progress('reading the model');
+      const doc = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/export`), 'Exporting the model')?.data);
+      process.stdout.write(format === 'json' ? JSON.stringify(doc, null, 2) + '\n' : (await import('yaml')).default.stringify(doc, { lineWidth: 0 }));
+    },
+  );
+}
+
+export function importCommand(): Command {
+  return targetOptions(new Command('import').description('make the controller match a model file from ztc export, in one transaction; prints the plan as a diff'))
+    .argument('<file>', 'the YAML or JSON document (- for standard input)')
+    .option('--dry-run', 'only print the plan')
+    .option('--prune', 'also delete what the file does not name (system entities stay)')
+    .action(async (file: string, opts: CommonOpts & { dryRun?: boolean; prune?: boolean }) => {
+      let text: string;
+      try {
+        text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+      } catch (e) {
+        throw new CliError(`cannot read ${file}: ${(e as Error).message}`);
+      }
+      let doc: unknown;
+      try {
+        // YAML is a superset of JSON: one parser reads both.
+        doc = (await import('yaml')).default.parse(text);
+      } catch (e) {
+        throw new CliError(`${file} is not YAML or JSON: ${(e as Error).message.split('\n')[0]}`);
+      }
+      const q = new URLSearchParams({ ...(opts.dryRun ? { dryRun: 'true' } : {}), ...(opts.prune ? { prune: 'true' } : {}) });
+      const result = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/import${q.size ? `?${q}` : ''}`, doc), 'Importing the model')?.data as { plan: Step[]; applied: boolean });
+      if (opts.output === 'json' || opts.output === 'yaml') {
+        process.stdout.write(opts.output === 'json' ? JSON.stringify(result, null, 2) + '\n' : (await import('yaml')).default.stringify(result));
+        return;
+      }
+      process.stdout.write(renderPlan(result.plan));
+      if (result.plan.length) process.stdout.write(result.applied ? 'applied\n' : 'dry run: nothing changed\n');
+    });
+}

@@ -1,0 +1,72 @@
+// GET /export and POST /import (our extension, not upstream's): the whole network model as one
+// document with references by name, and making the controller match one (model/export-import.ts).
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { Ctx } from '../../../model/context.js';
+import { exportModel, importModel } from '../../../model/export-import.js';
+import { Envelope } from '../../../model/schemas/common.js';
+import { errors } from '../../crud.js';
+import { ok } from '../../envelope.js';
+
+const Document = Type.Object(
+  { ztcModel: Type.Optional(Type.Integer({ description: 'the document format version: 1' })) },
+  {
+    additionalProperties: Type.Array(Type.Object({ name: Type.String() }, { additionalProperties: true })),
+    description: 'A list per kind (configTypes, configs, services, postureChecks, externalJwtSigners, authPolicies, cas, identities, edgeRouters, transitRouters, edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies), each entity with its create fields and references by name',
+  },
+);
+const Plan = Type.Object({
+  applied: Type.Boolean({ description: 'false on a dry run, or when there was nothing to do' }),
+  plan: Type.Array(
+    Type.Object({
+      action: Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]),
+      kind: Type.String(),
+      name: Type.String(),
+      changes: Type.Optional(Type.Array(Type.Object({ field: Type.String(), from: Type.Unknown(), to: Type.Unknown() }))),
+    }),
+  ),
+});
+
+/** A model of 100,000 identities is tens of megabytes of JSON. */
+const MODEL_BODY_LIMIT = 256 * 1024 * 1024;
+
+export function registerModel(app: FastifyInstance, ctx: Ctx) {
+  app.get(
+    '/export',
+    {
+      config: { access: 'admin' },
+      schema: {
+        operationId: 'exportModel',
+        tags: ['Informational'],
+        summary: 'ztc extension: every identity, service, config, config type, policy, posture check, CA, auth policy, JWT signer and router, with references by name, no ids and no secrets',
+        response: { 200: Envelope(Document), ...errors(401) },
+      },
+    },
+    async () => ok(await exportModel(ctx)),
+  );
+  app.post(
+    '/import',
+    {
+      config: { access: 'admin' },
+      bodyLimit: MODEL_BODY_LIMIT,
+      schema: {
+        operationId: 'importModel',
+        tags: ['Informational'],
+        summary: 'ztc extension: make the controller match a document from exportModel in one transaction (creates, updates, and deletes with prune); answers the plan',
+        querystring: Type.Object(
+          {
+            dryRun: Type.Optional(Type.Boolean({ description: 'only answer the plan (every item is still checked)' })),
+            prune: Type.Optional(Type.Boolean({ description: 'also delete what the document does not name (system entities stay)' })),
+          },
+          { additionalProperties: false },
+        ),
+        body: Document,
+        response: { 200: Envelope(Plan), ...errors(400, 401) },
+      },
+    },
+    async (req) => {
+      const q = req.query as { dryRun?: boolean; prune?: boolean };
+      return ok(await importModel(ctx, req.body, { dryRun: q.dryRun, prune: q.prune }));
+    },
+  );
+}
