@@ -9,6 +9,7 @@ import type { Ctx } from '../model/context.js';
 import { registerController } from '../model/resources/controllers.js';
 import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
+import { secureContextOptions } from './tls-context.js';
 import { ownExpiryWarnings } from '../model/pki/status.js';
 import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
@@ -35,11 +36,7 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   return { ctx, boot, close: () => store.close() };
 }
 
-export const TLS_CIPHERS = [
-  'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', 'TLS_AES_128_GCM_SHA256',
-  'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305',
-  'ECDHE-RSA-CHACHA20-POLY1305', 'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256',
-].join(':');
+export { TLS_CIPHERS } from './tls-context.js';
 
 export interface Running {
   app: App;
@@ -56,15 +53,9 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   const app = await buildApp(ctx, {
     logger: o.logger,
     https: {
-      key: ctx.pki.serverKeyPem,
-      cert: ctx.pki.serverPem + ctx.pki.intermediatePem,
-      ca: [ctx.pki.intermediatePem, ctx.pki.rootPem],
+      ...secureContextOptions(ctx.pki),
       requestCert: true,
       rejectUnauthorized: false,
-      minVersion: 'TLSv1.2',
-      // Forward-secret AEAD suites only (TLS 1.3's, and ECDHE with GCM or ChaCha20 for 1.2).
-      ciphers: TLS_CIPHERS,
-      honorCipherOrder: true,
       ...serverTimeouts(config).server,
     },
   });

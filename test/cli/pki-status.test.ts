@@ -43,4 +43,21 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     expect(j).toMatchObject({ warnings: [] });
     expect(Object.keys(j.certificates)).toEqual(['root', 'intermediate', 'server']);
   });
+
+  it('renews the server certificate and the intermediate on the data dir, and says what clients must do', async () => {
+    const fingerprint = async () => JSON.parse((await ztc('pki', 'status', '--own', '-o', 'json', '-d', dir)).stdout).certificates.find((c: { kind: string }) => c.kind === 'server').fingerprint as string;
+    const before = await fingerprint();
+    const r = await ztc('pki', 'renew', 'server', '-d', dir);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+[0-9a-f]{40}$/m);
+    expect(r.stdout).toMatch(/^clients: .*trust the root/m);
+    expect(r.stdout).toMatch(/local mode: a controller already running on this data dir uses the new one after a restart/);
+    expect(await fingerprint()).not.toBe(before);
+    const inter = JSON.parse((await ztc('pki', 'renew', 'intermediate', '-o', 'json', '-d', dir)).stdout);
+    expect(inter.renewed.map((c: { kind: string }) => c.kind).sort()).toEqual(['intermediate', 'server']);
+    expect(fs.readdirSync(`${dir}/pki/retired`).sort()).toEqual([expect.stringMatching(/^intermediate-\d+\.key$/), expect.stringMatching(/^intermediate-\d+\.pem$/)]);
+    const bad = await ztc('pki', 'renew', 'root', '-d', dir);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/Cannot renew 'root': choose server, intermediate or signer/);
+  });
 });

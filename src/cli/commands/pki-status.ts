@@ -42,6 +42,17 @@ export function pkiCommand(): Command {
       );
       warn(status.warnings);
     });
+  targetOptions(cmd.command('renew').description('replace the server certificate, the intermediate CA (and so the server certificate) or the enrollment signing key; the root stays'))
+    .argument('<what>', 'server, intermediate or signer')
+    .action(async (what: string, opts: CommonOpts) => {
+      const format = parseFormat(opts.output);
+      if (!['server', 'intermediate', 'signer'].includes(what)) throw new CliError(`Cannot renew '${what}': choose server, intermediate or signer (the root is what clients trust, so it is never replaced here)`);
+      const result = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/pki/renew`, { target: what }), `Renewing the ${what}`)?.data as { renewed: CertStatus[]; clients: string; servedNow: boolean });
+      if (format !== 'table') return await print(result, format);
+      await print(result.renewed, 'table', { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'] });
+      process.stdout.write(`clients: ${result.clients}\n`);
+      if (!result.servedNow) process.stdout.write('local mode: a controller already running on this data dir uses the new one after a restart\n');
+    });
   addPkiTools(cmd);
   return cmd;
 }

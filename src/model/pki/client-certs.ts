@@ -52,8 +52,9 @@ export function chainsTo(leaf: X509Certificate, presented: X509Certificate[], an
   return presented.some((mid) => mid !== leaf && mid.ca && signedBy(leaf, mid) && signedBy(mid, anchor));
 }
 
+/** Issued by the controller's intermediate, or by one it replaced that has not expired. */
 export const issuedByNetwork = (ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[] = []) =>
-  chainsTo(leaf, presented, new X509Certificate(ctx.pki.intermediatePem));
+  [ctx.pki.intermediatePem, ...ctx.pki.retiredIntermediatePems].some((pem) => chainsTo(leaf, presented, new X509Certificate(pem)));
 
 /** The verified CA (with the given flag on) that issued the certificate, if any. */
 export async function issuingCa(ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[], flag: 'isAuthEnabled' | 'isAutoCaEnrollmentEnabled' | 'isOttCaEnrollmentEnabled'): Promise<CaRow | undefined> {

@@ -20,7 +20,15 @@ export interface Pki {
   serverFingerprint: string;
   signingKey: KeyObject;
   signingJwk: JWK & { kid: string };
+  /** Intermediates replaced by `pki renew intermediate` and not expired: what they issued stays trusted. */
+  retiredIntermediatePems: string[];
+  /** The current enrollment key first, then keys replaced in the last RETIRED_SIGNER_DAYS (outstanding JWTs still verify). */
+  signingKeys: { kid: string; key: KeyObject; jwk: JWK & { kid: string } }[];
 }
+
+/** How long a replaced enrollment signing key stays published: longer than any enrollment lasts. */
+export const RETIRED_SIGNER_DAYS = 30;
+const RETIRED = 'retired';
 
 const FILES = {
   rootKey: 'root.key',
@@ -117,21 +125,66 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   const rootPem = read('root');
   const intermediatePem = read('intermediate');
   const serverPem = read('server');
-  const signingKey = createPrivateKey(read('signingKey'));
-  const publicJwk = await exportJWK(createPublicKey(signingKey));
-  const kid = await calculateJwkThumbprint(publicJwk);
+  const retired = retiredFiles(dir);
+  const retiredIntermediatePems = retired
+    .filter((f) => /^intermediate-.*\.pem$/.test(f.name))
+    .map((f) => fs.readFileSync(f.path, 'utf8'))
+    .filter((pem) => Date.parse(new X509Certificate(pem).validTo) > Date.now());
+  const signingKeys = [];
+  for (const file of [f('signingKey'), ...retired.filter((r) => /^enrollment-signing-.*\.key$/.test(r.name) && Date.now() - r.at < RETIRED_SIGNER_DAYS * 86_400_000).map((r) => r.path)]) {
+    const key = createPrivateKey(fs.readFileSync(file, 'utf8'));
+    const publicJwk = await exportJWK(createPublicKey(key));
+    const kid = await calculateJwkThumbprint(publicJwk);
+    signingKeys.push({ kid, key, jwk: { ...publicJwk, kid, alg: 'ES256', use: 'sig' } });
+  }
+  const chain = [intermediatePem, ...retiredIntermediatePems, rootPem];
   return {
     rootPem,
     intermediatePem,
     intermediateKeyPem: read('intermediateKey'),
     serverPem,
     serverKeyPem: read('serverKey'),
-    caBundlePem: intermediatePem + rootPem,
-    cacertsPkcs7: pkcs7Base64([intermediatePem, rootPem]),
+    caBundlePem: chain.join(''),
+    cacertsPkcs7: pkcs7Base64(chain),
     serverFingerprint: fingerprintOf(serverPem),
-    signingKey,
-    signingJwk: { ...publicJwk, kid, alg: 'ES256', use: 'sig' },
+    signingKey: signingKeys[0].key,
+    signingJwk: signingKeys[0].jwk,
+    retiredIntermediatePems,
+    signingKeys,
   };
 }
+
+/** pki/retired/NAME-<epoch ms>.{pem,key}: what `pki renew` replaced, newest first. */
+function retiredFiles(dir: string): { name: string; path: string; at: number }[] {
+  const folder = path.join(dir, RETIRED);
+  if (!fs.existsSync(folder)) return [];
+  return fs
+    .readdirSync(folder)
+    .map((name) => ({ name, path: path.join(folder, name), at: Number(/-(\d+)\.(pem|key)$/.exec(name)?.[1] ?? 0) }))
+    .sort((a, b) => b.at - a.at);
+}
+
+export type RenewTarget = 'server' | 'intermediate' | 'signer';
+
+/**
+ * Replace one of the controller's own credentials and load the PKI again. The replaced intermediate
+ * and signing key move to pki/retired/, so what they issued or signed keeps verifying; the root is
+ * never replaced here (every client trusts it). A new intermediate means a new server certificate.
+ */
+export async function renewPki(dataDir: string, hostnames: string[], target: RenewTarget): Promise<Pki> {
+  const dir = path.join(dataDir, 'pki');
+  const folder = path.join(dir, RETIRED);
+  fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
+  const retire = (file: string, as: string) => fs.renameSync(path.join(dir, file), path.join(folder, `${as}-${Date.now()}${path.extname(file)}`));
+  if (target === 'intermediate') {
+    retire(FILES.intermediate, 'intermediate');
+    retire(FILES.intermediateKey, 'intermediate');
+  }
+  if (target === 'signer') retire(FILES.signingKey, 'enrollment-signing');
+  // The server certificate is made again by the loader whenever it is missing.
+  if (target === 'server' || target === 'intermediate') fs.rmSync(path.join(dir, FILES.server));
+  return loadOrCreatePki(dataDir, hostnames);
+}
+
 
 export const forgeCert = (pem: string) => forge.pki.certificateFromPem(pem);

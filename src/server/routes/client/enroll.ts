@@ -211,8 +211,9 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     async (req) => {
       const { keyId, nonce } = req.body as { keyId: string; nonce: string };
       if (!UUID.test(nonce)) throw new ApiError(400, 'INVALID_FIELD', 'nonce must be a UUID', { field: 'nonce', reason: 'must be a UUID', value: nonce });
-      if (keyId !== ctx.pki.signingJwk.kid) throw new ApiError(400, 'INVALID_FIELD', `No enrollment key has the id '${keyId}': see GET /enroll/jwks`, { field: 'keyId', reason: 'unknown key', value: keyId });
-      const signature = sign('sha256', Buffer.from(nonce), { key: ctx.pki.signingKey, dsaEncoding: 'ieee-p1363' });
+      const held = ctx.pki.signingKeys.find((k) => k.kid === keyId);
+      if (!held) throw new ApiError(400, 'INVALID_FIELD', `No enrollment key has the id '${keyId}': see GET /enroll/jwks`, { field: 'keyId', reason: 'unknown key', value: keyId });
+      const signature = sign('sha256', Buffer.from(nonce), { key: held.key, dsaEncoding: 'ieee-p1363' });
       return { algorithm: 'ES256', caPool: ctx.pki.caBundlePem, kid: keyId, signature: signature.toString('base64url') };
     },
   );
@@ -220,6 +221,6 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
   app.get(
     '/enroll/jwks',
     { config: pub, schema: { operationId: 'getEnrollmentJwks', tags, summary: 'The public keys that sign enrollment JWTs (no envelope)' } },
-    async () => ({ keys: [ctx.pki.signingJwk] }),
+    async () => ({ keys: ctx.pki.signingKeys.map((k) => k.jwk) }),
   );
 }

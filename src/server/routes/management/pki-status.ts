@@ -1,11 +1,14 @@
 // GET /pki/status (our extension, not upstream's): every certificate the controller holds or issued, with
-// days left, and warnings for its own that expire within 30 days (model/pki/status.ts).
+// days left, and warnings for its own that expire within 30 days (model/pki/status.ts). POST /pki/renew
+// replaces the server certificate, the intermediate or the enrollment signer, and serves it at once.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
+import { renewPki, type RenewTarget } from '../../../model/pki/pki.js';
 import { ownCertificates, ownExpiryWarnings, storedCertificates } from '../../../model/pki/status.js';
 import { Envelope, Nullable } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
+import { secureContextOptions } from '../../tls-context.js';
 import { ok } from '../../envelope.js';
 
 const CertStatus = Type.Object({
@@ -20,7 +23,43 @@ const CertStatus = Type.Object({
   daysLeft: Nullable(Type.Integer()),
 });
 
+/** What each renewal means for the clients, said after it. */
+const AFTERWARDS: Record<RenewTarget, string> = {
+  server:
+    'Clients that trust the root CA (enrolled SDKs and tunnelers, routers, ztc profiles, browsers that imported it) keep working; nothing to fetch again.',
+  intermediate:
+    'Certificates the old intermediate issued keep working until they expire (it stays trusted). Clients that keep the CA bundle rather than the root (from /.well-known/est/cacerts or an identity file\'s ca) should fetch it again to include the new intermediate; those that trust the root need nothing.',
+  signer:
+    'Outstanding enrollment JWTs stay valid: the old key stays in /enroll/jwks for 30 days. Enrollment JWTs issued from now on are signed with the new key.',
+};
+
 export function registerPkiStatus(app: FastifyInstance, ctx: Ctx) {
+  app.post(
+    '/pki/renew',
+    {
+      config: { access: 'admin' },
+      schema: {
+        operationId: 'renewPki',
+        tags: ['Certificate Authority'],
+        summary: 'ztc extension: replace the server certificate, the intermediate CA (and so the server certificate) or the enrollment signing key, and serve it at once',
+        body: Type.Object({ target: Type.Union([Type.Literal('server'), Type.Literal('intermediate'), Type.Literal('signer')]) }, { additionalProperties: false }),
+        response: { 200: Envelope(Type.Object({ renewed: Type.Array(CertStatus), clients: Type.String({ description: 'what clients must do, if anything' }), servedNow: Type.Boolean({ description: 'false when no TLS server runs in this process (local mode): restart the controller to serve the new certificate' }) })), ...errors(400, 401) },
+      },
+    },
+    async (req) => {
+      const target = (req.body as { target: RenewTarget }).target;
+      const fresh = await renewPki(ctx.config.dataDir, ctx.config.hostnames, target);
+      // The context is shared by every route (and the crypto workers are given keys per job): swap in place.
+      Object.assign(ctx.pki, fresh);
+      const server = app.server as unknown as { setSecureContext?: (o: object) => void };
+      const servedNow = typeof server.setSecureContext === 'function';
+      if (servedNow) server.setSecureContext!(secureContextOptions(ctx.pki));
+      const kinds = target === 'intermediate' ? ['intermediate', 'server'] : [target];
+      const renewed = ownCertificates(ctx.pki, ctx.clock.now()).filter((c) => kinds.includes(c.kind));
+      return ok({ renewed, clients: AFTERWARDS[target], servedNow });
+    },
+  );
+
   app.get(
     '/pki/status',
     {
