@@ -82,6 +82,34 @@ interface Measured {
   calls: Record<string, Series>;
   visible: { services: number; routers: number };
   rss: number;
+  model?: ModelRoundTrip;
+}
+
+interface ModelRoundTrip {
+  exportS: number;
+  bytes: number;
+  exportRss: number;
+  importS: number;
+  importRss: number;
+  created: number;
+}
+
+/** `ztc export` of the loaded model, and its import into an empty controller (the same database kind). */
+async function exportAndImport(server: Server, admin: string, dbServer: string | undefined): Promise<ModelRoundTrip> {
+  console.error('… exporting the model and importing it into an empty controller');
+  let start = performance.now();
+  const exported = await ok(call(server.url, 'GET', `${M}/export`, { token: admin }), 'export');
+  const exportS = (performance.now() - start) / 1000;
+  const bytes = Buffer.byteLength(JSON.stringify(exported.data));
+  const exportRss = peakRssMb(server.pid);
+  const empty = await startServer(tempDir(), await database(dbServer));
+  const token = await login(empty.url);
+  start = performance.now();
+  const imported = await ok(call(empty.url, 'POST', `${M}/import`, { token, body: exported.data }), 'import');
+  const importS = (performance.now() - start) / 1000;
+  const importRss = peakRssMb(empty.pid);
+  await stopServer(empty);
+  return { exportS, bytes, exportRss, importS, importRss, created: imported.data.plan.length };
 }
 
 const CALLS = ['client service list (limit 500)', 'one service by name', 'session create', 'current identity', 'its edge routers', 'admin identity list (filter, sort)'] as const;
@@ -124,8 +152,9 @@ async function runModel(m: Model, dbServer: string | undefined): Promise<Measure
   const load = await loadModel(server.url, admin, m);
   const measured = await measureCalls([server], [admin], m);
   const rss = peakRssMb(server.pid);
+  const model = m.name === (process.env.BENCH_EXPORT_MODEL ?? 'large') ? await exportAndImport(server, admin, dbServer) : undefined;
   await stopServer(server);
-  return { load, ...measured, rss, ...(dbServer && m.name === (process.env.BENCH_PAIR_MODEL ?? 'large') ? await twoControllers(dir, db, m) : {}) };
+  return { load, ...measured, rss, model, ...(dbServer && m.name === (process.env.BENCH_PAIR_MODEL ?? 'large') ? await twoControllers(dir, db, m) : {}) };
 }
 
 /** The same database behind two controllers, the client calls alternating between them. */
@@ -170,6 +199,11 @@ export async function measureModels(dbServer: string | undefined): Promise<Row[]
       const ratio = small && name !== 'small' ? `p99 ${(s.p99 / small.calls[c].p99).toFixed(1)}x small` : '-';
       const what = c.startsWith('client service list') ? `${c}, ${r.visible.services} visible` : c.startsWith('its edge') ? `${c}, ${r.visible.routers} visible` : c;
       rows.push([`[${label}] ${name}: ${what}`, fmtSeries(s), ratio]);
+    }
+    if (r.model) {
+      const x = r.model;
+      rows.push([`[${label}] ${name} model: export (GET /export, ${(x.bytes / 1048576).toFixed(0)} MB of JSON)`, `${x.exportS.toFixed(1)} s  peak RSS ${x.exportRss.toFixed(0)} MB (the controller, load included)`, '-']);
+      rows.push([`[${label}] ${name} model: import into an empty controller (${x.created} creates, one transaction)`, `${x.importS.toFixed(1)} s  peak RSS ${x.importRss.toFixed(0)} MB`, '-']);
     }
     if (r.pair) for (const c of CALLS) rows.push([`[${label}] ${name}, two controllers: ${c}`, fmtSeries(r.pair[c]), `p99 ${(r.pair[c].p99 / r.calls[c].p99).toFixed(1)}x one`]);
   }
