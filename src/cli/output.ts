@@ -1,5 +1,5 @@
 // What the CLI prints: a table for people, JSON or YAML for scripts. The renderers are imported
-// when used, so a command that prints JSON (or nothing) never loads ink and React.
+// when used, so a command that prints JSON (or nothing) never loads them.
 import { CliError } from './errors.js';
 
 export type Format = 'table' | 'json' | 'yaml';
