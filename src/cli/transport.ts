@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
@@ -19,6 +20,11 @@ export interface Reply {
 
 export interface Transport {
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+  /**
+   * A GET whose 200 body goes to `sink` as it arrives (a large export); any other answer is read
+   * whole and returned, for expectOk.
+   */
+  download(path: string, accept: string, sink: (chunk: string) => void): Promise<Reply>;
   close(): Promise<void>;
   describe: string;
 }
@@ -82,6 +88,20 @@ export class RemoteTransport implements Transport {
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
   }
+  download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
+    const url = this.profile.url + p;
+    return new Promise((resolve, reject) => {
+      const req = https.get(url, { ca: this.profile.caPem, headers: { accept, 'zt-session': this.profile.token }, timeout: 30_000 }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (res.statusCode === 200 ? sink(c) : (text += c)));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text) }));
+        res.on('error', (err) => reject(new CliError(`the answer from ${url} broke off: ${err.message}`)));
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 30 s`)));
+      req.on('error', (err) => reject(new CliError(`cannot reach ${url}: ${err.message}`)));
+    });
+  }
   async close() {}
 }
 
@@ -115,6 +135,21 @@ export class LocalTransport implements Transport {
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     return { status: res.statusCode, headers: res.headers, text: res.body, json: parse(res.body) };
+  }
+
+  async download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
+    const res = await this.app.inject({ method: 'GET', url: p, headers: { 'zt-session': this.token, accept }, payloadAsStream: true });
+    let text = '';
+    // A character may be split between two chunks.
+    const decoder = new StringDecoder('utf8');
+    for await (const chunk of res.stream()) {
+      const s = Buffer.isBuffer(chunk) ? decoder.write(chunk) : String(chunk);
+      if (res.statusCode === 200) sink(s);
+      else text += s;
+    }
+    if (res.statusCode === 200) sink(decoder.end());
+    else text += decoder.end();
+    return { status: res.statusCode, headers: res.headers, text, json: parse(text) };
   }
 
   close() {

@@ -74,7 +74,8 @@ const keyedByService = (as: string) => ({
 const KINDS: Kind[] = [
   { key: 'configTypes', decl: configTypes, system: (d) => String(d.name) in BUILTIN_CONFIG_TYPE_IDS },
   { key: 'configs', decl: configs, refs: { configTypeId: ref('config type', 'configType') }, fixed: ['configType'] },
-  { key: 'services', decl: services, refs: { configs: { as: '', toDoc: (v, n) => (Array.isArray(v) ? v.map((id) => n.name('config', id)) : v), toApi: (v) => v /* names are accepted */ } } },
+  // A service's configs are a set (one per type), kept in no order: sorted by name, so the file is stable.
+  { key: 'services', decl: services, refs: { configs: { as: '', toDoc: (v, n) => (Array.isArray(v) ? v.map((id) => String(n.name('config', id))).sort() : v), toApi: (v) => v /* names are accepted */ } } },
   { key: 'postureChecks', decl: postureChecks, fixed: ['typeId'] },
   { key: 'externalJwtSigners', decl: externalJwtSigners },
   {
@@ -154,16 +155,48 @@ function toDocItem(k: Kind, detail: Item, names: Names): Item {
   return out;
 }
 
-export async function exportModel(ctx: Ctx): Promise<ModelDocument> {
-  const { names, all } = await current(ctx);
-  const doc: ModelDocument = { ztcModel: 1 };
+/** Names only (id and name of every entity), for references: small beside the details of 100,000 identities. */
+async function allNames(ctx: Ctx): Promise<Names> {
+  const names = new Names();
   for (const k of KINDS) {
-    doc[k.key] = (all.get(k.key) ?? []).filter((d) => !k.system?.(d)).map((d) => toDocItem(k, d, names)).sort(byName);
+    const rows = await ctx.store.db.selectFrom(k.decl.table as 'identities').select(['id', 'name']).execute();
+    for (const r of rows as { id: string; name: string }[]) names.set(nameKind(k), r.id, r.name);
+  }
+  return names;
+}
+
+/**
+ * The document a page of 500 entities at a time, in name order, as document items per kind: what
+ * GET /export writes as it reads, so memory stays bounded however large the model. `onKind` is
+ * called before each kind with how many entities the kind holds (progress, and the empty-list case).
+ */
+export async function* exportItems(ctx: Ctx): AsyncGenerator<{ kind: string; total: number } | { kind: string; item: Item }> {
+  const names = await allNames(ctx);
+  const edge = new Set((await ctx.store.db.selectFrom('routers').select('id').where('isEdge', '=', 1).execute()).map((r) => r.id));
+  for (const k of KINDS) {
+    const first = await listResource(ctx, k.decl, { limit: 1 });
+    yield { kind: k.key, total: first.pagination.totalCount };
+    for (let offset = 0; ; offset += 500) {
+      const page = (await listResource(ctx, k.decl, { limit: 500, offset, sort: 'name asc' })).items as Item[];
+      for (const d of page) {
+        // The transit router list holds every router (as upstream's does): edge routers are exported as such.
+        if (k.system?.(d) || (k.decl === transitRouters && edge.has(String(d.id)))) continue;
+        yield { kind: k.key, item: toDocItem(k, d, names) };
+      }
+      if (page.length < 500) break;
+    }
+  }
+}
+
+/** The whole document in memory (tests and small models). */
+export async function exportModel(ctx: Ctx): Promise<ModelDocument> {
+  const doc: ModelDocument = { ztcModel: 1 };
+  for await (const x of exportItems(ctx)) {
+    if ('total' in x) doc[x.kind] = [];
+    else (doc[x.kind] as Item[]).push(x.item);
   }
   return doc;
 }
-
-const byName = (a: Item, b: Item) => String(a.name).localeCompare(String(b.name));
 
 export interface PlanStep {
   action: 'create' | 'update' | 'delete';

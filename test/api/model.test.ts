@@ -1,5 +1,6 @@
 // GET /export and POST /import (our extension): the model as a document with references by name and
 // no ids or secrets; import makes another controller match it in one transaction, with a plan.
+import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestCa } from '../helpers/certs.js';
 import { expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
@@ -70,6 +71,12 @@ describe('model export and import', () => {
     expect((doc.identities as { name: string }[]).map((i) => i.name)).toEqual(['laptop-01', 'server-01']);
     expect((doc.authPolicies as { name: string }[]).map((i) => i.name)).toEqual(['idp-only']);
     expect((doc.configTypes as { name: string }[]).map((i) => i.name)).toEqual(['web.v1']);
+    // The same document as YAML (what ztc export writes), streamed a page at a time.
+    const yaml = await a.call('GET', `${MGMT}/export`, { token: ta, headers: { accept: 'application/yaml' } });
+    expect(yaml.status).toBe(200);
+    expect(yaml.headers['content-type']).toMatch(/^application\/yaml/);
+    expect(YAML.parse(yaml.text)).toEqual(doc);
+    expect(yaml.text).toMatch(/^transitRouters:\n- name: tr-1$/m);
   });
 
   it('imports into an empty controller, and exporting that gives the same document', async () => {

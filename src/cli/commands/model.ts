@@ -3,7 +3,6 @@
 import fs from 'node:fs';
 import { Command } from 'commander';
 import { CliError } from '../errors.js';
-import { progress } from '../output.js';
 import { expectOk } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 import { withTransport } from './resources.js';
@@ -31,14 +30,63 @@ export function renderPlan(plan: Step[]): string {
   return `${lines.join('\n')}\n${count('create')} to create, ${count('update')} to update, ${count('delete')} to delete\n`;
 }
 
+/**
+ * Writes what arrives as it arrives (the controller sends a page of entities at a time), and on a
+ * terminal says how far it got. JSON comes in the API's envelope: everything between `{"data":`
+ * and the final `,"meta":...}` is the document, so the tail is held back until the end.
+ */
+function exportWriter(json: boolean) {
+  const PREFIX = '{"data":';
+  const HOLD = 4096;
+  let head = json ? '' : undefined;
+  let held = '';
+  let bytes = 0;
+  let kind = '';
+  let shown = 0;
+  const tell = (done = false) => {
+    if (!process.stderr.isTTY) return;
+    const now = Date.now();
+    if (!done && now - shown < 500) return;
+    shown = now;
+    process.stderr.write(`\r… ${(bytes / 1048576).toFixed(1)} MB${kind ? ` (${kind})` : ''}${done ? ', done\n' : ''}`);
+  };
+  return {
+    write(chunk: string) {
+      bytes += Buffer.byteLength(chunk);
+      const kinds = json ? [...chunk.matchAll(/"(\w+)":\[/g)] : [...chunk.matchAll(/^(\w+):/gm)];
+      if (kinds.length) kind = kinds[kinds.length - 1][1];
+      tell();
+      if (!json) return void process.stdout.write(chunk);
+      if (head !== undefined) {
+        head += chunk;
+        if (head.length < PREFIX.length) return;
+        if (!head.startsWith(PREFIX)) throw new CliError('the controller answered something other than the export document');
+        chunk = head.slice(PREFIX.length);
+        head = undefined;
+      }
+      held += chunk;
+      if (held.length > HOLD) {
+        process.stdout.write(held.slice(0, held.length - HOLD));
+        held = held.slice(held.length - HOLD);
+      }
+    },
+    end() {
+      tell(true);
+      if (!json) return;
+      const at = held.lastIndexOf(',"meta":');
+      process.stdout.write((at < 0 ? held : held.slice(0, at)) + '\n');
+    },
+  };
+}
+
 export function exportCommand(): Command {
   return targetOptions(new Command('export').description('write the whole network model (references by name, no ids, no secrets) as YAML, or JSON with -o json')).action(
     async (opts: CommonOpts) => {
       const format = opts.output === 'table' || !opts.output ? 'yaml' : opts.output;
       if (format !== 'yaml' && format !== 'json') throw new CliError(`Unknown output format '${opts.output}': use yaml (the default) or json`);
-      if (process.stderr.isTTY) progress('reading the model');
-      const doc = await withTransport(opts, async (t) => expectOk(await t.request('GET', `${API}/export`), 'Exporting the model')?.data);
-      process.stdout.write(format === 'json' ? JSON.stringify(doc, null, 2) + '\n' : (await import('yaml')).default.stringify(doc, { lineWidth: 0 }));
+      const out = exportWriter(format === 'json');
+      await withTransport(opts, async (t) => expectOk(await t.download(`${API}/export`, format === 'json' ? 'application/json' : 'application/yaml', (c) => out.write(c)), 'Exporting the model'));
+      out.end();
     },
   );
 }

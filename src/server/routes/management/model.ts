@@ -1,12 +1,14 @@
 // GET /export and POST /import (our extension, not upstream's): the whole network model as one
 // document with references by name, and making the controller match one (model/export-import.ts).
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import YAML from 'yaml';
 import type { Ctx } from '../../../model/context.js';
-import { exportModel, importModel } from '../../../model/export-import.js';
+import { exportItems, importModel } from '../../../model/export-import.js';
 import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
-import { ok } from '../../envelope.js';
+import { meta, ok } from '../../envelope.js';
 
 const Document = Type.Object(
   { ztcModel: Type.Optional(Type.Integer({ description: 'the document format version: 1' })) },
@@ -30,6 +32,35 @@ const Plan = Type.Object({
 /** A model of 100,000 identities is tens of megabytes of JSON. */
 const MODEL_BODY_LIMIT = 256 * 1024 * 1024;
 
+/**
+ * The document as it is read, a page at a time: JSON in the usual envelope, or (Accept:
+ * application/yaml) the YAML file `ztc export` writes, whose top-level items each start a line with
+ * '- ' (what the CLI counts for its progress).
+ */
+function exportStream(ctx: Ctx, yaml: boolean): Readable {
+  async function* text() {
+    yield yaml ? 'ztcModel: 1\n' : '{"data":{"ztcModel":1';
+    let open: string | undefined;
+    let first = true;
+    for await (const x of exportItems(ctx)) {
+      if ('total' in x) {
+        if (open && !yaml) yield ']';
+        if (open && yaml && first) yield ' []\n';
+        open = x.kind;
+        first = true;
+        yield yaml ? `${x.kind}:` : `,${JSON.stringify(x.kind)}:[`;
+        continue;
+      }
+      if (yaml) yield (first ? '\n' : '') + YAML.stringify([x.item], { lineWidth: 0 });
+      else yield (first ? '' : ',') + JSON.stringify(x.item);
+      first = false;
+    }
+    if (open && yaml && first) yield ' []\n';
+    yield yaml ? '' : `]},"meta":${JSON.stringify(meta())}}`;
+  }
+  return Readable.from(text(), { objectMode: false });
+}
+
 export function registerModel(app: FastifyInstance, ctx: Ctx) {
   app.get(
     '/export',
@@ -42,7 +73,11 @@ export function registerModel(app: FastifyInstance, ctx: Ctx) {
         response: { 200: Envelope(Document), ...errors(401) },
       },
     },
-    async () => ok(await exportModel(ctx)),
+    async (req, reply) => {
+      const yaml = /yaml/.test(String(req.headers.accept ?? ''));
+      reply.header('content-type', yaml ? 'application/yaml; charset=utf-8' : 'application/json; charset=utf-8');
+      return reply.send(exportStream(ctx, yaml));
+    },
   );
   app.post(
     '/import',
