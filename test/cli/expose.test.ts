@@ -1,25 +1,27 @@
-// `ztc service expose|unexpose` through the built CLI, on a local data dir: one command for a whole
-// service, what it made printed, the service list showing intercept addresses, and an exact undo.
-import fs from 'node:fs';
+// `ztc service expose|unexpose` through the built CLI, logged in to a running controller: one command
+// for a whole service, what it made printed, the service list showing intercept addresses, and an
+// exact undo. (The same commands on a data dir with -d go through the same API in-process.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startController, type Running } from '../../src/server/controller.js';
 import { cliRunner } from '../helpers/cli.js';
-import { tempDataDir, testDatabase } from '../helpers/controller.js';
+import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
-const { ztc, useDb, cleanup } = cliRunner();
+const { ztc, cleanup } = cliRunner();
 
 describe('ztc service expose', { timeout: 180_000 }, () => {
-  const dir = tempDataDir();
+  let running: Running;
   const run = async (...args: string[]) => {
-    const r = await ztc(...args, '-d', dir);
+    const r = await ztc(...args);
     expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
     return r.stdout;
   };
   beforeAll(async () => {
-    useDb(await testDatabase());
+    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
+    await run('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
     await run('identity', 'create', 'server-01', '--type', 'Device', '--enroll', 'none');
   });
-  afterAll(() => {
-    fs.rmSync(dir, { recursive: true, force: true });
+  afterAll(async () => {
+    await running.close();
     cleanup();
   });
 
@@ -39,14 +41,14 @@ describe('ztc service expose', { timeout: 180_000 }, () => {
   });
 
   it('refuses bad flags before sending anything, and server refusals leave nothing behind', async () => {
-    const port = await ztc('service', 'expose', 'api', '--address', 'api.internal', '--port', '90-80', '-d', dir);
+    const port = await ztc('service', 'expose', 'api', '--address', 'api.internal', '--port', '90-80');
     expect(port.code).toBe(1);
     expect(port.stderr).toMatch(/--port: '90-80' is not a port/);
-    const host = await ztc('service', 'expose', 'api', '--host', '10.0.0.5', '-d', dir);
+    const host = await ztc('service', 'expose', 'api', '--host', '10.0.0.5');
     expect(host.stderr).toMatch(/--host: '10.0.0.5' is not PROTOCOL:ADDRESS:PORT/);
-    const alone = await ztc('service', 'expose', 'api', '--address', 'api.internal', '-d', dir);
+    const alone = await ztc('service', 'expose', 'api', '--address', 'api.internal');
     expect(alone.stderr).toMatch(/--address and --port go together/);
-    const unknown = await ztc('service', 'expose', 'api', '--address', 'api.internal', '--port', '80', '--bind', '@nobody', '-d', dir);
+    const unknown = await ztc('service', 'expose', 'api', '--address', 'api.internal', '--port', '80', '--bind', '@nobody');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/nobody/);
     expect(JSON.parse(await run('config', 'list', '-o', 'json')).map((c: { name: string }) => c.name).sort()).toEqual(['web-host-config', 'web-intercept-config']);

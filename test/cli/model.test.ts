@@ -1,17 +1,20 @@
-// `ztc export` and `ztc import` through the built CLI on local data dirs: the model as YAML, the
-// plan as a diff, and a round trip into an empty controller that gives the same file.
+// `ztc export` and `ztc import` through the built CLI: the model as YAML, the plan as a diff, and a
+// round trip into an empty controller that gives the same file. The first controller is reached
+// over HTTPS through a profile (the export streamed over the socket), the second on its data dir.
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startController, type Running } from '../../src/server/controller.js';
 import { cliRunner } from '../helpers/cli.js';
-import { tempDataDir, testDatabase } from '../helpers/controller.js';
+import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const first = cliRunner();
 const second = cliRunner();
 
 describe('ztc export and import', { timeout: 180_000 }, () => {
-  const [dirA, dirB] = [tempDataDir(), tempDataDir()];
+  const dirB = tempDataDir();
+  let running: Running;
   const file = path.join(first.home, 'net.yaml');
   const ok = async (r: Promise<{ code: number; stdout: string; stderr: string }>) => {
     const x = await r;
@@ -19,25 +22,27 @@ describe('ztc export and import', { timeout: 180_000 }, () => {
     return x.stdout;
   };
   beforeAll(async () => {
-    first.useDb(await testDatabase());
+    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
+    await ok(first.ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes'));
     second.useDb(await testDatabase());
-    await ok(first.ztc('identity', 'create', 'laptop-01', '--type', 'Device', '--role-attributes', 'staff', '--enroll', 'none', '-d', dirA));
-    await ok(first.ztc('service', 'expose', 'web', '--address', 'web.internal', '--port', '443', '--dial', '#staff', '-d', dirA));
+    await ok(first.ztc('identity', 'create', 'laptop-01', '--type', 'Device', '--role-attributes', 'staff', '--enroll', 'none'));
+    await ok(first.ztc('service', 'expose', 'web', '--address', 'web.internal', '--port', '443', '--dial', '#staff'));
   });
-  afterAll(() => {
-    for (const d of [dirA, dirB]) fs.rmSync(d, { recursive: true, force: true });
+  afterAll(async () => {
+    await running.close();
+    fs.rmSync(dirB, { recursive: true, force: true });
     first.cleanup();
     second.cleanup();
   });
 
   it('exports YAML with names, imports it into an empty controller, and exports the same file there', async () => {
-    const yaml = await ok(first.ztc('export', '-d', dirA));
+    const yaml = await ok(first.ztc('export'));
     fs.writeFileSync(file, yaml);
     const doc = YAML.parse(yaml);
     expect(doc.ztcModel).toBe(1);
     expect(doc.identities).toEqual([expect.objectContaining({ name: 'laptop-01', type: 'Device', roleAttributes: ['staff'] })]);
     expect(doc.servicePolicies).toEqual([expect.objectContaining({ name: 'web-dial-policy', identityRoles: ['#staff'], serviceRoles: ['@web'] })]);
-    expect(JSON.parse(await ok(first.ztc('export', '-o', 'json', '-d', dirA)))).toEqual(doc);
+    expect(JSON.parse(await ok(first.ztc('export', '-o', 'json')))).toEqual(doc);
 
     const dry = await ok(second.ztc('import', file, '--dry-run', '-d', dirB));
     expect(dry).toMatch(/^\+ identities laptop-01$/m);

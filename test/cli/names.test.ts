@@ -1,5 +1,6 @@
 // Tables are for people: they show names where the API gives ids or role lists, both in lists and
-// in `get`, through the built CLI on a local data dir.
+// in `get`, through the built CLI logged in to a running controller (remote mode: each command is
+// a fraction of the local mode's start-up).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
@@ -9,25 +10,26 @@ import { startController, type Running } from '../../src/server/controller.js';
 import { bin, cliRunner } from '../helpers/cli.js';
 import { ADMIN, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
-const { ztc, useDb, cleanup } = cliRunner();
+const { ztc, cleanup } = cliRunner();
 
 describe('names in tables', { timeout: 180_000 }, () => {
-  const dir = tempDataDir();
+  let running: Running;
   const run = async (...args: string[]) => {
-    const r = await ztc(...args, '-d', dir);
+    const r = await ztc(...args);
     expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
     return r.stdout;
   };
   beforeAll(async () => {
-    useDb(await testDatabase());
+    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
+    await run('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
     await run('identity', 'create', 'laptop-01', '--role-attributes', 'staff', '--enroll', 'ott');
     await run('edge-router', 'create', 'er-1', '--role-attributes', 'public');
     await run('config', 'create', 'web-intercept', '--config-type-id', 'intercept.v1', '--data', '{"protocols":["tcp"],"addresses":["web.internal"],"portRanges":[{"low":443,"high":443}]}');
     await run('service', 'create', 'web', '--configs', 'web-intercept');
     await run('service-policy', 'create', 'laptop-dial', '--type', 'Dial', '--identity-roles', '@laptop-01,#staff', '--service-roles', '@web');
   });
-  afterAll(() => {
-    fs.rmSync(dir, { recursive: true, force: true });
+  afterAll(async () => {
+    await running.close();
     cleanup();
   });
 
