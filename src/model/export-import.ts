@@ -26,7 +26,6 @@ import { services } from './resources/services.js';
 import type { ResourceDecl } from './resource.js';
 
 type Item = Record<string, unknown>;
-export type ModelDocument = { ztcModel: number } & Record<string, Item[] | number>;
 
 /** Names of the entities of each kind, by id, and back: how references become names and return to ids. */
 class Names {
@@ -167,8 +166,8 @@ async function allNames(ctx: Ctx): Promise<Names> {
 
 /**
  * The document a page of 500 entities at a time, in name order, as document items per kind: what
- * GET /export writes as it reads, so memory stays bounded however large the model. `onKind` is
- * called before each kind with how many entities the kind holds (progress, and the empty-list case).
+ * GET /export writes as it reads, so memory stays bounded however large the model. Each kind starts
+ * with a marker carrying how many entities it holds (so an empty kind still appears, as an empty list).
  */
 export async function* exportItems(ctx: Ctx): AsyncGenerator<{ kind: string; total: number } | { kind: string; item: Item }> {
   const names = await allNames(ctx);
@@ -186,16 +185,6 @@ export async function* exportItems(ctx: Ctx): AsyncGenerator<{ kind: string; tot
       if (page.length < 500) break;
     }
   }
-}
-
-/** The whole document in memory (tests and small models). */
-export async function exportModel(ctx: Ctx): Promise<ModelDocument> {
-  const doc: ModelDocument = { ztcModel: 1 };
-  for await (const x of exportItems(ctx)) {
-    if ('total' in x) doc[x.kind] = [];
-    else (doc[x.kind] as Item[]).push(x.item);
-  }
-  return doc;
 }
 
 export interface PlanStep {
