@@ -1,5 +1,6 @@
 // Questions on the terminal: a line, or a secret that is not echoed.
 import readline from 'node:readline';
+import { CliError } from './errors.js';
 
 export async function ask(question: string): Promise<string> {
   const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
@@ -29,4 +30,11 @@ export async function askSecret(question: string): Promise<string> {
     rl.close();
     out.write('\n');
   }
+}
+
+/** A new password, typed twice without echo; two different answers change nothing. */
+export async function askNewPassword(): Promise<string> {
+  const password = await askSecret('New password: ');
+  if (password && (await askSecret('Again: ')) !== password) throw new CliError('The two passwords differ: nothing was changed, run the command again');
+  return password;
 }

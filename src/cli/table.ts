@@ -1,7 +1,8 @@
 // The table and field views for people: plain padded text (no rendering library, so a command
 // starts in a few tens of milliseconds). Cells are cut with '…' to fit the terminal.
 
-const at = (row: unknown, path: string): unknown =>
+/** The value at a dotted path ('primary.updb.allowed'), or undefined. */
+export const at = (row: unknown, path: string): unknown =>
   path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), row);
 
 /**

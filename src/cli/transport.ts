@@ -39,8 +39,14 @@ const parse = (text: string) => {
   }
 };
 
-/** One HTTPS call that trusts exactly `caPem` (or nothing, when fetching the CA to pin it). */
-export function httpsCall(url: string, o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string>; cert?: string; key?: string; timeoutMs?: number }): Promise<Reply> {
+/**
+ * One HTTPS call that trusts exactly `caPem` (or nothing, when fetching the CA to pin it). With
+ * `sink`, a 200 body goes there as it arrives instead of into the reply (a large download).
+ */
+export function httpsCall(
+  url: string,
+  o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string>; cert?: string; key?: string; timeoutMs?: number; sink?: (chunk: string) => void },
+): Promise<Reply> {
   const timeout = o.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
@@ -61,8 +67,10 @@ export function httpsCall(url: string, o: { method?: string; caPem?: string; ins
       (res) => {
         let text = '';
         res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
+        const sink = res.statusCode === 200 ? o.sink : undefined;
+        res.on('data', (c: string) => (sink ? sink(c) : (text += c)));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text) }));
+        res.on('error', (err) => reject(new CliError(`the answer from ${url} broke off: ${err.message}`)));
       },
     );
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeout / 1000} s`)));
@@ -89,18 +97,7 @@ export class RemoteTransport implements Transport {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
   }
   download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
-    const url = this.profile.url + p;
-    return new Promise((resolve, reject) => {
-      const req = https.get(url, { ca: this.profile.caPem, headers: { accept, 'zt-session': this.profile.token }, timeout: 30_000 }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (res.statusCode === 200 ? sink(c) : (text += c)));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text) }));
-        res.on('error', (err) => reject(new CliError(`the answer from ${url} broke off: ${err.message}`)));
-      });
-      req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 30 s`)));
-      req.on('error', (err) => reject(new CliError(`cannot reach ${url}: ${err.message}`)));
-    });
+    return httpsCall(this.profile.url + p, { caPem: this.profile.caPem, headers: { accept, 'zt-session': this.profile.token }, sink });
   }
   async close() {}
 }

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { CliError } from '../errors.js';
-import { askSecret } from '../prompt.js';
+import { askNewPassword } from '../prompt.js';
 import { expectOk, type Transport } from '../transport.js';
 import { withTransport } from './resources.js';
 
@@ -30,9 +30,8 @@ const localOptions = (cmd: Command) =>
 /** Asked twice on a terminal; generated (and printed once) otherwise or with --generate. */
 async function newPassword(opts: LocalOpts): Promise<{ password: string; generated: boolean }> {
   if (opts.generate || !process.stdin.isTTY) return { password: randomBytes(12).toString('base64url'), generated: true };
-  const password = await askSecret('New password: ');
+  const password = await askNewPassword();
   if (!password) throw new CliError('No password given: nothing changed (use --generate for a generated one)');
-  if ((await askSecret('Again: ')) !== password) throw new CliError('The two passwords differ: nothing changed');
   return { password, generated: false };
 }
 

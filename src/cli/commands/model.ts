@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import { Command } from 'commander';
 import { CliError } from '../errors.js';
+import { parseFormat, print } from '../output.js';
 import { expectOk } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 import { withTransport } from './resources.js';
@@ -97,6 +98,7 @@ export function importCommand(): Command {
     .option('--dry-run', 'only print the plan')
     .option('--prune', 'also delete what the file does not name (system entities stay)')
     .action(async (file: string, opts: CommonOpts & { dryRun?: boolean; prune?: boolean }) => {
+      const format = parseFormat(opts.output);
       let text: string;
       try {
         text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
@@ -112,10 +114,7 @@ export function importCommand(): Command {
       }
       const q = new URLSearchParams({ ...(opts.dryRun ? { dryRun: 'true' } : {}), ...(opts.prune ? { prune: 'true' } : {}) });
       const result = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/import${q.size ? `?${q}` : ''}`, doc), 'Importing the model')?.data as { plan: Step[]; applied: boolean });
-      if (opts.output === 'json' || opts.output === 'yaml') {
-        process.stdout.write(opts.output === 'json' ? JSON.stringify(result, null, 2) + '\n' : (await import('yaml')).default.stringify(result));
-        return;
-      }
+      if (format !== 'table') return print(result, format);
       process.stdout.write(renderPlan(result.plan));
       if (result.plan.length) process.stdout.write(result.applied ? 'applied\n' : 'dry run: nothing changed\n');
     });

@@ -107,14 +107,6 @@ function identityResourceCommand(identities: CliResource): Command {
   });
 }
 
-/** A new password, typed twice without echo. */
-async function newPassword(): Promise<string> {
-  const { askSecret } = await import('../prompt.js');
-  const first = await askSecret('New password: ');
-  if (first !== (await askSecret('Again: '))) throw new CliError('The two passwords differ: nothing was changed, run the command again');
-  return first;
-}
-
 export function enrollCommand(): Command {
   return new Command('enroll')
     .description('enroll with an enrollment JWT: make a key and CSR (ott), or set a password (updb), and write an identity file')
@@ -144,7 +136,7 @@ export function enrollCommand(): Command {
       }
       const token = String(claims.jti);
       if (claims.em === 'updb') {
-        const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await newPassword() : undefined);
+        const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await (await import('../prompt.js')).askNewPassword() : undefined);
         if (!password) throw new CliError('A updb enrollment sets a password: pass --password (or ZTC_PASSWORD), or run in a terminal to be asked');
         expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/updb?token=${encodeURIComponent(token)}`, { method: 'POST', caPem, body: { password } }), 'Enrollment');
         process.stdout.write(`enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);

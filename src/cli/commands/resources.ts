@@ -152,7 +152,7 @@ export async function resolveRef(t: Transport, plural: string, ref: string, what
  * An id whose entity is not found shows as the id when names are asked for, and not at all otherwise.
  */
 export async function namesForIds<T>(t: Transport, rows: T[], columns: string[]): Promise<T[]> {
-  const { parseColumn } = await import('../table.js');
+  const { at, parseColumn } = await import('../table.js');
   let out = rows;
   for (const c of columns.map(parseColumn)) {
     if (!c.ref) continue;
@@ -168,7 +168,7 @@ export async function namesForIds<T>(t: Transport, rows: T[], columns: string[])
       const reply = await t.request('GET', `${API}/${plural}?${q}`);
       if (reply.status !== 200) continue; // a name is a nicety: the id still says which one
       for (const r of (reply.json?.data as Record<string, unknown>[]) ?? []) {
-        const v = field.split('.').reduce<unknown>((x, k) => (x && typeof x === 'object' ? (x as Record<string, unknown>)[k] : undefined), r);
+        const v = at(r, field);
         if (v !== undefined && v !== null) found.set(String(r.id), v);
       }
     }
