@@ -2,9 +2,8 @@
 // for a whole service, what it made printed, the service list showing intercept addresses, and an
 // exact undo. (The same commands on a data dir with -d go through the same API in-process.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startController, type Running } from '../../src/server/controller.js';
-import { cliRunner } from '../helpers/cli.js';
-import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+import type { Running } from '../../src/server/controller.js';
+import { cliRunner, loggedInController } from '../helpers/cli.js';
 
 const { ztc, cleanup } = cliRunner();
 
@@ -16,8 +15,7 @@ describe('ztc service expose', { timeout: 180_000 }, () => {
     return r.stdout;
   };
   beforeAll(async () => {
-    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
-    await run('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
+    running = await loggedInController(ztc);
     await run('identity', 'create', 'server-01', '--type', 'Device', '--enroll', 'none');
   });
   afterAll(async () => {

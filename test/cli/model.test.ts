@@ -5,9 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startController, type Running } from '../../src/server/controller.js';
-import { cliRunner } from '../helpers/cli.js';
-import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+import type { Running } from '../../src/server/controller.js';
+import { cliRunner, loggedInController } from '../helpers/cli.js';
+import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
 const first = cliRunner();
 const second = cliRunner();
@@ -22,8 +22,7 @@ describe('ztc export and import', { timeout: 180_000 }, () => {
     return x.stdout;
   };
   beforeAll(async () => {
-    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
-    await ok(first.ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes'));
+    running = await loggedInController(first.ztc);
     second.useDb(await testDatabase());
     await ok(first.ztc('identity', 'create', 'laptop-01', '--type', 'Device', '--role-attributes', 'staff', '--enroll', 'none'));
     await ok(first.ztc('service', 'expose', 'web', '--address', 'web.internal', '--port', '443', '--dial', '#staff'));

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
-import { bin, cliRunner } from '../helpers/cli.js';
+import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
 import { ADMIN, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const { ztc, cleanup } = cliRunner();
@@ -20,8 +20,7 @@ describe('names in tables', { timeout: 180_000 }, () => {
     return r.stdout;
   };
   beforeAll(async () => {
-    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
-    await run('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
+    running = await loggedInController(ztc);
     await run('identity', 'create', 'laptop-01', '--role-attributes', 'staff', '--enroll', 'ott');
     await run('edge-router', 'create', 'er-1', '--role-attributes', 'public');
     await run('config', 'create', 'web-intercept', '--config-type-id', 'intercept.v1', '--data', '{"protocols":["tcp"],"addresses":["web.internal"],"portRanges":[{"low":443,"high":443}]}');

@@ -2,9 +2,9 @@
 // dir for identities, and through a profile on a running controller for the other kinds (quicker).
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startController, type Running } from '../../src/server/controller.js';
-import { cliRunner } from '../helpers/cli.js';
-import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+import type { Running } from '../../src/server/controller.js';
+import { cliRunner, loggedInController } from '../helpers/cli.js';
+import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
 const { ztc, useDb, cleanup } = cliRunner();
 
@@ -13,8 +13,7 @@ describe('ztc <kind> update with attribute and tag edits', { timeout: 180_000 },
   let running: Running;
   beforeAll(async () => {
     useDb(await testDatabase());
-    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
-    expect((await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes')).code).toBe(0);
+    running = await loggedInController(ztc);
   });
   afterAll(async () => {
     await running.close();

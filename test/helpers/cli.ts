@@ -4,6 +4,8 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { startController, type Running } from '../../src/server/controller.js';
+import { ADMIN, tempDataDir, testConfig, testDatabase } from './controller.js';
 
 export const bin = path.resolve('bin/ztc');
 
@@ -31,4 +33,15 @@ export function cliRunner() {
     },
     cleanup: () => fs.rmSync(home, { recursive: true, force: true }),
   };
+}
+
+/**
+ * A controller on a local port with the runner's CLI logged in to it: remote mode, where a command
+ * costs a fraction of local mode's start-up (which opens the store and builds the app each time).
+ */
+export async function loggedInController(ztc: (...args: string[]) => Promise<CliRun>): Promise<Running> {
+  const running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
+  const login = await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
+  if (login.code !== 0) throw new Error(`ztc login failed: ${login.stderr}`);
+  return running;
 }
