@@ -173,10 +173,10 @@ export async function* exportItems(ctx: Ctx): AsyncGenerator<{ kind: string; tot
   const names = await allNames(ctx);
   const edge = new Set((await ctx.store.db.selectFrom('routers').select('id').where('isEdge', '=', 1).execute()).map((r) => r.id));
   for (const k of KINDS) {
-    const first = await listResource(ctx, k.decl, { limit: 1 });
-    yield { kind: k.key, total: first.pagination.totalCount };
     for (let offset = 0; ; offset += 500) {
-      const page = (await listResource(ctx, k.decl, { limit: 500, offset, sort: 'name asc' })).items as Item[];
+      const listed = await listResource(ctx, k.decl, { limit: 500, offset, sort: 'name asc' });
+      if (offset === 0) yield { kind: k.key, total: listed.pagination.totalCount };
+      const page = listed.items as Item[];
       for (const d of page) {
         // The transit router list holds every router (as upstream's does): edge routers are exported as such.
         if (k.system?.(d) || (k.decl === transitRouters && edge.has(String(d.id)))) continue;
@@ -240,7 +240,6 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
   if (d.ztcModel !== undefined && d.ztcModel !== 1) throw new ApiError(400, 'COULD_NOT_VALIDATE', `ztcModel ${String(d.ztcModel)} is not a version this controller reads (1)`);
 
   const { names, all } = await current(ctx);
-  const plan: PlanStep[] = [];
   const work: { k: Kind; step: PlanStep; where: string; item?: Item; id?: string }[] = [];
   for (const k of KINDS) {
     const raw = d[k.key] ?? [];
@@ -273,7 +272,7 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
       for (const [name, e] of existing) if (!seen.has(name) && !k.system?.(e)) work.push({ k, step: { action: 'delete', kind: k.key, name }, where: `${k.key} '${name}'`, id: String(e.id) });
     }
   }
-  plan.push(...work.map((w) => w.step));
+  const plan = work.map((w) => w.step);
   if (o.dryRun || !work.length) {
     // Even a dry run checks every item, so that a plan that would fail says so now.
     for (const w of work) if (w.item) toBody(w.k, w.item, names, w.where);
