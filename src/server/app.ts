@@ -13,7 +13,7 @@ import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
 import { serverTimeouts } from './connections.js';
 import { RouteTable } from './route-table.js';
-import { cleanUrl } from './clean-path.js';
+import { routedUrl } from './clean-path.js';
 import { isListStream } from './envelope.js';
 import { registerManagement } from './routes/management/index.js';
 import { API_PATHS, registerInformational, registerVersionRoutes } from './routes/shared/informational.js';
@@ -161,7 +161,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
     ...serverTimeouts(ctx.config).fastify,
-    rewriteUrl: (req) => cleanUrl(req.url ?? '/'),
+    rewriteUrl: (req) => routedUrl(req.url ?? '/'),
     schemaController: { compilersFactory: lazySerializers as never },
   }) as unknown as App;
   const table = new RouteTable();

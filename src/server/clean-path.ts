@@ -22,3 +22,18 @@ export function cleanUrl(url: string): string {
   if (clean === path) return url;
   return q < 0 ? clean : clean + url.slice(q);
 }
+
+/**
+ * Older SDKs call some Client API operations at the server root: the C SDK up to 0.29 enrolls at
+ * `POST /enroll?method=ott` under the JWT's issuer. Upstream serves the Client API there too; these
+ * first segments are the Client API's own (no root route of ours uses them).
+ */
+const LEGACY_CLIENT_ROOTS = new Set(['enroll', 'authenticate', 'current-identity', 'current-api-session', 'services', 'sessions', 'posture-response', 'posture-response-bulk', 'external-jwt-signers', 'protocols']);
+const CLIENT_BASE = '/edge/client/v1';
+
+/** cleanUrl, then an unprefixed Client API path moved under the Client API's base. */
+export function routedUrl(url: string): string {
+  const clean = cleanUrl(url);
+  const first = /^\/([^/?]+)/.exec(clean)?.[1];
+  return first && LEGACY_CLIENT_ROOTS.has(first) ? CLIENT_BASE + clean : clean;
+}

@@ -9,6 +9,7 @@ import type { Ctx } from '../model/context.js';
 import { registerController } from '../model/resources/controllers.js';
 import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
+import { reissueEnrollmentJwts } from '../model/pki/jwt.js';
 import { secureContextOptions } from './tls-context.js';
 import { ownExpiryWarnings } from '../model/pki/status.js';
 import { openStore } from '../store/db.js';
@@ -33,6 +34,8 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   for (const w of store.warnings) progress(`warning: ${w}`);
   const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
   const boot = await bootstrap(ctx);
+  const resigned = await reissueEnrollmentJwts(ctx);
+  if (resigned) progress(`re-signed ${resigned} outstanding enrollment JWT(s) with the server certificate's key (SDKs check it): hand out the new ones (ztc enrollment list)`);
   return { ctx, boot, close: () => store.close() };
 }
 

@@ -27,10 +27,10 @@ describe('enrollment JWTs', () => {
     const id = await newIdentity('jwt-check', { ott: true });
     const { jwt, token, expiresAt } = (await detail(id)).enrollment.ott;
     const jwks = (await c.call('GET', `${CLIENT}/enroll/jwks`)).body;
-    expect(jwks.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
+    expect(jwks.keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig' });
     expect(jwks.keys[0].d).toBeUndefined();
     const { payload, protectedHeader } = await jwtVerify(jwt, createLocalJWKSet(jwks), { currentDate: c.clock.now() });
-    expect(protectedHeader).toMatchObject({ alg: 'ES256', kid: jwks.keys[0].kid });
+    expect(protectedHeader).toMatchObject({ alg: 'RS256', kid: jwks.keys[0].kid });
     expect(payload).toMatchObject({ sub: id, jti: token, em: 'ott', iss: `https://localhost:${c.running.ctx.config.port}` });
     expect(payload.exp).toBe(Math.floor(Date.parse(expiresAt) / 1000));
     // 180 minutes by default.
@@ -42,7 +42,7 @@ describe('enrollment JWTs', () => {
     const nonce = '3b241101-e2bb-4255-8caf-4136c566a962';
     const r = await c.call('POST', `${CLIENT}/enroll/challenge`, { body: { keyId: jwks.keys[0].kid, nonce } });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ algorithm: 'ES256', kid: jwks.keys[0].kid });
+    expect(r.body).toMatchObject({ algorithm: 'RS256', kid: jwks.keys[0].kid });
     expect(r.body.caPool).toContain('BEGIN CERTIFICATE');
     const { createPublicKey } = await import('node:crypto');
     const key = createPublicKey({ key: jwks.keys[0], format: 'jwk' });

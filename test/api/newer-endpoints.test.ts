@@ -36,7 +36,7 @@ describe('GET /network-jwts', () => {
     const token = (await c.call('GET', `${CLIENT}/network-jwts`, { token: user })).body.data[0].token as string;
     const jwks = (await c.call('GET', `${CLIENT}/enroll/jwks`)).body;
     const { payload } = await jwtVerify(token, createLocalJWKSet(jwks));
-    expect(decodeProtectedHeader(token)).toMatchObject({ alg: 'ES256', kid: jwks.keys[0].kid });
+    expect(decodeProtectedHeader(token)).toMatchObject({ alg: 'RS256', kid: jwks.keys[0].kid });
     const url = `https://localhost:${c.config.port}/`;
     expect(payload).toMatchObject({ em: 'network', iss: url, sub: url, aud: ['openziti-enroller'] });
     expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/);

@@ -50,7 +50,7 @@ describe('pki renew', () => {
     const r = await renew('server');
     expect(r.status, r.text).toBe(200);
     expect(r.body.data.servedNow).toBe(true);
-    expect(r.body.data.renewed.map((x: { kind: string }) => x.kind)).toEqual(['server']);
+    expect(r.body.data.renewed.map((x: { kind: string }) => x.kind).sort()).toEqual(['server', 'signer']);
     expect(r.body.data.clients).toMatch(/trust the root.*keep working/);
     const after = await served();
     expect(after.fingerprint256).not.toBe(before.fingerprint256);
@@ -64,7 +64,7 @@ describe('pki renew', () => {
     const oldIssuer = new X509Certificate(c.running.ctx.pki.intermediatePem);
     const r = await renew('intermediate');
     expect(r.status, r.text).toBe(200);
-    expect(r.body.data.renewed.map((x: { kind: string }) => x.kind).sort()).toEqual(['intermediate', 'server']);
+    expect(r.body.data.renewed.map((x: { kind: string }) => x.kind).sort()).toEqual(['intermediate', 'server', 'signer']);
     expect(r.body.data.clients).toMatch(/fetch it again/);
     const newIssuer = new X509Certificate(c.running.ctx.pki.intermediatePem);
     expect(newIssuer.fingerprint256).not.toBe(oldIssuer.fingerprint256);
@@ -82,17 +82,21 @@ describe('pki renew', () => {
     expect(bundle).toContain(newIssuer.toString().trim());
   });
 
-  it('a new enrollment signer: JWTs handed out before still verify and enroll', async () => {
+  it('a new enrollment signer (the server key): JWTs handed out before still verify and enroll, and are re-signed', async () => {
     const before = await identityWithOtt('jwt-before');
     const r = await renew('signer');
     expect(r.status, r.text).toBe(200);
+    expect(r.body.data.renewed.map((x: { kind: string }) => x.kind).sort()).toEqual(['server', 'signer']);
     const jwks = (await c.call('GET', `${CLIENT}/enroll/jwks`)).body;
-    expect(jwks.keys).toHaveLength(2);
     const keys = createLocalJWKSet(jwks);
+    // The JWT handed out before still verifies against the published (retired) key.
     await jwtVerify(before.jwt, keys);
+    const resigned = (await c.call('GET', `${MGMT}/enrollments?filter=${encodeURIComponent(`token = "${before.token}"`)}`, { token: admin })).body.data[0];
+    expect(resigned.jwt).not.toBe(before.jwt);
     const after = await identityWithOtt('jwt-after');
     const verified = await jwtVerify(after.jwt, keys);
     expect(verified.protectedHeader.kid).toBe(jwks.keys[0].kid);
+    expect((await jwtVerify(resigned.jwt, keys)).protectedHeader.kid).toBe(jwks.keys[0].kid);
     expect(verified.protectedHeader.kid).not.toBe(JSON.parse(Buffer.from(before.jwt.split('.')[0], 'base64url').toString()).kid);
     await enroll(before.token, 'jwt-before');
   });

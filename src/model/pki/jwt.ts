@@ -1,7 +1,11 @@
-// Enrollment JWTs: signed (ES256) by the controller's enrollment key, whose public half is served at
-// /enroll/jwks under the same kid.
+// Enrollment JWTs: signed with the key of the controller's TLS server certificate (RS256 for RSA, ES256/
+// ES384 for EC), kid = SHA-1 of that certificate, as upstream: the C and Go SDKs and upstream's router
+// verify the signature with the certificate they see on the TLS handshake. The public half is also
+// served at /enroll/jwks under the same kid.
+import fs from 'node:fs';
+import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { decodeJwt, SignJWT } from 'jose';
+import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose';
 import type { Ctx } from '../context.js';
 
 export type EnrollMethod = 'ott' | 'ottca' | 'updb' | 'erott' | 'ca';
@@ -11,7 +15,7 @@ export const controllerUrl = (ctx: Ctx) => `https://${ctx.config.hostnames[0] ??
 
 export function signEnrollmentJwt(ctx: Ctx, c: { subject: string; token: string; method: EnrollMethod; expiresAt: Date; caId?: string | null }): Promise<string> {
   const jwt = new SignJWT({ em: c.method, ...(c.caId ? { ca: c.caId } : {}) })
-    .setProtectedHeader({ alg: 'ES256', kid: ctx.pki.signingJwk.kid, typ: 'JWT' })
+    .setProtectedHeader(header(ctx))
     .setIssuer(controllerUrl(ctx))
     .setSubject(c.subject)
     .setJti(c.token)
@@ -19,6 +23,8 @@ export function signEnrollmentJwt(ctx: Ctx, c: { subject: string; token: string;
     .setExpirationTime(Math.floor(c.expiresAt.getTime() / 1000));
   return jwt.sign(ctx.pki.signingKey);
 }
+
+const header = (ctx: Ctx) => ({ alg: ctx.pki.signingJwk.alg, kid: ctx.pki.signingJwk.kid, typ: 'JWT' });
 
 /** The one-time token a stored enrollment JWT carries. */
 export const tokenOf = (jwt: string): string => String(decodeJwt(jwt).jti ?? '');
@@ -39,7 +45,7 @@ export function networkJwt(ctx: Ctx): Promise<string> {
   if (!jwt) {
     const url = `${controllerUrl(ctx)}/`;
     jwt = new SignJWT({ em: 'network' })
-      .setProtectedHeader({ alg: 'ES256', kid: ctx.pki.signingJwk.kid, typ: 'JWT' })
+      .setProtectedHeader(header(ctx))
       .setIssuer(url)
       .setSubject(url)
       .setAudience([ENROLLER_AUDIENCE])
@@ -48,4 +54,35 @@ export function networkJwt(ctx: Ctx): Promise<string> {
     networkJwts.set(ctx, jwt);
   }
   return jwt;
+}
+
+/** Where the kid that signed every stored enrollment JWT is noted, so a start knows whether to re-sign. */
+const SIGNED_WITH = 'enrollment-jwts.kid';
+
+/**
+ * Re-sign the stored enrollment JWTs that another key signed (the server certificate was renewed): same
+ * claims and token, the current key. Returns how many changed. The old JWTs' tokens keep working
+ * through the API, but SDKs check the signature against the certificate they see, so hand out the new ones.
+ */
+export async function reissueEnrollmentJwts(ctx: Ctx): Promise<number> {
+  const marker = path.join(ctx.config.dataDir, 'pki', SIGNED_WITH);
+  const kid = ctx.pki.signingJwk.kid;
+  if (fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === kid) return 0;
+  let changed = 0;
+  let after = '';
+  for (;;) {
+    const page = await ctx.store.db.selectFrom('enrollments').select(['id', 'jwt']).where('id', '>', after).orderBy('id').limit(500).execute();
+    if (!page.length) break;
+    after = page[page.length - 1].id;
+    for (const row of page) {
+      const old = ctx.sealer.open(row.jwt);
+      if (decodeProtectedHeader(old).kid === kid) continue;
+      const claims: JWTPayload = decodeJwt(old);
+      const fresh = await new SignJWT({ ...claims }).setProtectedHeader(header(ctx)).sign(ctx.pki.signingKey);
+      await ctx.store.db.updateTable('enrollments').set({ jwt: ctx.sealer.seal(fresh) }).where('id', '=', row.id).execute();
+      changed++;
+    }
+  }
+  fs.writeFileSync(marker, kid + '\n');
+  return changed;
 }

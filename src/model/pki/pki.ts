@@ -1,6 +1,6 @@
 // The controller's own PKI, kept as files in <data dir>/pki (keys 0600): a root CA, an intermediate
 // that signs client and router certificates, the HTTPS server certificate and the enrollment-JWT key.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, X509Certificate, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import forge from 'node-forge';
@@ -18,12 +18,13 @@ export interface Pki {
   caBundlePem: string;
   cacertsPkcs7: string;
   serverFingerprint: string;
+  /** The key that signs enrollment JWTs: the server certificate's own (SDKs verify with the certificate they see on TLS). */
   signingKey: KeyObject;
-  signingJwk: JWK & { kid: string };
+  signingJwk: JWK & { kid: string; alg: string };
   /** Intermediates replaced by `pki renew intermediate` and not expired: what they issued stays trusted. */
   retiredIntermediatePems: string[];
-  /** The current enrollment key first, then keys replaced in the last RETIRED_SIGNER_DAYS (outstanding JWTs still verify). */
-  signingKeys: { kid: string; key: KeyObject; jwk: JWK & { kid: string } }[];
+  /** The current enrollment key first, then keys replaced in the last RETIRED_SIGNER_DAYS (outstanding JWTs still verify at /enroll/jwks). */
+  signingKeys: SigningKey[];
 }
 
 /** How long a replaced enrollment signing key stays published: longer than any enrollment lasts. */
@@ -41,6 +42,27 @@ const FILES = {
 };
 
 export type Progress = (step: string) => void;
+
+export interface SigningKey {
+  kid: string;
+  key: KeyObject;
+  jwk: JWK & { kid: string; alg: string };
+}
+
+/** The JWS algorithm for a key, as upstream picks it: RS256 for RSA, ES256/ES384/ES512 by curve. */
+export function jwsAlgorithm(key: KeyObject): string {
+  if (key.asymmetricKeyType === 'rsa') return 'RS256';
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  return curve === 'secp384r1' ? 'ES384' : curve === 'secp521r1' ? 'ES512' : 'ES256';
+}
+
+/** Upstream's kid for a certificate's key: the lowercase hex SHA-1 of the certificate's DER. */
+export const certificateKid = (pem: string) => createHash('sha1').update(new X509Certificate(pem).raw).digest('hex');
+
+async function signingKeyOf(key: KeyObject, kid: string): Promise<SigningKey> {
+  const publicJwk = await exportJWK(createPublicKey(key));
+  return { kid, key, jwk: { ...publicJwk, kid, alg: jwsAlgorithm(key), use: 'sig' } };
+}
 
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
 
@@ -103,6 +125,8 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   const clientAuth = fs.existsSync(f('server')) && (new X509Certificate(read('server')).keyUsage ?? []).includes(CLIENT_AUTH_OID);
   if (expiring || clientAuth || !names.every((n) => current.includes(canonical(n)))) {
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
+    // The replaced key stays in /enroll/jwks for a while: it signed the enrollment JWTs handed out so far.
+    if (fs.existsSync(f('server'))) retireServer(dir);
     const key = newRsaKey(2048);
     const pem = issueCertificate({
       commonName: names[0],
@@ -116,11 +140,6 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
     writeSecret(f('serverKey'), key.privatePem);
     fs.writeFileSync(f('server'), pem);
   }
-  if (!fs.existsSync(f('signingKey'))) {
-    progress('creating the enrollment signing key (EC P-256)');
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256', privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-    writeSecret(f('signingKey'), privateKey);
-  }
 
   const rootPem = read('root');
   const intermediatePem = read('intermediate');
@@ -130,12 +149,19 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
     .filter((f) => /^intermediate-.*\.pem$/.test(f.name))
     .map((f) => fs.readFileSync(f.path, 'utf8'))
     .filter((pem) => Date.parse(new X509Certificate(pem).validTo) > Date.now());
-  const signingKeys = [];
-  for (const file of [f('signingKey'), ...retired.filter((r) => /^enrollment-signing-.*\.key$/.test(r.name) && Date.now() - r.at < RETIRED_SIGNER_DAYS * 86_400_000).map((r) => r.path)]) {
-    const key = createPrivateKey(fs.readFileSync(file, 'utf8'));
-    const publicJwk = await exportJWK(createPublicKey(key));
-    const kid = await calculateJwkThumbprint(publicJwk);
-    signingKeys.push({ kid, key, jwk: { ...publicJwk, kid, alg: 'ES256', use: 'sig' } });
+  // Enrollment JWTs are signed with the server certificate's key: the C and Go SDKs and upstream's router
+  // check the signature against the certificate the controller presents on its TLS port.
+  const signingKeys = [await signingKeyOf(createPrivateKey(read('serverKey')), certificateKid(serverPem))];
+  const recent = (r: { at: number }) => Date.now() - r.at < RETIRED_SIGNER_DAYS * 86_400_000;
+  for (const r of retired.filter((r) => /^server-\d+\.key$/.test(r.name) && recent(r))) {
+    const certFile = r.path.replace(/\.key$/, '.pem');
+    if (fs.existsSync(certFile)) signingKeys.push(await signingKeyOf(createPrivateKey(fs.readFileSync(r.path, 'utf8')), certificateKid(fs.readFileSync(certFile, 'utf8'))));
+  }
+  // Separate ES256 keys signed enrollment JWTs before: still published while JWTs they signed may be outstanding.
+  const legacy = [...(fs.existsSync(f('signingKey')) ? [{ path: f('signingKey') }] : []), ...retired.filter((r) => /^enrollment-signing-.*\.key$/.test(r.name) && recent(r))];
+  for (const l of legacy) {
+    const key = createPrivateKey(fs.readFileSync(l.path, 'utf8'));
+    signingKeys.push(await signingKeyOf(key, await calculateJwkThumbprint(await exportJWK(createPublicKey(key)))));
   }
   const chain = [intermediatePem, ...retiredIntermediatePems, rootPem];
   return {
@@ -154,6 +180,15 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   };
 }
 
+/** Move the server certificate and key to pki/retired under one timestamp (their key keeps verifying old JWTs). */
+function retireServer(dir: string) {
+  const folder = path.join(dir, RETIRED);
+  fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
+  const at = Date.now();
+  fs.renameSync(path.join(dir, FILES.serverKey), path.join(folder, `server-${at}.key`));
+  fs.renameSync(path.join(dir, FILES.server), path.join(folder, `server-${at}.pem`));
+}
+
 /** pki/retired/NAME-<epoch ms>.{pem,key}: what `pki renew` replaced, newest first. */
 function retiredFiles(dir: string): { name: string; path: string; at: number }[] {
   const folder = path.join(dir, RETIRED);
@@ -164,25 +199,28 @@ function retiredFiles(dir: string): { name: string; path: string; at: number }[]
     .sort((a, b) => b.at - a.at);
 }
 
+/** `signer` is the server certificate's key now: renewing it renews the server certificate. */
 export type RenewTarget = 'server' | 'intermediate' | 'signer';
 
 /**
  * Replace one of the controller's own credentials and load the PKI again. The replaced intermediate
- * and signing key move to pki/retired/, so what they issued or signed keeps verifying; the root is
- * never replaced here (every client trusts it). A new intermediate means a new server certificate.
+ * and server certificate move to pki/retired/, so what they issued or signed keeps verifying; the root
+ * is never replaced here (every client trusts it). Every target means a new server certificate (and
+ * so a new enrollment signing key): outstanding enrollment JWTs must be re-signed (reissueEnrollmentJwts).
  */
 export async function renewPki(dataDir: string, hostnames: string[], target: RenewTarget): Promise<Pki> {
   const dir = path.join(dataDir, 'pki');
   const folder = path.join(dir, RETIRED);
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
-  const retire = (file: string, as: string) => fs.renameSync(path.join(dir, file), path.join(folder, `${as}-${Date.now()}${path.extname(file)}`));
+  // One timestamp for a certificate and its key: the pair is found again by name.
+  const at = Date.now();
+  const retire = (file: string, as: string) => fs.renameSync(path.join(dir, file), path.join(folder, `${as}-${at}${path.extname(file)}`));
   if (target === 'intermediate') {
     retire(FILES.intermediate, 'intermediate');
     retire(FILES.intermediateKey, 'intermediate');
   }
-  if (target === 'signer') retire(FILES.signingKey, 'enrollment-signing');
   // The server certificate is made again by the loader whenever it is missing.
-  if (target === 'server' || target === 'intermediate') fs.rmSync(path.join(dir, FILES.server));
+  retireServer(dir);
   return loadOrCreatePki(dataDir, hostnames);
 }
 

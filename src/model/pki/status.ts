@@ -55,7 +55,7 @@ function describe(kind: CertKind, name: string, pem: string, now: Date, ownerId:
 /** The controller's own certificates and its enrollment signer. */
 export function ownCertificates(pki: Pki, now: Date): CertStatus[] {
   const own = [describe('root', 'root CA', pki.rootPem, now), describe('intermediate', 'intermediate CA', pki.intermediatePem, now), describe('server', 'server', pki.serverPem, now)];
-  const signer: CertStatus = { kind: 'signer', name: 'enrollment signer', ownerId: null, subject: `key ${pki.signingJwk.kid} (${pki.signingJwk.alg})`, issuer: '', fingerprint: pki.signingJwk.kid, notBefore: null, notAfter: null, daysLeft: null };
+  const signer: CertStatus = { kind: 'signer', name: 'enrollment signer', ownerId: null, subject: `the server certificate's key, kid ${pki.signingJwk.kid} (${pki.signingJwk.alg})`, issuer: '', fingerprint: pki.signingJwk.kid, notBefore: null, notAfter: null, daysLeft: null };
   return [...own.filter((c): c is CertStatus => !!c), signer];
 }
 

@@ -214,7 +214,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       const held = ctx.pki.signingKeys.find((k) => k.kid === keyId);
       if (!held) throw new ApiError(400, 'INVALID_FIELD', `No enrollment key has the id '${keyId}': see GET /enroll/jwks`, { field: 'keyId', reason: 'unknown key', value: keyId });
       const signature = sign('sha256', Buffer.from(nonce), { key: held.key, dsaEncoding: 'ieee-p1363' });
-      return { algorithm: 'ES256', caPool: ctx.pki.caBundlePem, kid: keyId, signature: signature.toString('base64url') };
+      return { algorithm: held.jwk.alg, caPool: ctx.pki.caBundlePem, kid: keyId, signature: signature.toString('base64url') };
     },
   );
 

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { renewPki, type RenewTarget } from '../../../model/pki/pki.js';
+import { reissueEnrollmentJwts } from '../../../model/pki/jwt.js';
 import { ownCertificates, ownExpiryWarnings, storedCertificates } from '../../../model/pki/status.js';
 import { Envelope, Nullable } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
@@ -30,7 +31,7 @@ const AFTERWARDS: Record<RenewTarget, string> = {
   intermediate:
     'Certificates the old intermediate issued keep working until they expire (it stays trusted). Clients that keep the CA bundle rather than the root (from /.well-known/est/cacerts or an identity file\'s ca) should fetch it again to include the new intermediate; those that trust the root need nothing.',
   signer:
-    'Outstanding enrollment JWTs stay valid: the old key stays in /enroll/jwks for 30 days. Enrollment JWTs issued from now on are signed with the new key.',
+    'Enrollment JWTs are signed with the server certificate\'s key, so the server certificate was renewed. Clients that trust the root CA keep working.',
 };
 
 export function registerPkiStatus(app: FastifyInstance, ctx: Ctx) {
@@ -51,12 +52,16 @@ export function registerPkiStatus(app: FastifyInstance, ctx: Ctx) {
       const fresh = await renewPki(ctx.config.dataDir, ctx.config.hostnames, target);
       // The context is shared by every route (and the crypto workers are given keys per job): swap in place.
       Object.assign(ctx.pki, fresh);
+      const resigned = await reissueEnrollmentJwts(ctx);
       const server = app.server as unknown as { setSecureContext?: (o: object) => void };
       const servedNow = typeof server.setSecureContext === 'function';
       if (servedNow) server.setSecureContext!(secureContextOptions(ctx.pki));
-      const kinds = target === 'intermediate' ? ['intermediate', 'server'] : [target];
+      const kinds = target === 'intermediate' ? ['intermediate', 'server', 'signer'] : ['server', 'signer'];
       const renewed = ownCertificates(ctx.pki, ctx.clock.now()).filter((c) => kinds.includes(c.kind));
-      return ok({ renewed, clients: AFTERWARDS[target], servedNow });
+      const jwts = resigned
+        ? ` The enrollment signing key is the server certificate's: ${resigned} outstanding enrollment JWT(s) were re-signed with the new key; hand out the new ones (ztc enrollment list). The old JWTs' tokens still enroll through the API, but SDKs and routers check the signature against the certificate they see and refuse them.`
+        : '';
+      return ok({ renewed, clients: AFTERWARDS[target] + jwts, servedNow });
     },
   );
 
