@@ -36,6 +36,12 @@ export interface Config {
   zacDir: string;
   /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
   corsOrigins: string[];
+  /** Run the embedded edge router (SDKs connect, bind and dial through it). */
+  router: boolean;
+  /** Its TLS port (0: any free port). */
+  routerPort: number;
+  /** The host name SDKs reach it at (its certificate and supportedProtocols); empty: the first of hostnames. */
+  routerAddress: string;
 }
 
 export const defaults = (): Config => ({
@@ -58,6 +64,9 @@ export const defaults = (): Config => ({
   adminPasswordFile: '',
   zacDir: '',
   corsOrigins: [],
+  router: true,
+  routerPort: 3022,
+  routerAddress: '',
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -82,6 +91,9 @@ const ENV: Record<keyof Config, string> = {
   adminPasswordFile: 'ZTC_ADMIN_PASSWORD_FILE',
   zacDir: 'ZTC_ZAC_DIR',
   corsOrigins: 'ZTC_CORS_ORIGINS',
+  router: 'ZTC_ROUTER',
+  routerPort: 'ZTC_ROUTER_PORT',
+  routerAddress: 'ZTC_ROUTER_ADDRESS',
 };
 
 import { ConfigError } from './config-error.js';
@@ -107,6 +119,13 @@ function fromEnv(env: NodeJS.ProcessEnv): Raw {
 
 function coerce(key: keyof Config, value: unknown, source: string): unknown {
   const base = defaults()[key];
+  if (typeof base === 'boolean') {
+    if (typeof value === 'boolean') return value;
+    const v = String(value).trim().toLowerCase();
+    if (['true', 'yes', 'on', '1'].includes(v)) return true;
+    if (['false', 'no', 'off', '0'].includes(v)) return false;
+    throw new ConfigError(`${source}: ${key} must be true or false, got '${value}'`);
+  }
   if (typeof base === 'number') {
     const n = typeof value === 'number' ? value : Number(value);
     if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${source}: ${key} must be a whole number, got '${value}'`);
@@ -174,6 +193,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   if (cfg.zacDir) cfg.zacDir = path.resolve(cfg.zacDir);
   cfg.corsOrigins = cfg.corsOrigins.map(webOrigin);
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
+  if (cfg.routerPort > 65535) throw new ConfigError(`routerPort must be at most 65535, got ${cfg.routerPort}`);
+  if (cfg.router && cfg.routerPort && cfg.routerPort === cfg.port) throw new ConfigError(`routerPort and port are both ${cfg.port}: the edge router needs a port of its own (--router-port N, or --no-router)`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');
   if (cfg.headersTimeoutSeconds < 1) throw new ConfigError('headersTimeoutSeconds must be at least 1');

@@ -174,8 +174,12 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerAuth(app, ctx, opts.localAdmin);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
+  // Upstream names its process on every answer; the C SDK 0.29 compares it to know a restarted controller
+  // (and crashes submitting posture data when it never saw one).
+  const instanceId = randomUUID();
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', String(request.id));
+    reply.header('ziti-instance-id', instanceId);
     if (isListStream(payload)) reply.header('content-type', 'application/json; charset=utf-8');
   });
 

@@ -17,6 +17,7 @@ import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, serverTimeouts } from './connections.js';
+import { startEdgeRouter, type RunningRouter } from '../fabric/index.js';
 
 export interface Opened {
   ctx: Ctx;
@@ -46,6 +47,8 @@ export interface Running {
   ctx: Ctx;
   boot: BootstrapResult;
   url: string;
+  /** The embedded edge router, unless turned off (config.router). */
+  router?: RunningRouter;
   close(): Promise<void>;
 }
 
@@ -88,11 +91,34 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;
   const stopHeartbeat = await registerController(ctx);
+  let router: RunningRouter | undefined;
+  if (config.router) {
+    try {
+      router = await startEdgeRouter(ctx, {
+        bind: config.bind,
+        port: config.routerPort,
+        address: config.routerAddress || config.hostnames[0] || 'localhost',
+        helloTimeoutMs: config.headersTimeoutSeconds * 1000,
+        maxPerAddress: config.maxConnectionsPerAddress,
+        progress: o.progress,
+        log: app.log,
+      });
+    } catch (err) {
+      stopHeartbeat();
+      clearInterval(sweep);
+      clearInterval(expiryCheck);
+      await app.close();
+      await opened.close();
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') (err as Error & { routerPort?: number }).routerPort = config.routerPort;
+      throw err;
+    }
+  }
   let closed = false;
   return {
     app,
     ctx,
     boot: opened.boot,
+    router,
     url: `https://${config.bind === '0.0.0.0' || config.bind === '::' ? 'localhost' : config.bind}:${port}`,
     async close() {
       if (closed) return;
@@ -100,6 +126,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       clearInterval(sweep);
       clearInterval(expiryCheck);
       stopHeartbeat();
+      await router?.close();
       await app.close();
       await opened.close();
     },

@@ -184,6 +184,7 @@ export interface RouterRow extends BaseRow {
   roleAttributes: string;
   appData: string;
   supportedProtocols: string;
+  onlineUntil: string | null;
 }
 
 interface PolicyBase extends BaseRow {
@@ -250,6 +251,7 @@ export interface TerminatorRow extends BaseRow {
   identitySecret: string | null;
   cost: number;
   precedence: string;
+  hostId: string | null;
 }
 
 export interface PostureResponseRow {

@@ -21,7 +21,8 @@ export function tempDataDir(): string {
 }
 
 export function testConfig(dataDir: string, extra: Partial<Config> = {}): Config {
-  return { ...loadConfig({ dataDir, adminPassword: ADMIN.password }, {}), hostnames: ['localhost'], ...extra };
+  // The edge router on any free port: test files run in parallel.
+  return { ...loadConfig({ dataDir, adminPassword: ADMIN.password }, {}), hostnames: ['localhost'], routerPort: 0, ...extra };
 }
 
 /**

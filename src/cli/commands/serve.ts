@@ -33,6 +33,9 @@ export function serverOptions(cmd: Command): Command {
     .option('--headers-timeout-seconds <n>', 'time to complete the TLS handshake and send the headers (default 10)')
     .option('--idle-timeout-seconds <n>', 'time a kept-alive connection may wait for its next request (default 60)')
     .option('--zac-dir <dir>', 'serve this build of OpenZiti\'s admin console (ZAC) at /zac/ (env ZTC_ZAC_DIR)')
+    .option('--router-port <port>', 'TLS port of the embedded edge router that SDKs connect through (env ZTC_ROUTER_PORT; default 3022)')
+    .option('--router-address <host>', 'host name SDKs reach the edge router at, put in its certificate (env ZTC_ROUTER_ADDRESS; default: the first of --hostnames)')
+    .option('--no-router', 'do not run the embedded edge router (env ZTC_ROUTER=false)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
@@ -59,6 +62,10 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     logLevel: opts.logLevel,
     zacDir: opts.zacDir,
     corsOrigins: opts.corsOrigins,
+    routerPort: opts.routerPort,
+    routerAddress: opts.routerAddress,
+    // commander sets router=true unless --no-router: only the "no" is the user's.
+    router: (opts as Record<string, unknown>).router === false ? false : undefined,
   });
   return { ...config, ...overrides };
 }
@@ -87,6 +94,10 @@ export async function runController(config: Config, format: LogFormat = logForma
       logger: loggerOptions(config.logLevel, format === 'text' ? consoleLogStream() : undefined),
     });
   } catch (err) {
+    const routerPort = (err as { routerPort?: number }).routerPort;
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && routerPort !== undefined) {
+      throw new CliError(`The edge router's port ${routerPort} on ${config.bind} is already in use (another ztc, or an OpenZiti router). Choose another with --router-port N (env ZTC_ROUTER_PORT), or run without the router: --no-router.`);
+    }
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new CliError(`Port ${config.port} on ${config.bind} is already in use (another ztc, or another program). Stop it, or choose another port: --port N (env ZTC_PORT).`);
     }
@@ -104,6 +115,7 @@ export async function runController(config: Config, format: LogFormat = logForma
     `  management    ${running.url}/edge/management/v1`,
     `  API docs      ${running.url}/docs`,
   ];
+  if (running.router) lines.push(`  edge router   ${running.router.router.url}   ('${running.router.router.name}': SDKs connect, bind and dial here)`);
   if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
   if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);

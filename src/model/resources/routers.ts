@@ -90,18 +90,20 @@ export const edgeRouterClientView = (r: Row) => ({
   cost: Number(r.cost),
   disabled: isSet(r.disabled),
   hostname: r.hostname ?? '',
-  // There is no data plane in this controller: no router is ever connected to it.
-  isOnline: false,
+  isOnline: isOnline(r),
   name: r.name,
   noTraversal: isSet(r.noTraversal),
   supportedProtocols: fromJson(r.supportedProtocols, {}),
   syncStatus: isSet(r.isVerified) ? 'SYNC_DONE' : 'SYNC_NEW',
 });
 
+/** Online while the controller running the router keeps its lease in the future (fabric/ refreshes it). */
+export const isOnline = (r: Row) => !!r.onlineUntil && Date.parse(r.onlineUntil) > Date.now();
+
 function routerStamps(r: Row, ctx: Ctx) {
   const jwt = r.enrollmentJwt ? ctx.sealer.open(r.enrollmentJwt) : null;
   return {
-    isOnline: false,
+    isOnline: isOnline(r),
     isVerified: isSet(r.isVerified),
     fingerprint: r.fingerprint ?? '',
     enrollmentCreatedAt: r.enrollmentCreatedAt ?? null,
@@ -171,9 +173,9 @@ export const edgeRouters = defineResource({
     isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true },
     isTunnelerEnabled: { column: 'e.is_tunneler_enabled', type: 'boolean', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
-    // No router control channel here (README): no router is ever connected or online.
-    connected: { column: 'e.id', expr: sql`0`, type: 'boolean', sortable: true },
-    online: { column: 'e.id', expr: sql`0`, type: 'boolean', sortable: true },
+    // A lease that lapsed is cleared by the next sweep of any controller (fabric/routers.ts).
+    connected: { column: 'e.online_until', expr: sql`(case when e.online_until is null then 0 else 1 end)`, type: 'boolean', sortable: true },
+    online: { column: 'e.online_until', expr: sql`(case when e.online_until is null then 0 else 1 end)`, type: 'boolean', sortable: true },
     ...aliases({ hostname: { column: 'e.hostname', type: 'string', sortable: true } }),
   },
   source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,

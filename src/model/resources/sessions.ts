@@ -52,7 +52,7 @@ async function routersForPairs(db: Db, pairs: { identityId: string; serviceId: s
     .distinct()
     .execute();
   const routerIds = [...new Set(links.map((l) => l.routerId))];
-  const routers = routerIds.length ? await db.selectFrom('routers').selectAll().where('id', 'in', routerIds).where('disabled', '=', 0).orderBy('cost').orderBy('name').execute() : [];
+  const routers = routerIds.length ? await db.selectFrom('routers').selectAll().where('id', 'in', routerIds).where('disabled', '=', 0).where('isVerified', '=', 1).orderBy('cost').orderBy('name').execute() : [];
   for (const p of pairs) {
     const mine = new Set(links.filter((l) => l.identityId === p.identityId && l.serviceId === p.serviceId).map((l) => l.routerId));
     out.set(`${p.identityId}|${p.serviceId}`, (routers as Row[]).filter((r) => mine.has(r.id)));

@@ -1,6 +1,6 @@
 // Terminators: where a service's traffic leaves the network (a router, a binding and an address).
-// With no data plane here they are administered data; hosting SDKs' own terminators arrive the same way.
-import { sql } from 'kysely';
+// Administered through the API, or made by a hosting SDK's Bind on a router (fabric/, binding "edge",
+// with the hosting identity as hostId) and removed when that host goes away.
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
@@ -57,8 +57,8 @@ export const terminators = defineResource({
     binding: { column: 'e.binding', type: 'string', sortable: true },
     address: { column: 'e.address', type: 'string', sortable: true },
     instanceId: { column: 'e.identity', type: 'string', sortable: true },
-    // The hosting identity of SDK-created terminators; terminators here are made through the API and have none.
-    hostId: { column: 'e.id', expr: sql`null`, type: 'string', sortable: true },
+    // The hosting identity of terminators an SDK's Bind made (fabric/); those made through the API have none.
+    hostId: { column: 'e.host_id', type: 'string', sortable: true },
     ...aliases({
       serviceId: { column: 'e.service_id', type: 'string', sortable: true },
       routerId: { column: 'e.router_id', type: 'string', sortable: true },

@@ -11,6 +11,7 @@ import { sessionsPostureMaintenance } from './0007-sessions-posture-maintenance.
 import { sessionTokens } from './0008-session-tokens.js';
 import { integrityRunOwner } from './0009-integrity-run-owner.js';
 import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
+import { dataPlane } from './0011-data-plane.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -24,5 +25,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0008-session-tokens': sessionTokens(),
     '0009-integrity-run-owner': integrityRunOwner(),
     '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
+    '0011-data-plane': dataPlane(),
   };
 }

@@ -48,8 +48,10 @@ const clientEdgeRouters: ResourceDecl = defineResource({
   detailQuery: (db) =>
     db
       .selectFrom('routers as e')
-      .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified'])
-      .where('e.isEdge', '=', 1) as never,
+      .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified', 'e.onlineUntil'])
+      .where('e.isEdge', '=', 1)
+      // As upstream (current_identity_router.go): only routers that finished enrollment; SDKs would try the others.
+      .where('e.isVerified', '=', 1) as never,
 });
 
 export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' | 'management') {

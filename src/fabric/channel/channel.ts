@@ -1,0 +1,147 @@
+// One channel V2 connection over a stream socket: framing, our own sequence numbers, requests matched to
+// their replies by the ReplyFor header, replies that reflect headers 128..255, and input that can be
+// paused while a destination it feeds is full (TCP then slows the sender: backpressure, not buffers).
+import type { Socket } from 'node:net';
+import { EMPTY, encodeHead, FRAME_LIMITS, FrameDecoder, FrameError, i32, type FrameLimits, type Message, readInt32 } from './codec.js';
+import { Header } from './messages.js';
+
+export interface ChannelEvents {
+  message(m: Message): void;
+  /** Once, whatever ended the channel; `error` says why when it was not a clean close. */
+  closed(error?: Error): void;
+}
+
+/** Bytes queued for the socket above which the channel counts as full. */
+export const HIGH_WATER = 4 * 1024 * 1024;
+
+export class Channel {
+  private seq = 0;
+  private waiters = new Map<number, { resolve(m: Message): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
+  private decoder: FrameDecoder;
+  private pausedBy = new Set<Channel>();
+  closed = false;
+  private handlers?: ChannelEvents;
+
+  constructor(readonly socket: Socket, limits: FrameLimits = FRAME_LIMITS) {
+    this.decoder = new FrameDecoder(limits);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (e) => this.close(e));
+    socket.on('close', () => this.close());
+    socket.on('end', () => this.close());
+  }
+
+  /** Start delivering messages (frames that arrived earlier are delivered in order). */
+  attach(handlers: ChannelEvents) {
+    this.handlers = handlers;
+  }
+
+  setLimits(limits: FrameLimits) {
+    this.decoder.limits = limits;
+  }
+
+  private onData(chunk: Buffer) {
+    if (this.closed) return;
+    let messages: Message[];
+    try {
+      messages = this.decoder.push(chunk);
+    } catch (e) {
+      this.close(e instanceof FrameError ? e : new FrameError(String(e)));
+      return;
+    }
+    for (const m of messages) {
+      if (this.closed) return;
+      const replyFor = readInt32(m.headers.get(Header.ReplyFor));
+      const waiter = replyFor === undefined ? undefined : this.waiters.get(replyFor);
+      if (waiter) {
+        this.waiters.delete(replyFor!);
+        clearTimeout(waiter.timer);
+        waiter.resolve(m);
+        continue;
+      }
+      try {
+        this.handlers?.message(m);
+      } catch (e) {
+        this.close(e as Error);
+      }
+    }
+  }
+
+  /** Send with our next sequence number; returns that number. Nothing is sent once closed. */
+  send(m: Message): number {
+    if (this.closed) return -1;
+    if (m.seq === 0) m.seq = ++this.seq;
+    const head = encodeHead(m);
+    if (m.body.length) {
+      this.socket.cork();
+      this.socket.write(head);
+      this.socket.write(m.body);
+      this.socket.uncork();
+    } else this.socket.write(head);
+    return m.seq;
+  }
+
+  /** Send and wait for the message whose ReplyFor names it. */
+  request(m: Message, timeoutMs: number): Promise<Message> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new Error('channel closed'));
+      m.seq = ++this.seq;
+      const timer = setTimeout(() => {
+        this.waiters.delete(m.seq);
+        reject(new Error(`no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.set(m.seq, { resolve, reject, timer });
+      this.send(m);
+    });
+  }
+
+  /** Answer `to`: ReplyFor = its sequence, and its headers 128..255 copied as upstream's channel does. */
+  reply(to: Message, m: Message): number {
+    for (const [k, v] of to.headers) if (k >= Header.ReflectedFirst && k <= Header.ReflectedLast && !m.headers.has(k)) m.headers.set(k, v);
+    m.headers.set(Header.ReplyFor, i32(to.seq));
+    return this.send(m);
+  }
+
+  /** Whether the socket holds more than HIGH_WATER bytes not yet written. */
+  get full(): boolean {
+    return this.socket.writableLength > HIGH_WATER;
+  }
+
+  /**
+   * Stop reading this channel until `dest` drains: what this channel sends is relayed to `dest`, whose
+   * peer reads slower than ours writes. All virtual connections of this channel wait (as upstream's).
+   */
+  pauseFor(dest: Channel) {
+    if (this.pausedBy.has(dest) || this.closed) return;
+    this.pausedBy.add(dest);
+    this.socket.pause();
+    const resume = () => {
+      this.pausedBy.delete(dest);
+      if (!this.pausedBy.size && !this.closed) this.socket.resume();
+    };
+    if (dest.closed) resume();
+    else {
+      dest.socket.once('drain', resume);
+      dest.socket.once('close', resume);
+    }
+  }
+
+  close(error?: Error) {
+    if (this.closed) return;
+    this.closed = true;
+    for (const w of this.waiters.values()) {
+      clearTimeout(w.timer);
+      w.reject(new Error('channel closed'));
+    }
+    this.waiters.clear();
+    // A clean close ends the stream, and destroys it soon after in any case: a peer that stopped reading
+    // must not hold the socket (and its address's slot) open.
+    if (error) this.socket.destroy();
+    else {
+      this.socket.end();
+      setTimeout(() => this.socket.destroy(), 1000).unref();
+    }
+    this.handlers?.closed(error);
+  }
+}
+
+export { EMPTY };

@@ -1,0 +1,109 @@
+// The data plane's live state on this controller: its router, the SDK channels, terminators and circuits,
+// and the sweep that ends whatever lost its API session or service session (on any controller: the
+// store is the truth, so a logout elsewhere reaches these connections within a second).
+import type { Ctx } from '../model/context.js';
+import { addTerminator, removeTerminators, stillLive, touchApiSessions, updateTerminator } from '../model/data-plane.js';
+import { message, str, u32 } from './channel/codec.js';
+import { ContentType, Header } from './channel/messages.js';
+import type { Circuit } from './circuits.js';
+import type { EdgeConn } from './edge/sdk-connection.js';
+import { Terminators, type Terminator } from './terminators.js';
+
+export interface FabricLog {
+  info(o: object, msg: string): void;
+  warn(o: object, msg: string): void;
+  debug(o: object, msg: string): void;
+}
+
+/** How often live connections are checked against the store. */
+export const SWEEP_MS = 1000;
+/** How often the API sessions of live channels are marked active (upstream routers: every 60 s). */
+const TOUCH_MS = 60_000;
+
+export class Fabric {
+  readonly terminators = new Terminators();
+  readonly conns = new Set<EdgeConn>();
+  readonly circuits = new Map<string, Circuit>();
+  bytesIn = 0;
+  dials = { ok: 0, failed: 0, setupMs: [] as number[] };
+  private timers: NodeJS.Timeout[] = [];
+  private sweeping = false;
+
+  constructor(
+    readonly ctx: Ctx,
+    readonly routerId: string,
+    readonly log: FabricLog,
+  ) {}
+
+  start() {
+    this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
+    this.timers.push(setInterval(() => void touchApiSessions(this.ctx, [...new Set([...this.conns].map((c) => c.apiSession.id))]).catch(() => {}), TOUCH_MS));
+    for (const t of this.timers) t.unref();
+  }
+
+  stop() {
+    for (const t of this.timers) clearInterval(t);
+    for (const c of [...this.conns]) c.channel.close(new Error('the router is stopping'));
+  }
+
+  async addTerminator(t: Terminator) {
+    await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: this.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
+    this.terminators.add(t);
+    this.log.debug({ terminator: t.id, service: t.serviceName }, 'edge: terminator added');
+  }
+
+  /** Drop a terminator; with `tell`, its host hears why on the bind's conn id (it rebinds, as SDKs do). */
+  async removeTerminator(t: Terminator, tell?: string) {
+    if (!this.terminators.get(t.id)) return;
+    this.terminators.delete(t);
+    if (tell && !t.conn.closed) t.conn.channel.send(message(ContentType.StateClosed, [[Header.ConnId, u32(t.bindConnId)], [Header.Seq, u32(0)]], str(tell)));
+    await removeTerminators(this.ctx, [t.id]).catch((e) => this.log.warn({ err: String(e) }, 'edge: could not remove a terminator from the store'));
+  }
+
+  async terminatorChanged(t: Terminator) {
+    await updateTerminator(this.ctx, t.id, { cost: t.cost, precedence: t.precedence }).catch(() => {});
+  }
+
+  circuitStarted(c: Circuit) {
+    this.circuits.set(c.id, c);
+  }
+
+  circuitEnded(c: Circuit) {
+    this.circuits.delete(c.id);
+  }
+
+  dialSetup(ms: number) {
+    this.dials.ok++;
+    if (this.dials.setupMs.length >= 1000) this.dials.setupMs.shift();
+    this.dials.setupMs.push(ms);
+  }
+
+  dialFailed() {
+    this.dials.failed++;
+  }
+
+  /** End what lost its API session (the whole channel) or its service session (its sides and terminators). */
+  async sweep() {
+    if (this.sweeping || (!this.conns.size && !this.terminators.size)) return;
+    this.sweeping = true;
+    try {
+      const conns = [...this.conns];
+      const apiSessionIds = [...new Set(conns.map((c) => c.apiSession.id))];
+      const sessionIds = [...new Set([...conns.flatMap((c) => c.sessionIds()), ...this.terminators.all().map((t) => t.sessionId)])].filter(Boolean);
+      const live = await stillLive(this.ctx, apiSessionIds, sessionIds);
+      for (const c of conns) {
+        if (!live.apiSessions.has(c.apiSession.id)) {
+          this.log.info({ identity: c.apiSession.identityName, apiSession: c.apiSession.id }, 'edge: API session ended, closing its connection');
+          c.channel.close();
+          continue;
+        }
+        for (const id of new Set(c.sessionIds())) if (id && !live.sessions.has(id)) c.endSession(id, 'session closed');
+      }
+      for (const t of this.terminators.all()) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, 'session ended');
+    } catch (e) {
+      this.log.warn({ err: String(e) }, 'edge: could not check live sessions');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+}

@@ -1,0 +1,70 @@
+// The data plane, started by server/ (and nothing else): the embedded edge router. Uses model/ for
+// everything persisted; model/ and store/ never import this room.
+import os from 'node:os';
+import type { Server } from 'node:tls';
+import type { Ctx } from '../model/context.js';
+import { removeRouterEdgeTerminators, setRouterLease } from '../model/data-plane.js';
+import { ensureEmbeddedRouter, type EmbeddedRouter } from '../model/embedded-router.js';
+import { VERSION } from '../version.js';
+import { startEdgeListener } from './edge/listener.js';
+import { Fabric, type FabricLog } from './fabric.js';
+
+export interface RouterOptions {
+  bind: string;
+  port: number;
+  /** The host name SDKs reach the router at (in its certificate and in supportedProtocols). */
+  address: string;
+  helloTimeoutMs: number;
+  maxPerAddress: number;
+  progress?: (s: string) => void;
+  log: FabricLog;
+}
+
+export interface RunningRouter {
+  router: EmbeddedRouter;
+  fabric: Fabric;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** How long a router's online lease lasts; refreshed at a third of it. */
+const LEASE_MS = 30_000;
+
+export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<RunningRouter> {
+  // The port is known before the record is written: port 0 asks the OS for one.
+  let router = await ensureEmbeddedRouter(ctx, { address: o.address, port: o.port || 3022, progress: o.progress });
+  const fabric = new Fabric(ctx, router.id, o.log);
+  const removed = await removeRouterEdgeTerminators(ctx, router.id);
+  if (removed) o.progress?.(`removed ${removed} terminator(s) left by a previous run of the router`);
+  const server: Server = await startEdgeListener(fabric, {
+    host: o.bind,
+    port: o.port,
+    certPem: router.certPem,
+    keyPem: router.keyPem,
+    helloTimeoutMs: o.helloTimeoutMs,
+    maxPerAddress: o.maxPerAddress,
+    version: `v${VERSION}|ztc|${new Date(0).toISOString().slice(0, 10)}|${os.platform()}|${os.arch()}`,
+  });
+  const port = (server.address() as { port: number }).port;
+  if (port !== (o.port || 3022)) router = await ensureEmbeddedRouter(ctx, { address: o.address, port });
+  fabric.start();
+  const lease = () => setRouterLease(ctx, router.id, new Date(Date.now() + LEASE_MS)).catch((e) => o.log.warn({ err: String(e) }, 'edge: could not renew the router lease'));
+  await lease();
+  const leaseTimer = setInterval(() => void lease(), LEASE_MS / 3);
+  leaseTimer.unref();
+  let closed = false;
+  return {
+    router,
+    fabric,
+    port,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(leaseTimer);
+      fabric.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await removeRouterEdgeTerminators(ctx, router.id).catch(() => {});
+      await setRouterLease(ctx, router.id, null).catch(() => {});
+    },
+  };
+}

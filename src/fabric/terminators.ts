@@ -1,0 +1,86 @@
+// The live terminators of this router: where a service's dials go. Each is one SDK's Bind on one edge
+// channel; the store keeps a copy for /terminators (model/data-plane.ts), this registry is what dials read.
+import type { EdgeConn } from './edge/sdk-connection.js';
+
+export type Precedence = 'default' | 'required' | 'failed';
+
+export interface Terminator {
+  id: string;
+  serviceId: string;
+  serviceName: string;
+  hostId: string;
+  /** Header 1006: an addressable instance of the service ("" when none). */
+  instanceId: string;
+  cost: number;
+  precedence: Precedence;
+  /** The binding: which channel, which conn id, which Bind session token. */
+  conn: EdgeConn;
+  bindConnId: number;
+  token: string;
+  sessionId: string;
+  apiSessionId: string;
+  /** The host's public key (header 1003), handed to each dialer for end-to-end encryption. */
+  hostKey?: Buffer;
+  /** The Bind asked for router-assigned conn ids (header 1012): Go SDK and C SDK 1.x. */
+  assignIds: boolean;
+  listenerId?: string;
+  /** Dials sent to it, for the strategy's tie-break between equals. */
+  dials: number;
+}
+
+const RANK: Record<Precedence, number> = { required: 0, default: 1, failed: 2 };
+
+export class Terminators {
+  private byId = new Map<string, Terminator>();
+  private byService = new Map<string, Set<Terminator>>();
+
+  get size() {
+    return this.byId.size;
+  }
+
+  all(): Terminator[] {
+    return [...this.byId.values()];
+  }
+
+  get(id: string) {
+    return this.byId.get(id);
+  }
+
+  add(t: Terminator) {
+    this.byId.set(t.id, t);
+    let set = this.byService.get(t.serviceId);
+    if (!set) this.byService.set(t.serviceId, (set = new Set()));
+    set.add(t);
+  }
+
+  delete(t: Terminator) {
+    this.byId.delete(t.id);
+    const set = this.byService.get(t.serviceId);
+    set?.delete(t);
+    if (set && !set.size) this.byService.delete(t.serviceId);
+  }
+
+  /** Terminators of one binding: a channel's Bind conn id, and optionally its token. */
+  ofBinding(conn: EdgeConn, bindConnId: number, token?: string): Terminator[] {
+    return this.all().filter((t) => t.conn === conn && t.bindConnId === bindConnId && (token === undefined || t.token === token));
+  }
+
+  ofConn(conn: EdgeConn): Terminator[] {
+    return this.all().filter((t) => t.conn === conn);
+  }
+
+  /**
+   * Where a dial goes: among the service's terminators (only those of `instanceId` when the dialer named
+   * one), the best precedence, then the lowest cost, then the one that had fewest dials (spreads the load
+   * over equal hosts).
+   */
+  pick(serviceId: string, instanceId?: string): Terminator | undefined {
+    let best: Terminator | undefined;
+    for (const t of this.byService.get(serviceId) ?? []) {
+      if (instanceId && t.instanceId !== instanceId) continue;
+      if (t.conn.closed) continue;
+      if (!best || RANK[t.precedence] < RANK[best.precedence] || (RANK[t.precedence] === RANK[best.precedence] && (t.cost < best.cost || (t.cost === best.cost && t.dials < best.dials)))) best = t;
+    }
+    return best;
+  }
+}

@@ -1,0 +1,162 @@
+// What the data plane (src/fabric) asks of the model: who an edge channel's API session is, which service
+// session a Dial or Bind presents, whether the policies still let that identity use this router for that
+// service, which of the channels' sessions still exist, and the routers' own records. Plain queries over
+// the same tables the APIs use, so several controllers sharing one database agree.
+import { isSet } from '../store/json.js';
+import { iso } from './clock.js';
+import type { Ctx } from './context.js';
+import { hashSecret } from './ids.js';
+import { sharedEdgeRouters, grantsFor } from './policy/access.js';
+
+const timeoutMs = (ctx: Ctx) => ctx.config.sessionTimeoutMinutes * 60_000;
+
+export interface EdgeApiSession {
+  id: string;
+  identityId: string;
+  identityName: string;
+  /** SHA-1 (lowercase hex) of every certificate that may speak for this API session. */
+  fingerprints: Set<string>;
+}
+
+/** Certificate fingerprints of an API session: its identity's certificate authenticators and its session certificates. */
+export async function apiSessionFingerprints(ctx: Ctx, apiSessionId: string, identityId: string): Promise<Set<string>> {
+  const [auth, certs] = await Promise.all([
+    ctx.store.db.selectFrom('authenticators').select('fingerprint').where('identityId', '=', identityId).where('fingerprint', 'is not', null).execute(),
+    ctx.store.db.selectFrom('apiSessionCertificates').select('fingerprint').where('apiSessionId', '=', apiSessionId).execute(),
+  ]);
+  return new Set([...auth, ...certs].map((r) => String(r.fingerprint).toLowerCase()));
+}
+
+interface LiveRow {
+  id: string;
+  identityId: string;
+  identityName: string;
+  lastActivityAt: string;
+  isMfaRequired: number;
+  isMfaComplete: number;
+  disabled: number;
+  disabledUntil: string | null;
+}
+
+/** A live API session: not idle past its timeout, MFA done when required, its identity not disabled. */
+function live(ctx: Ctx, r: LiveRow, now = ctx.clock.now().getTime()): boolean {
+  if (now - Date.parse(r.lastActivityAt) > timeoutMs(ctx)) return false;
+  if (isSet(r.isMfaRequired) && !isSet(r.isMfaComplete)) return false;
+  if (isSet(r.disabled) && (!r.disabledUntil || Date.parse(r.disabledUntil) > now)) return false;
+  return true;
+}
+
+const apiSessions = (ctx: Ctx) =>
+  ctx.store.db
+    .selectFrom('apiSessions as s')
+    .innerJoin('identities as i', 'i.id', 's.identityId')
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil']);
+
+/** The API session an SDK's hello names (header 1002), or null when it is unknown or no longer live. */
+export async function apiSessionForEdge(ctx: Ctx, token: string): Promise<EdgeApiSession | null> {
+  const row = (await apiSessions(ctx).where('s.tokenHash', '=', hashSecret(token)).executeTakeFirst()) as LiveRow | undefined;
+  if (!row || !live(ctx, row)) return null;
+  return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
+}
+
+export interface EdgeSession {
+  id: string;
+  apiSessionId: string;
+  identityId: string;
+  serviceId: string;
+  serviceName: string;
+  type: string;
+  encryptionRequired: boolean;
+}
+
+/** The service session a Dial or Bind carries in its body, with its service. */
+export async function sessionForEdge(ctx: Ctx, token: string): Promise<EdgeSession | null> {
+  const row = await ctx.store.db
+    .selectFrom('sessions as e')
+    .innerJoin('services as s', 's.id', 'e.serviceId')
+    .select(['e.id', 'e.apiSessionId', 'e.identityId', 'e.serviceId', 's.name as serviceName', 'e.type', 's.encryptionRequired'])
+    .where('e.tokenHash', '=', hashSecret(token))
+    .executeTakeFirst();
+  return row ? { ...row, encryptionRequired: isSet(row.encryptionRequired) } : null;
+}
+
+/** The API session behind a service session, when it is still live, with its fingerprints. */
+export async function liveApiSession(ctx: Ctx, apiSessionId: string): Promise<EdgeApiSession | null> {
+  const row = (await apiSessions(ctx).where('s.id', '=', apiSessionId).executeTakeFirst()) as LiveRow | undefined;
+  if (!row || !live(ctx, row)) return null;
+  return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
+}
+
+/** Whether the policies let the identity use this router for the service, and still grant it Dial or Bind. */
+export async function policiesAllow(ctx: Ctx, identityId: string, serviceId: string, routerId: string, kind: 'dial' | 'bind'): Promise<{ router: boolean; grant: boolean }> {
+  const [router, grants] = await Promise.all([
+    sharedEdgeRouters(ctx.store.db, identityId, serviceId).where('t.entityId', '=', routerId).executeTakeFirst(),
+    grantsFor(ctx.store.db, identityId, [serviceId]),
+  ]);
+  return { router: !!router, grant: grants.some((g) => g.kind === kind) };
+}
+
+/**
+ * Of the given API sessions and service sessions, those that still exist and are live. The data plane
+ * asks this about everything it carries, every second, so an API session ended on any controller
+ * (logout, expiry, deletion, a disabled or deleted identity) ends its connections here too.
+ */
+export async function stillLive(ctx: Ctx, apiSessionIds: string[], sessionIds: string[]): Promise<{ apiSessions: Set<string>; sessions: Set<string> }> {
+  const out = { apiSessions: new Set<string>(), sessions: new Set<string>() };
+  const now = ctx.clock.now().getTime();
+  for (let i = 0; i < apiSessionIds.length; i += 500) {
+    const rows = (await apiSessions(ctx).where('s.id', 'in', apiSessionIds.slice(i, i + 500)).execute()) as LiveRow[];
+    for (const r of rows) if (live(ctx, r, now)) out.apiSessions.add(r.id);
+  }
+  for (let i = 0; i < sessionIds.length; i += 500) {
+    const rows = await ctx.store.db.selectFrom('sessions').select('id').where('id', 'in', sessionIds.slice(i, i + 500)).execute();
+    for (const r of rows) out.sessions.add(r.id);
+  }
+  return out;
+}
+
+/** Refresh the API sessions that carry live edge connections, as upstream's routers' API-session heartbeats do. */
+export async function touchApiSessions(ctx: Ctx, ids: string[]) {
+  if (!ids.length) return;
+  await ctx.store.db.updateTable('apiSessions').set({ lastActivityAt: iso(ctx.clock.now()) }).where('id', 'in', ids).execute();
+}
+
+/** Keep a router online until `until` (null: offline now), and clear leases that lapsed (a controller that died). */
+export async function setRouterLease(ctx: Ctx, routerId: string, until: Date | null) {
+  await ctx.store.db.updateTable('routers').set({ onlineUntil: until ? until.toISOString() : null }).where('id', '=', routerId).execute();
+  await ctx.store.db.updateTable('routers').set({ onlineUntil: null }).where('onlineUntil', '<', new Date().toISOString()).execute();
+}
+
+export interface HostedTerminator {
+  id: string;
+  serviceId: string;
+  routerId: string;
+  hostId: string;
+  instanceId: string;
+  cost: number;
+  precedence: 'default' | 'required' | 'failed';
+}
+
+/** Record a terminator an SDK's Bind made (visible in /terminators with its router and host). */
+export async function addTerminator(ctx: Ctx, t: HostedTerminator) {
+  const now = iso(ctx.clock.now());
+  await ctx.store.db
+    .insertInto('terminators')
+    .values({ id: t.id, createdAt: now, updatedAt: now, tags: '{}', serviceId: t.serviceId, routerId: t.routerId, binding: 'edge', address: t.id, identity: t.instanceId, identitySecret: null, cost: t.cost, precedence: t.precedence, hostId: t.hostId })
+    .execute();
+}
+
+export async function updateTerminator(ctx: Ctx, id: string, o: { cost?: number; precedence?: string }) {
+  await ctx.store.db.updateTable('terminators').set({ ...o, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
+}
+
+export async function removeTerminators(ctx: Ctx, ids: string[]) {
+  for (let i = 0; i < ids.length; i += 500) await ctx.store.db.deleteFrom('terminators').where('id', 'in', ids.slice(i, i + 500)).execute();
+}
+
+/** At start: the edge terminators a previous run of this router left (its process died with its hosts gone). */
+export async function removeRouterEdgeTerminators(ctx: Ctx, routerId: string): Promise<number> {
+  const r = await ctx.store.db.deleteFrom('terminators').where('routerId', '=', routerId).where('binding', '=', 'edge').executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
