@@ -1,0 +1,99 @@
+// OpenZiti's own C SDK (libziti 0.29.3, shipped in PyPI `openziti` 0.6.0; .ci/run installs it) through
+// ztc: it enrolls two identities (checking the JWT against the certificate it sees on TLS), one binds a
+// service on the embedded edge router, the other dials it and 8 MiB are echoed both ways, end to end
+// encrypted; when the host goes, so does its terminator.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNetwork, type TestNetwork } from '../helpers/network.js';
+
+const SCRIPT = path.resolve('test/peers/csdk_journey.py');
+const PYTHON = process.env.ZTC_PYTHON ?? 'python3';
+
+function run(args: string[], o: { timeoutMs?: number } = {}): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(PYTHON, [SCRIPT, ...args], { env: { ...process.env, ZITI_LOG: '1' } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const t = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000);
+    child.on('close', (code) => (clearTimeout(t), resolve({ code, out, err })));
+  });
+}
+
+/** Lines of JSON a child prints, as they come. */
+function lines(child: ChildProcess): { next(): Promise<Record<string, unknown>> } {
+  const queue: Record<string, unknown>[] = [];
+  const waiting: ((v: Record<string, unknown>) => void)[] = [];
+  let buf = '';
+  child.stdout!.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (!line.startsWith('{')) continue;
+      const v = JSON.parse(line);
+      const w = waiting.shift();
+      if (w) w(v);
+      else queue.push(v);
+    }
+  });
+  return { next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => waiting.push(r))) };
+}
+
+let n: TestNetwork;
+let dir: string;
+beforeAll(async () => {
+  n = await startNetwork();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-csdk-'));
+}, 60_000);
+afterAll(async () => {
+  await n.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function enrolled(name: string, roles: string[]): Promise<string> {
+  const made = await n.api('POST', '/identities', { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } });
+  const jwt = (await n.api('GET', `/identities/${made.body.data.id}`)).body.data.enrollment.ott.jwt;
+  const jwtFile = path.join(dir, `${name}.jwt`);
+  fs.writeFileSync(jwtFile, jwt);
+  const out = path.join(dir, `${name}.json`);
+  const r = await run(['enroll', jwtFile, out]);
+  expect(r.code, r.err).toBe(0);
+  return out;
+}
+
+describe('the C SDK through the embedded edge router', () => {
+  it('enrolls, binds, dials, echoes 8 MiB both ways end to end encrypted, and the terminator goes with the host', async () => {
+    const service = await n.service('csdk-echo', { encryptionRequired: true });
+    const hostId = await enrolled('csdk-host', ['csdk-echo-hosts']);
+    const clientId = await enrolled('csdk-client', ['csdk-echo-clients']);
+
+    const host = spawn(PYTHON, [SCRIPT, 'host', hostId, 'csdk-echo', '1'], { env: { ...process.env, ZITI_LOG: '1' } });
+    let hostErr = '';
+    host.stderr.on('data', (d) => (hostErr += d));
+    const hostExit = new Promise<number | null>((r) => host.on('close', r));
+    try {
+      const out = lines(host);
+      expect(await out.next()).toEqual({ listening: 'csdk-echo' });
+      const terminators = async () => (await n.api('GET', `/terminators?filter=${encodeURIComponent(`service = "${service}"`)}`)).body.data as { routerId: string; binding: string }[];
+      await expect.poll(async () => (await terminators()).length, { timeout: 15_000, interval: 200 }).toBe(1);
+      expect((await terminators())[0]).toMatchObject({ routerId: n.routerId, binding: 'edge' });
+
+      const size = 8 * 1024 * 1024;
+      const dial = await run(['dial', clientId, 'csdk-echo', String(size)], { timeoutMs: 90_000 });
+      expect(dial.code, dial.err + hostErr).toBe(0);
+      const result = JSON.parse(dial.out.trim().split('\n').pop()!);
+      expect(result).toMatchObject({ sent: size, received: size, match: true });
+      expect(await out.next()).toMatchObject({ echoed: size, peer: 'csdk-client' });
+      expect(await hostExit).toBe(0);
+      await expect.poll(async () => (await terminators()).length, { timeout: 5000, interval: 200 }).toBe(0);
+    } finally {
+      host.kill('SIGKILL');
+    }
+  }, 180_000);
+});

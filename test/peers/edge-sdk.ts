@@ -1,0 +1,133 @@
+// A test peer for the SDK side of the edge protocol, written from ../shared/reference/edge-protocol.md
+// (not from src/fabric): its own framing, so a codec bug on either side shows as a mismatch. It does what
+// the C SDK does not show: wrong tokens, foreign certificates, malformed frames, both conn-id modes.
+import tls from 'node:tls';
+
+export const CT = {
+  Hello: 0, Ping: 1, Result: 2, Latency: 3,
+  Connect: 60783, StateConnected: 60784, StateClosed: 60785, Data: 60786, Dial: 60787, DialSuccess: 60788, DialFailed: 60789,
+  Bind: 60790, Unbind: 60791, UpdateBind: 60794, TraceRoute: 60796, TraceRouteResponse: 60797, BindSuccess: 60800,
+} as const;
+export const H = {
+  ReplyFor: 1, ResultSuccess: 2, Version: 4, Id: 8, Uuid: 128,
+  ConnId: 1000, Seq: 1001, SessionToken: 1002, PublicKey: 1003, Cost: 1004, Precedence: 1005, Instance: 1006, CallerId: 1008,
+  Flags: 1010, RouterProvidedConnId: 1012, ListenerId: 1021, SupportsBindSuccess: 1024, CircuitId: 1026,
+} as const;
+
+export interface Frame {
+  type: number;
+  seq: number;
+  headers: Map<number, Buffer>;
+  body: Buffer;
+}
+
+export const le32 = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n >>> 0);
+  return b;
+};
+export const one = Buffer.from([1]);
+
+/** The 20-byte prefix (magic 03 06 09 0C, type, seq, header length, body length), headers, body. */
+export function frame(type: number, seq: number, headers: [number, Buffer][], body: Buffer = Buffer.alloc(0)): Buffer {
+  const hs = Buffer.concat(headers.map(([k, v]) => Buffer.concat([Buffer.from(new Int32Array([k, v.length]).buffer), v])));
+  const prefix = Buffer.alloc(20);
+  Buffer.from([3, 6, 9, 12]).copy(prefix);
+  prefix.writeInt32LE(type, 4);
+  prefix.writeInt32LE(seq, 8);
+  prefix.writeInt32LE(hs.length, 12);
+  prefix.writeInt32LE(body.length, 16);
+  return Buffer.concat([prefix, hs, body]);
+}
+
+export class EdgePeer {
+  private buf = Buffer.alloc(0);
+  private seq = 0;
+  readonly inbox: Frame[] = [];
+  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+  closed = false;
+  private closeWaiters: (() => void)[] = [];
+
+  constructor(readonly socket: tls.TLSSocket) {
+    socket.on('data', (d: Buffer) => this.onData(d));
+    const done = () => {
+      this.closed = true;
+      for (const w of this.closeWaiters) w();
+    };
+    socket.on('close', done);
+    socket.on('error', () => {});
+  }
+
+  static connect(port: number, o: { cert?: string; key?: string; ca?: string } = {}): Promise<EdgePeer> {
+    return new Promise((resolve, reject) => {
+      const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: o.cert, key: o.key, ca: o.ca, rejectUnauthorized: !!o.ca }, () => resolve(new EdgePeer(s)));
+      s.once('error', reject);
+    });
+  }
+
+  private onData(d: Buffer) {
+    this.buf = Buffer.concat([this.buf, d]);
+    while (this.buf.length >= 20) {
+      const hl = this.buf.readInt32LE(12);
+      const bl = this.buf.readInt32LE(16);
+      if (this.buf.length < 20 + hl + bl) return;
+      const headers = new Map<number, Buffer>();
+      for (let at = 20; at < 20 + hl; ) {
+        const k = this.buf.readInt32LE(at);
+        const n = this.buf.readInt32LE(at + 4);
+        headers.set(k, Buffer.from(this.buf.subarray(at + 8, at + 8 + n)));
+        at += 8 + n;
+      }
+      const f: Frame = { type: this.buf.readInt32LE(4), seq: this.buf.readInt32LE(8), headers, body: Buffer.from(this.buf.subarray(20 + hl, 20 + hl + bl)) };
+      this.buf = this.buf.subarray(20 + hl + bl);
+      const w = this.waiters.findIndex((x) => x.match(f));
+      if (w >= 0) this.waiters.splice(w, 1)[0].resolve(f);
+      else this.inbox.push(f);
+    }
+  }
+
+  write(raw: Buffer) {
+    this.socket.write(raw);
+  }
+
+  send(type: number, headers: [number, Buffer][], body?: Buffer, seq = ++this.seq): number {
+    this.socket.write(frame(type, seq, headers, body));
+    return seq;
+  }
+
+  /** The next frame that matches (from the inbox first), or a rejection after `ms`. */
+  next(match: (f: Frame) => boolean, ms = 5000): Promise<Frame> {
+    const i = this.inbox.findIndex(match);
+    if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0]);
+    return new Promise((resolve, reject) => {
+      const w = { match, resolve: (f: Frame) => (clearTimeout(t), resolve(f)) };
+      const t = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        reject(new Error(`no matching frame within ${ms} ms (inbox: ${this.inbox.map((f) => f.type).join(',')})`));
+      }, ms);
+      this.waiters.push(w);
+    });
+  }
+
+  replyTo(seq: number, ms?: number) {
+    return this.next((f) => f.headers.get(H.ReplyFor)?.readInt32LE(0) === seq, ms);
+  }
+
+  whenClosed(ms = 5000): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`still open after ${ms} ms`)), ms);
+      this.closeWaiters.push(() => (clearTimeout(t), resolve()));
+    });
+  }
+
+  /** Hello with the API session token, as the C SDK sends it (sequence 0). */
+  async hello(token: string, seq = 0): Promise<Frame> {
+    this.send(CT.Hello, [[H.SessionToken, Buffer.from(token)]], Buffer.from('ziti-sdk-c[0]@test'), seq);
+    return this.next((f) => f.type === CT.Result);
+  }
+
+  close() {
+    this.socket.destroy();
+  }
+}
