@@ -277,9 +277,31 @@ describe('ztc quickstart', () => {
       const listed = await run('identity', 'list');
       expect(listed.code, listed.stderr).toBe(0);
       expect(listed.stdout).toMatch(/quickstart-device\s+Device/);
-      const enrolled = await run('enroll', jwtFile, '--out', path.join(dir, 'device.json'));
-      expect(enrolled.code, enrolled.stderr).toBe(0);
-      expect(JSON.parse(fs.readFileSync(path.join(dir, 'device.json'), 'utf8')).id.cert).toContain('BEGIN CERTIFICATE');
+      // The printed next steps carry bytes: enroll both demo identities, host the echo, dial it (the C SDK).
+      expect(out).toMatch(/edge router\s+tls:\/\/localhost:\d+/);
+      const steps = out.split('\n').filter((l) => /^  (ztc enroll|python3 \S+echo-demo\.py)/.test(l)).map((l) => l.trim().replace(/ &$/, ''));
+      expect(steps).toHaveLength(4);
+      for (const step of steps.slice(0, 2)) {
+        const enrolled = await run(...step.split(' ').slice(1));
+        expect(enrolled.code, enrolled.stderr).toBe(0);
+      }
+      expect(JSON.parse(fs.readFileSync(path.join(dir, 'quickstart-device.json'), 'utf8')).id.cert).toContain('BEGIN CERTIFICATE');
+      const [hostCmd, dialCmd] = steps.slice(2).map((l) => l.split(' ').slice(1));
+      const host = spawn('python3', hostCmd, { env: { ...env, ZITI_LOG: '1' } });
+      try {
+        await new Promise<void>((resolve) => host.stdout.on('data', (d: Buffer) => d.toString().includes('listening') && resolve()));
+        const run2 = () => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => execFile('python3', dialCmd, { env: { ...env, ZITI_LOG: '1' }, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr })));
+        // The host's bind reaches the router a moment after it listens.
+        let dialed = await run2();
+        for (let i = 0; i < 20 && dialed.code !== 0; i++) {
+          await new Promise((r) => setTimeout(r, 250));
+          dialed = await run2();
+        }
+        expect(dialed.code, dialed.stderr).toBe(0);
+        expect(JSON.parse(dialed.stdout.trim())).toMatchObject({ sent: 1048576, received: 1048576, match: true });
+      } finally {
+        host.kill('SIGKILL');
+      }
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ECHO_DEMO_PY } from '../../src/cli/demo/echo-demo.js';
 import { startNetwork, type TestNetwork } from '../helpers/network.js';
 
-const SCRIPT = path.resolve('test/peers/csdk_journey.py');
 const PYTHON = process.env.ZTC_PYTHON ?? 'python3';
 
 function run(args: string[], o: { timeoutMs?: number } = {}): Promise<{ code: number | null; out: string; err: string }> {
@@ -47,9 +47,13 @@ function lines(child: ChildProcess): { next(): Promise<Record<string, unknown>> 
 
 let n: TestNetwork;
 let dir: string;
+/** The demo `ztc quickstart` writes: the same script drives the C SDK here. */
+let SCRIPT: string;
 beforeAll(async () => {
   n = await startNetwork();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-csdk-'));
+  SCRIPT = path.join(dir, 'echo-demo.py');
+  fs.writeFileSync(SCRIPT, ECHO_DEMO_PY);
 }, 60_000);
 afterAll(async () => {
   await n.close();

@@ -1,15 +1,30 @@
-// `ztc quickstart`: from nothing to a running controller, a logged-in CLI, a sample identity with its
-// enrollment JWT, and the next commands to type.
+// `ztc quickstart`: from nothing to a network that carries traffic: a running controller with its edge
+// router, a logged-in CLI, the edge-router and service-edge-router policies upstream's quickstart makes,
+// a demo echo service with a host and a device identity (their enrollment JWTs in the data dir), and next
+// steps that really echo bytes through the router with OpenZiti's C SDK.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
+import { ECHO_DEMO_PY } from '../demo/echo-demo.js';
 import { saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, RemoteTransport } from '../transport.js';
 import { configFromOptions, logFormat, runController, serverOptions } from './serve.js';
 
 const SAMPLE = 'quickstart-device';
+const HOST = 'quickstart-host';
+const SERVICE = 'quickstart-echo';
 const PROFILE = 'quickstart';
+const M = '/edge/management/v1';
+
+/** What the first run makes, by name (a second run finds them and makes nothing). As upstream's quickstart: every identity may use the public routers, every service every router. */
+const NETWORK: [path: string, body: Record<string, unknown>][] = [
+  ['/edge-router-policies', { name: 'allEdgeRouters', identityRoles: ['#all'], edgeRouterRoles: ['#public'], semantic: 'AnyOf' }],
+  ['/service-edge-router-policies', { name: 'allSvcAllRouters', serviceRoles: ['#all'], edgeRouterRoles: ['#all'], semantic: 'AnyOf' }],
+  ['/services', { name: SERVICE, encryptionRequired: true, roleAttributes: ['quickstart-echo'] }],
+  ['/service-policies', { name: `${SERVICE}-bind`, type: 'Bind', identityRoles: ['#quickstart-hosts'], serviceRoles: ['#quickstart-echo'], semantic: 'AnyOf' }],
+  ['/service-policies', { name: `${SERVICE}-dial`, type: 'Dial', identityRoles: ['#quickstart'], serviceRoles: ['#quickstart-echo'], semantic: 'AnyOf' }],
+];
 
 export function quickstartCommand(): Command {
   return serverOptions(new Command('quickstart').description('start a controller (first run: new data dir, admin, sample identity and its enrollment JWT) and log this CLI in'))
@@ -35,24 +50,36 @@ export function quickstartCommand(): Command {
       const profile = { url, username: config.adminUsername, token, caPem };
       saveProfile(PROFILE, profile, true);
 
-      let jwtFile: string | undefined;
+      const t = new RemoteTransport(profile);
+      const exists = async (path: string, name: string) =>
+        ((expectOk(await t.request('GET', `${M}${path}?filter=${encodeURIComponent(`name = "${name}"`)}`), `Looking up ${name}`)?.data as unknown[]) ?? []).length > 0;
+      for (const [p, body] of NETWORK) if (!(await exists(p, String(body.name)))) expectOk(await t.request('POST', `${M}${p}`, body), `Creating ${body.name}`);
+      const jwts: Record<string, string> = {};
       if (sample !== false) {
-        const t = new RemoteTransport(profile);
-        const existing = expectOk(await t.request('GET', `/edge/management/v1/identities?filter=${encodeURIComponent(`name = "${SAMPLE}"`)}`), 'Looking up the sample identity');
-        if (!(existing?.data as unknown[]).length) {
-          const made = expectOk(await t.request('POST', '/edge/management/v1/identities', { name: SAMPLE, type: 'Device', isAdmin: false, roleAttributes: ['quickstart'], enrollment: { ott: true } }), 'Creating the sample identity');
+        for (const [name, roles] of [[SAMPLE, ['quickstart']], [HOST, ['quickstart-hosts']]] as const) {
+          if (await exists('/identities', name)) continue;
+          const made = expectOk(await t.request('POST', `${M}/identities`, { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } }), `Creating ${name}`);
           const id = (made?.data as { id: string }).id;
-          const detail = expectOk(await t.request('GET', `/edge/management/v1/identities/${id}`), 'Reading the sample identity')?.data as { enrollment: { ott?: { jwt: string } } };
-          jwtFile = path.join(config.dataDir, `${SAMPLE}.jwt`);
-          fs.writeFileSync(jwtFile, `${detail.enrollment.ott?.jwt}\n`, { mode: 0o600 });
+          const detail = expectOk(await t.request('GET', `${M}/identities/${id}`), `Reading ${name}`)?.data as { enrollment: { ott?: { jwt: string } } };
+          jwts[name] = path.join(config.dataDir, `${name}.jwt`);
+          fs.writeFileSync(jwts[name], `${detail.enrollment.ott?.jwt}\n`, { mode: 0o600 });
         }
       }
+      const demo = path.join(config.dataDir, 'echo-demo.py');
+      fs.writeFileSync(demo, ECHO_DEMO_PY);
+      const d = (f: string) => path.join(config.dataDir, f);
       out.write(`\nReady. The CLI is logged in (profile '${PROFILE}'), so these work from another terminal:\n`);
       out.write(`  ztc identity list\n`);
-      if (jwtFile) out.write(`  ztc enroll ${jwtFile}            # enroll the sample device: key, certificate, identity file\n`);
-      out.write(`  ztc service create web --role-attributes web\n`);
-      out.write(`  ztc service-policy create web-dial --type Dial --identity-roles '#quickstart' --service-roles '#web'\n`);
       out.write(`  open ${url}/docs                  # the API reference (the CA is in ${config.dataDir}/pki)\n`);
+      if (jwts[SAMPLE] && jwts[HOST] && running.router) {
+        out.write(`\nBytes through the network: enroll the two demo identities, host the echo service, dial it\n`);
+        out.write(`(the client is OpenZiti's own C SDK, from PyPI):\n`);
+        out.write(`  python3 -m pip install openziti==0.6.0\n`);
+        out.write(`  ztc enroll ${jwts[HOST]} --out ${d(`${HOST}.json`)}\n`);
+        out.write(`  ztc enroll ${jwts[SAMPLE]} --out ${d(`${SAMPLE}.json`)}\n`);
+        out.write(`  python3 ${demo} host ${d(`${HOST}.json`)} ${SERVICE} &\n`);
+        out.write(`  python3 ${demo} dial ${d(`${SAMPLE}.json`)} ${SERVICE} 1048576\n`);
+      }
       out.write(`Admin: ${config.adminUsername} / ${password}${fresh && !opts.adminPassword ? '   (generated; shown only this once)' : ''}\nStop with Ctrl-C; start again with: ztc serve -d ${config.dataDir}\n`);
     });
 }

@@ -1,6 +1,9 @@
-"""OpenZiti's own C SDK (libziti, from PyPI `openziti`) driven against ztc: enroll, host (bind + echo), dial.
+// The echo demo in Python with OpenZiti's own C SDK (PyPI `openziti` 0.6.0): what `ztc quickstart` writes
+// into the data dir so its printed next steps really carry bytes, and what the C SDK tests run. One
+// source for both, kept as text here so it travels inside the single executable.
+export const ECHO_DEMO_PY = `"""An echo through an OpenZiti network with OpenZiti's own C SDK (libziti, from PyPI openziti 0.6.0).
 
-Used by test/fabric/csdk.test.ts and by README's demo. Each command prints one JSON line on success.
+Written by ztc quickstart into its data dir; each command prints one JSON line on success.
   enroll JWT_FILE OUT_JSON          enroll with the C SDK (it checks the JWT against the TLS certificate)
   host IDENTITY SERVICE [N]         bind SERVICE and echo N connections (default 1), then exit
   dial IDENTITY SERVICE BYTES       dial SERVICE, send BYTES random bytes, read them back, compare
@@ -87,3 +90,4 @@ if __name__ == '__main__':
     cmd, *args = sys.argv[1:]
     {'enroll': enroll, 'host': host, 'dial': dial}[cmd](*args)
     os._exit(0)
+`;
