@@ -1,7 +1,8 @@
 // The edge router that runs inside `ztc serve`: a real edge-router record (role attribute "public",
 // verified, its certificate issued by our intermediate with the advertised names as SANs), made at the
-// first start and kept in step with the advertised address after. Its id lives in the data dir
-// (pki/router.json), so each controller sharing a database has its own router.
+// first start and kept in step with the advertised address after. Its id, key and certificate live in
+// the data dir's router/ (not pki/, which is copied between controllers sharing a database: each of
+// them runs its own router).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,7 +36,8 @@ async function freeName(ctx: Ctx): Promise<string> {
 }
 
 export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port: number; progress?: (s: string) => void }): Promise<EmbeddedRouter> {
-  const dir = path.join(ctx.config.dataDir, 'pki');
+  const dir = path.join(ctx.config.dataDir, 'router');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const idFile = path.join(dir, 'router.json');
   const keyFile = path.join(dir, 'router.key');
   const certFile = path.join(dir, 'router.pem');

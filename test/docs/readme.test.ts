@@ -20,6 +20,7 @@ const SKIP: [RegExp, string][] = [
   [/^npm install && npm (start|test|run package)/, 'installs and builds the project (CI runs these)'],
   [/^(bin\/)?ztc serve /, 'a long-running server (test/cli/serve.test.ts starts one from flags)'],
   [/^ztc quickstart/, 'a long-running server (test/cli/cli.test.ts runs quickstart)'],
+  [/^python3 -m pip install openziti|^ztc enroll \.ztc-data\/quickstart-|^python3 \.ztc-data\/echo-demo\.py/, 'the next steps quickstart prints (test/cli/cli.test.ts runs them from its output)'],
   [/^scp /, 'copies to another host'],
   [/^systemctl |^cp snapshots\/|^ztc db check -d \/var\/lib\/ztc/, 'a restore on a stopped production host (test/api/database.test.ts restores a snapshot)'],
 ];
