@@ -1,7 +1,9 @@
 // A server for the benchmarks, in its own process so the load generator does not share its CPU time.
 //   node dist/bench/server.js hello PORT         bare fastify over HTTPS, same certificate
+//   node dist/bench/server.js tls-echo PORT DATADIR   a plain TLS echo server (the ceiling of the relay's path)
 //   node dist/bench/server.js ztc PORT DATADIR [DB]   the controller (DB: a postgres:// URL)
 //   node dist/bench/server.js ztc-limited PORT DATADIR [DB]   the same with a login limit of 30 a minute per address
+import tls from 'node:tls';
 import fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { loadOrCreatePki } from '../src/model/pki/pki.js';
@@ -13,10 +15,14 @@ if (kind === 'hello') {
   const app = fastify({ https: { key: pki.serverKeyPem, cert: pki.serverPem + pki.intermediatePem } });
   app.get('/', async () => ({ hello: 'world' }));
   await app.listen({ port: Number(port), host: '127.0.0.1' });
+} else if (kind === 'tls-echo') {
+  const pki = await loadOrCreatePki(dataDir, ['localhost']);
+  const server = tls.createServer({ key: pki.serverKeyPem, cert: pki.serverPem + pki.intermediatePem }, (s) => s.pipe(s));
+  await new Promise<void>((r) => server.listen(Number(port), '127.0.0.1', () => r()));
 } else {
   // A limit low enough to be reached within one measure, so the flood meets it.
   const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 };
-  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', ...limits }, {}));
+  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ...limits }, {}));
 }
 process.stdout.write('ready\n');
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));

@@ -20,7 +20,7 @@ export interface RouterOptions {
   log: FabricLog;
 }
 
-export interface RunningRouter {
+export interface EdgeRouter {
   router: EmbeddedRouter;
   fabric: Fabric;
   port: number;
@@ -30,7 +30,7 @@ export interface RunningRouter {
 /** How long a router's online lease lasts; refreshed at a third of it. */
 const LEASE_MS = 30_000;
 
-export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<RunningRouter> {
+export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeRouter> {
   // The port is known before the record is written: port 0 asks the OS for one.
   let router = await ensureEmbeddedRouter(ctx, { address: o.address, port: o.port || 3022, progress: o.progress });
   const fabric = new Fabric(ctx, router.id, o.log);

@@ -17,7 +17,7 @@ import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, serverTimeouts } from './connections.js';
-import { startEdgeRouter, type RunningRouter } from '../fabric/index.js';
+import { startEdgeRouterThread, type RunningRouter } from '../fabric/thread.js';
 
 export interface Opened {
   ctx: Ctx;
@@ -94,15 +94,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   let router: RunningRouter | undefined;
   if (config.router) {
     try {
-      router = await startEdgeRouter(ctx, {
-        bind: config.bind,
-        port: config.routerPort,
-        address: config.routerAddress || config.hostnames[0] || 'localhost',
-        helloTimeoutMs: config.headersTimeoutSeconds * 1000,
-        maxPerAddress: config.maxConnectionsPerAddress,
-        progress: o.progress,
-        log: app.log,
-      });
+      router = await startEdgeRouterThread(config, { progress: o.progress, log: app.log });
     } catch (err) {
       stopHeartbeat();
       clearInterval(sweep);

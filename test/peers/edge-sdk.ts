@@ -41,8 +41,11 @@ export function frame(type: number, seq: number, headers: [number, Buffer][], bo
 }
 
 export class EdgePeer {
-  private buf = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private pending = 0;
   private seq = 0;
+  /** Sees every frame first; returning true consumes it (bulk Data in benchmarks). */
+  onFrame?: (f: Frame) => boolean;
   readonly inbox: Frame[] = [];
   private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
   closed = false;
@@ -66,20 +69,29 @@ export class EdgePeer {
   }
 
   private onData(d: Buffer) {
-    this.buf = Buffer.concat([this.buf, d]);
-    while (this.buf.length >= 20) {
-      const hl = this.buf.readInt32LE(12);
-      const bl = this.buf.readInt32LE(16);
-      if (this.buf.length < 20 + hl + bl) return;
+    // Chunks are joined only when a whole frame is there (bulk streams arrive in many chunks per frame).
+    this.chunks.push(d);
+    this.pending += d.length;
+    while (this.pending >= 20) {
+      if (this.chunks[0].length < 20) this.chunks = [Buffer.concat(this.chunks)];
+      const head = this.chunks[0];
+      const hl = head.readInt32LE(12);
+      const bl = head.readInt32LE(16);
+      const total = 20 + hl + bl;
+      if (this.pending < total) return;
+      const all = this.chunks.length === 1 ? head : Buffer.concat(this.chunks);
       const headers = new Map<number, Buffer>();
       for (let at = 20; at < 20 + hl; ) {
-        const k = this.buf.readInt32LE(at);
-        const n = this.buf.readInt32LE(at + 4);
-        headers.set(k, Buffer.from(this.buf.subarray(at + 8, at + 8 + n)));
+        const k = all.readInt32LE(at);
+        const n = all.readInt32LE(at + 4);
+        headers.set(k, all.subarray(at + 8, at + 8 + n));
         at += 8 + n;
       }
-      const f: Frame = { type: this.buf.readInt32LE(4), seq: this.buf.readInt32LE(8), headers, body: Buffer.from(this.buf.subarray(20 + hl, 20 + hl + bl)) };
-      this.buf = this.buf.subarray(20 + hl + bl);
+      const f: Frame = { type: all.readInt32LE(4), seq: all.readInt32LE(8), headers, body: all.subarray(20 + hl, total) };
+      const rest = all.subarray(total);
+      this.chunks = rest.length ? [rest] : [];
+      this.pending -= total;
+      if (this.onFrame?.(f)) continue;
       const w = this.waiters.findIndex((x) => x.match(f));
       if (w >= 0) this.waiters.splice(w, 1)[0].resolve(f);
       else this.inbox.push(f);

@@ -18,7 +18,9 @@ export class Channel {
   private seq = 0;
   private waiters = new Map<number, { resolve(m: Message): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
   private decoder: FrameDecoder;
+  /** Destinations this channel waits for, and the sources waiting for this one (backpressure). */
   private pausedBy = new Set<Channel>();
+  private blocked = new Set<Channel>();
   closed = false;
   private handlers?: ChannelEvents;
 
@@ -28,6 +30,7 @@ export class Channel {
     socket.on('error', (e) => this.close(e));
     socket.on('close', () => this.close());
     socket.on('end', () => this.close());
+    socket.on('drain', () => this.releaseBlocked());
   }
 
   /** Start delivering messages (frames that arrived earlier are delivered in order). */
@@ -111,18 +114,19 @@ export class Channel {
    * peer reads slower than ours writes. All virtual connections of this channel wait (as upstream's).
    */
   pauseFor(dest: Channel) {
-    if (this.pausedBy.has(dest) || this.closed) return;
+    if (this.pausedBy.has(dest) || this.closed || dest.closed) return;
     this.pausedBy.add(dest);
+    dest.blocked.add(this);
     this.socket.pause();
-    const resume = () => {
-      this.pausedBy.delete(dest);
-      if (!this.pausedBy.size && !this.closed) this.socket.resume();
-    };
-    if (dest.closed) resume();
-    else {
-      dest.socket.once('drain', resume);
-      dest.socket.once('close', resume);
+  }
+
+  /** This channel drained (or closed): the channels it held back read again, unless another still holds them. */
+  private releaseBlocked() {
+    for (const source of this.blocked) {
+      source.pausedBy.delete(this);
+      if (!source.pausedBy.size && !source.closed) source.socket.resume();
     }
+    this.blocked.clear();
   }
 
   close(error?: Error) {
@@ -133,6 +137,7 @@ export class Channel {
       w.reject(new Error('channel closed'));
     }
     this.waiters.clear();
+    this.releaseBlocked();
     // A clean close ends the stream, and destroys it soon after in any case: a peer that stopped reading
     // must not hold the socket (and its address's slot) open.
     if (error) this.socket.destroy();

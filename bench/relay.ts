@@ -1,0 +1,273 @@
+// The data plane's bench: dial set-up over 100 dials, one stream and 10 parallel streams through the
+// embedded edge router (a test SDK peer on each side, echo host), beside a plain TLS echo over loopback
+// on the same machine (the ceiling of this path); the controller's memory idle and while relaying; a
+// client's service-list latency quiet and while four streams relay; and OpenZiti's C SDK echo.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import tls from 'node:tls';
+import { newKeyAndCsr } from '../src/model/pki/csr.js';
+import { ECHO_DEMO_PY } from '../src/cli/demo/echo-demo.js';
+import { CT, EdgePeer, H, le32, type Frame } from '../test/peers/edge-sdk.js';
+import { call, login, ok, startServer, stopServer, tempDir, type Server } from './http.js';
+
+type Row = [string, string, string];
+const M = '/edge/management/v1';
+const C = '/edge/client/v1';
+const MiB = 1024 * 1024;
+const FRAME = 64 * 1024;
+
+const rssMb = (pid: number) => {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return NaN;
+  }
+};
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+interface Member {
+  id: string;
+  cert: string;
+  key: string;
+  token: string;
+  file?: string;
+}
+
+function certLogin(base: string, cert: string, key: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(`${base}${C}/authenticate?method=cert`, { method: 'POST', cert, key, rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      let t = '';
+      res.on('data', (d) => (t += d));
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(t).data.token) : reject(new Error(t))));
+    });
+    req.on('error', reject);
+    req.end('{}');
+  });
+}
+
+async function member(base: string, admin: string, name: string, roles: string[]): Promise<Member & { jwt: string }> {
+  const made = await ok(call(base, 'POST', `${M}/identities`, { token: admin, body: { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } } }), name);
+  const ott = (await ok(call(base, 'GET', `${M}/identities/${made.data.id}`, { token: admin }), name)).data.enrollment.ott;
+  const { csrPem, keyPem } = newKeyAndCsr(name);
+  const cert = (await ok(call(base, 'POST', `${C}/enroll/ott`, { body: { token: ott.token, clientCsr: csrPem } }), `enroll ${name}`)).data.cert;
+  return { id: made.data.id, cert, key: keyPem, token: await certLogin(base, cert, keyPem), jwt: ott.jwt };
+}
+
+async function peer(port: number, m: Member): Promise<EdgePeer> {
+  const p = await EdgePeer.connect(port, { cert: m.cert, key: m.key });
+  await p.hello(m.token);
+  return p;
+}
+
+/** A host that answers every Dial (router-assigned ids) and echoes every Data back. */
+async function echoHost(port: number, m: Member, bindToken: string): Promise<EdgePeer> {
+  const p = await peer(port, m);
+  p.onFrame = (f: Frame) => {
+    if (f.type === CT.Dial) {
+      const id = f.headers.get(H.RouterProvidedConnId)!;
+      p.send(CT.DialSuccess, [[H.ConnId, f.headers.get(H.ConnId)!], [H.ReplyFor, Buffer.from(new Int32Array([f.seq]).buffer)]], id);
+      return true;
+    }
+    if (f.type === CT.Data) {
+      if (f.body.length) p.send(CT.Data, [[H.ConnId, f.headers.get(H.ConnId)!], [H.Seq, le32(0)]], f.body);
+      return true;
+    }
+    return f.type === CT.StateClosed;
+  };
+  const seq = p.send(CT.Bind, [[H.ConnId, le32(1)], [H.Seq, le32(0)], [H.RouterProvidedConnId, Buffer.from([1])]], Buffer.from(bindToken));
+  const r = await p.replyTo(seq);
+  if (r.type !== CT.StateConnected) throw new Error(`bench: bind refused: ${r.body}`);
+  return p;
+}
+
+let nextConnId = 10;
+/** Dial on an open channel: Connect -> StateConnected; returns the conn id and the set-up time. */
+async function dial(p: EdgePeer, token: string): Promise<{ connId: number; ms: number }> {
+  const connId = nextConnId++;
+  const t = performance.now();
+  const seq = p.send(CT.Connect, [[H.ConnId, le32(connId)], [H.Seq, le32(0)]], Buffer.from(token));
+  const r = await p.replyTo(seq, 10_000);
+  if (r.type !== CT.StateConnected) throw new Error(`bench: dial refused: ${r.body}`);
+  return { connId, ms: performance.now() - t };
+}
+
+/** Send `bytes` on a conn in 64 KiB frames as fast as the socket takes them; resolves when all came back. */
+function stream(p: EdgePeer, connId: number, bytes: number): Promise<number> {
+  return new Promise((resolve) => {
+    const body = Buffer.alloc(FRAME, 7);
+    const head: [number, Buffer][] = [[H.ConnId, le32(connId)], [H.Seq, le32(0)]];
+    let received = 0;
+    let sent = 0;
+    const started = performance.now();
+    const previous = p.onFrame;
+    p.onFrame = (f) => {
+      if (f.type === CT.Data && f.headers.get(H.ConnId)!.readUInt32LE(0) === connId) {
+        received += f.body.length;
+        if (received >= bytes) {
+          p.onFrame = previous;
+          resolve((bytes / MiB) / ((performance.now() - started) / 1000));
+        }
+        return true;
+      }
+      return previous?.(f) ?? false;
+    };
+    const pump = () => {
+      while (sent < bytes) {
+        sent += FRAME;
+        p.send(CT.Data, head, body);
+        if (p.socket.writableLength > 4 * MiB) return void p.socket.once('drain', pump);
+      }
+    };
+    pump();
+  });
+}
+
+/** The ceiling: the same bytes through a plain TLS echo server on loopback. */
+async function tlsEcho(port: number, bytes: number): Promise<number> {
+  const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false });
+  await new Promise((r) => s.once('secureConnect', r));
+  return new Promise((resolve) => {
+    let received = 0;
+    const started = performance.now();
+    s.on('data', (d: Buffer) => {
+      received += d.length;
+      if (received >= bytes) {
+        s.destroy();
+        resolve((bytes / MiB) / ((performance.now() - started) / 1000));
+      }
+    });
+    const chunk = Buffer.alloc(FRAME, 7);
+    let sent = 0;
+    const pump = () => {
+      while (sent < bytes) {
+        sent += FRAME;
+        if (!s.write(chunk)) return void s.once('drain', pump);
+      }
+    };
+    pump();
+  });
+}
+
+/** A client's service-list latency, measured from a process of its own (bench/probe.ts). */
+function serviceListLatency(base: string, token: string, seconds: number): Promise<{ p50: number; p99: number }> {
+  const child = spawn(process.execPath, [path.join(path.dirname(new URL(import.meta.url).pathname), 'probe.js'), base, token, String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`bench: probe exited with ${code}`)))));
+}
+
+function python(args: string[], timeoutMs = 120_000): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('python3', args, { env: { ...process.env, ZITI_LOG: '1' } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => (clearTimeout(t), resolve({ code, out })));
+  });
+}
+
+/** OpenZiti's C SDK echo through the router (PyPI openziti), when python3 has it. */
+async function csdkEcho(base: string, admin: string, dir: string, bytes: number): Promise<string> {
+  const probe = await python(['-c', 'import openziti']);
+  if (probe.code !== 0) return 'skipped: python3 -m pip install openziti==0.6.0 to measure';
+  const script = path.join(dir, 'echo-demo.py');
+  fs.writeFileSync(script, ECHO_DEMO_PY);
+  const files: string[] = [];
+  for (const [name, roles] of [['csdk-host', ['bench-hosts']], ['csdk-client', ['bench-clients']]] as const) {
+    const made = await ok(call(base, 'POST', `${M}/identities`, { token: admin, body: { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } } }), name);
+    const jwt = (await ok(call(base, 'GET', `${M}/identities/${made.data.id}`, { token: admin }), name)).data.enrollment.ott.jwt;
+    fs.writeFileSync(path.join(dir, `${name}.jwt`), jwt);
+    const file = path.join(dir, `${name}.json`);
+    if ((await python([script, 'enroll', path.join(dir, `${name}.jwt`), file])).code !== 0) return 'failed: the C SDK could not enroll';
+    files.push(file);
+  }
+  const host = spawn('python3', [script, 'host', files[0], 'bench-csdk', '3'], { env: { ...process.env, ZITI_LOG: '1' } });
+  await new Promise<void>((r) => host.stdout.on('data', (d: Buffer) => d.toString().includes('listening') && r()));
+  await new Promise((r) => setTimeout(r, 1500));
+  const rates: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await python([script, 'dial', files[1], 'bench-csdk', String(bytes)]);
+    if (r.code !== 0) {
+      host.kill('SIGKILL');
+      return `failed: ${r.out.trim()}`;
+    }
+    rates.push(JSON.parse(r.out.trim().split('\n').pop()!).mibPerSecond);
+  }
+  host.kill('SIGKILL');
+  return `${Math.min(...rates).toFixed(1)}-${Math.max(...rates).toFixed(1)} MiB/s (3 runs of ${bytes / MiB} MiB)`;
+}
+
+export async function relayRows(): Promise<Row[]> {
+  const dir = tempDir();
+  const server: Server = await startServer(dir);
+  const base = server.url;
+  const admin = await login(base);
+  const routers = (await ok(call(base, 'GET', `${M}/edge-routers?limit=10`, { token: admin }), 'routers')).data as { supportedProtocols: { tls: string } }[];
+  const port = Number(routers[0].supportedProtocols.tls.split(':').pop());
+  await ok(call(base, 'POST', `${M}/edge-router-policies`, { token: admin, body: { name: 'all', identityRoles: ['#all'], edgeRouterRoles: ['#all'], semantic: 'AnyOf' } }), 'erp');
+  await ok(call(base, 'POST', `${M}/service-edge-router-policies`, { token: admin, body: { name: 'all', serviceRoles: ['#all'], edgeRouterRoles: ['#all'], semantic: 'AnyOf' } }), 'serp');
+  for (const [name, enc] of [['bench-echo', false], ['bench-csdk', true]] as const) {
+    await ok(call(base, 'POST', `${M}/services`, { token: admin, body: { name, encryptionRequired: enc, roleAttributes: ['bench'] } }), name);
+  }
+  await ok(call(base, 'POST', `${M}/service-policies`, { token: admin, body: { name: 'bind', type: 'Bind', identityRoles: ['#bench-hosts'], serviceRoles: ['#bench'], semantic: 'AnyOf' } }), 'bind');
+  await ok(call(base, 'POST', `${M}/service-policies`, { token: admin, body: { name: 'dial', type: 'Dial', identityRoles: ['#bench-clients'], serviceRoles: ['#bench'], semantic: 'AnyOf' } }), 'dial');
+  const service = (await ok(call(base, 'GET', `${M}/services?filter=${encodeURIComponent('name = "bench-echo"')}`, { token: admin }), 'service')).data[0].id;
+  const hostM = await member(base, admin, 'bench-host', ['bench-hosts']);
+  const clients = await Promise.all(Array.from({ length: 10 }, (_, i) => member(base, admin, `bench-client-${i}`, ['bench-clients'])));
+  const session = async (m: Member, type: string) => (await ok(call(base, 'POST', `${C}/sessions`, { token: m.token, body: { serviceId: service, type } }), 'session')).data.token;
+  await echoHost(port, hostM, await session(hostM, 'Bind'));
+  const quietList = await serviceListLatency(base, clients[0].token, 5);
+  const idleRss = rssMb(server.pid);
+
+  // Dial set-up: 100 dials on one channel, one after another (the channel is already up, as an SDK's is).
+  const p0 = await peer(port, clients[0]);
+  const t0 = await session(clients[0], 'Dial');
+  const setups: number[] = [];
+  for (let i = 0; i < 100; i++) setups.push((await dial(p0, t0)).ms);
+
+  const echoServer = tempDir();
+  const echoPort = 17000 + Math.floor(Math.random() * 900);
+  const ceiling = spawn(process.execPath, [path.join(path.dirname(new URL(import.meta.url).pathname), 'server.js'), 'tls-echo', String(echoPort), echoServer], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((r) => ceiling.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && r()));
+  const plain = await tlsEcho(echoPort, 64 * MiB);
+  ceiling.kill('SIGTERM');
+
+  const one = await stream(p0, (await dial(p0, t0)).connId, 64 * MiB);
+
+  // Ten streams in parallel, each on its own channel; memory sampled while they run.
+  const peers = await Promise.all(clients.map((m) => peer(port, m)));
+  const tokens = await Promise.all(clients.map((m) => session(m, 'Dial')));
+  const conns = await Promise.all(peers.map((p, i) => dial(p, tokens[i])));
+  let peakRss = 0;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(server.pid))), 100);
+  const t = performance.now();
+  await Promise.all(peers.map((p, i) => stream(p, conns[i].connId, 16 * MiB)));
+  const ten = (160 * MiB) / MiB / ((performance.now() - t) / 1000);
+
+  // The APIs beside the relay: a client's service list while four streams run.
+  const busy = Promise.all(peers.slice(0, 4).map(async (p, i) => {
+    for (let k = 0; k < 3; k++) await stream(p, (await dial(p, tokens[i])).connId, 32 * MiB);
+  }));
+  const busyList = await serviceListLatency(base, clients[9].token, 5);
+  await busy;
+  clearInterval(sampler);
+  for (const p of [p0, ...peers]) p.close();
+
+  const csdk = await csdkEcho(base, admin, dir, 32 * MiB);
+  await stopServer(server);
+  return [
+    ['relay: plain TLS echo on loopback (ceiling)', `${plain.toFixed(1)} MiB/s`, '1.00'],
+    ['relay: one stream through the router (echo)', `${one.toFixed(1)} MiB/s`, (one / plain).toFixed(2)],
+    ['relay: 10 parallel streams (sum)', `${ten.toFixed(1)} MiB/s`, (ten / plain).toFixed(2)],
+    ['relay: dial set-up, 100 dials', `p50 ${pct(setups, 50).toFixed(2)} ms  p99 ${pct(setups, 99).toFixed(2)} ms`, 'goal p99 < 15 ms'],
+    ['relay: controller RSS idle / peak relaying', `${idleRss.toFixed(0)} MB / ${peakRss.toFixed(0)} MB`, ''],
+    ['relay: client service list quiet', `p50 ${quietList.p50.toFixed(1)} ms  p99 ${quietList.p99.toFixed(1)} ms`, '1.00'],
+    ['relay: same, while 4 streams relay', `p50 ${busyList.p50.toFixed(1)} ms  p99 ${busyList.p99.toFixed(1)} ms`, `${(busyList.p99 / quietList.p99).toFixed(2)} (goal < 3)`],
+    ['relay: C SDK echo through the router (upstream 7.6-9.2)', csdk, ''],
+  ];
+}

@@ -1,0 +1,80 @@
+// The main thread's handle on the edge router, which runs on its own thread (fabric/worker.ts): the
+// relay's TLS and copying would otherwise compete with the APIs for one event loop (measured: a client's
+// service-list p99 went from 3.8 to 37 ms while four streams relayed; README, Benchmarks).
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import type { FabricLog } from './fabric.js';
+
+export interface RouterWorkerData {
+  config: Config;
+  /** In the single executable: the unpacked better-sqlite3 addon, for this thread to load. */
+  sqliteAddon?: string;
+}
+
+export type FromRouter =
+  | { ready: { id: string; name: string; url: string; port: number } }
+  | { failed: { message: string; code?: string } }
+  | { progress: string }
+  | { log: { level: 'info' | 'warn' | 'debug'; o: object; msg: string } }
+  | { closed: true };
+
+export interface RunningRouter {
+  /** The router's record: id, name, and the tls:// address SDKs are given. */
+  router: { id: string; name: string; url: string };
+  port: number;
+  close(): Promise<void>;
+}
+
+function workerUrl(): URL | string {
+  const embedded = (globalThis as { __ztcRouterWorker?: string }).__ztcRouterWorker;
+  if (embedded) return embedded;
+  const beside = new URL('./worker.js', import.meta.url);
+  if (fs.existsSync(fileURLToPath(beside))) return beside;
+  // Run from the TypeScript sources (vitest): the compiled worker, as the crypto pool does.
+  return new URL('../../dist/src/fabric/worker.js', import.meta.url);
+}
+
+export function startEdgeRouterThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog }): Promise<RunningRouter> {
+  const sqliteAddon = (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon;
+  const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
+  let onClosed: (() => void) | undefined;
+  return new Promise((resolve, reject) => {
+    let started = false;
+    worker.on('message', (m: FromRouter) => {
+      if ('progress' in m) o.progress?.(m.progress);
+      else if ('log' in m) o.log[m.log.level](m.log.o, m.log.msg);
+      else if ('closed' in m) onClosed?.();
+      else if ('failed' in m) {
+        void worker.terminate();
+        reject(Object.assign(new Error(m.failed.message), { code: m.failed.code }));
+      } else if ('ready' in m) {
+        started = true;
+        let closing: Promise<void> | undefined;
+        resolve({
+          router: { id: m.ready.id, name: m.ready.name, url: m.ready.url },
+          port: m.ready.port,
+          close() {
+            closing ??= new Promise<void>((done) => {
+              const timer = setTimeout(() => void worker.terminate().then(() => done()), 5000);
+              onClosed = () => {
+                clearTimeout(timer);
+                void worker.terminate().then(() => done());
+              };
+              worker.postMessage('close');
+            });
+            return closing;
+          },
+        });
+      }
+    });
+    worker.on('error', (e) => {
+      if (!started) reject(e);
+      else o.log.warn({ err: String(e) }, 'edge: the router thread failed');
+    });
+    worker.on('exit', (code) => {
+      if (!started) reject(new Error(`the edge router thread exited (${code}) before it started`));
+    });
+  });
+}
