@@ -7,12 +7,14 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import { newKeyAndCsr } from '../src/model/pki/csr.js';
 import { ECHO_DEMO_PY } from '../src/cli/demo/echo-demo.js';
-import { CT, EdgePeer, H, le32, type Frame } from '../test/peers/edge-sdk.js';
+import { CT, EdgePeer, H, le32 } from '../test/peers/edge-sdk.js';
 import { call, login, ok, startServer, stopServer, tempDir, type Server } from './http.js';
 
 type Row = [string, string, string];
+const here = path.dirname(fileURLToPath(import.meta.url));
 const M = '/edge/management/v1';
 const C = '/edge/client/v1';
 const MiB = 1024 * 1024;
@@ -64,25 +66,16 @@ async function peer(port: number, m: Member): Promise<EdgePeer> {
   return p;
 }
 
-/** A host that answers every Dial (router-assigned ids) and echoes every Data back. */
-async function echoHost(port: number, m: Member, bindToken: string): Promise<EdgePeer> {
-  const p = await peer(port, m);
-  p.onFrame = (f: Frame) => {
-    if (f.type === CT.Dial) {
-      const id = f.headers.get(H.RouterProvidedConnId)!;
-      p.send(CT.DialSuccess, [[H.ConnId, f.headers.get(H.ConnId)!], [H.ReplyFor, Buffer.from(new Int32Array([f.seq]).buffer)]], id);
-      return true;
-    }
-    if (f.type === CT.Data) {
-      if (f.body.length) p.send(CT.Data, [[H.ConnId, f.headers.get(H.ConnId)!], [H.Seq, le32(0)]], f.body);
-      return true;
-    }
-    return f.type === CT.StateClosed;
-  };
-  const seq = p.send(CT.Bind, [[H.ConnId, le32(1)], [H.Seq, le32(0)], [H.RouterProvidedConnId, Buffer.from([1])]], Buffer.from(bindToken));
-  const r = await p.replyTo(seq);
-  if (r.type !== CT.StateConnected) throw new Error(`bench: bind refused: ${r.body}`);
-  return p;
+/** The echo host (bench/echo-host.ts) in its own process: it answers every Dial and echoes every Data. */
+async function echoHost(port: number, m: Member, bindToken: string, dir: string) {
+  fs.writeFileSync(path.join(dir, 'host.pem'), m.cert);
+  fs.writeFileSync(path.join(dir, 'host.key'), m.key, { mode: 0o600 });
+  const child = spawn(process.execPath, [path.join(here, 'echo-host.js'), String(port), path.join(dir, 'host.pem'), path.join(dir, 'host.key'), m.token, bindToken], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+    child.on('exit', (code) => reject(new Error(`bench: echo host exited with ${code}`)));
+  });
+  return child;
 }
 
 let nextConnId = 10;
@@ -155,7 +148,7 @@ async function tlsEcho(port: number, bytes: number): Promise<number> {
 
 /** A client's service-list latency, measured from a process of its own (bench/probe.ts). */
 function serviceListLatency(base: string, token: string, seconds: number): Promise<{ p50: number; p99: number }> {
-  const child = spawn(process.execPath, [path.join(path.dirname(new URL(import.meta.url).pathname), 'probe.js'), base, token, String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(here, 'probe.js'), base, token, String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`bench: probe exited with ${code}`)))));
@@ -220,7 +213,7 @@ export async function relayRows(): Promise<Row[]> {
   const hostM = await member(base, admin, 'bench-host', ['bench-hosts']);
   const clients = await Promise.all(Array.from({ length: 10 }, (_, i) => member(base, admin, `bench-client-${i}`, ['bench-clients'])));
   const session = async (m: Member, type: string) => (await ok(call(base, 'POST', `${C}/sessions`, { token: m.token, body: { serviceId: service, type } }), 'session')).data.token;
-  await echoHost(port, hostM, await session(hostM, 'Bind'));
+  const host = await echoHost(port, hostM, await session(hostM, 'Bind'), dir);
   const quietList = await serviceListLatency(base, clients[0].token, 5);
   const idleRss = rssMb(server.pid);
 
@@ -232,7 +225,7 @@ export async function relayRows(): Promise<Row[]> {
 
   const echoServer = tempDir();
   const echoPort = 17000 + Math.floor(Math.random() * 900);
-  const ceiling = spawn(process.execPath, [path.join(path.dirname(new URL(import.meta.url).pathname), 'server.js'), 'tls-echo', String(echoPort), echoServer], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const ceiling = spawn(process.execPath, [path.join(here, 'server.js'), 'tls-echo', String(echoPort), echoServer], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((r) => ceiling.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && r()));
   const plain = await tlsEcho(echoPort, 64 * MiB);
   ceiling.kill('SIGTERM');
@@ -258,6 +251,7 @@ export async function relayRows(): Promise<Row[]> {
   clearInterval(sampler);
   for (const p of [p0, ...peers]) p.close();
 
+  host.kill('SIGTERM');
   const csdk = await csdkEcho(base, admin, dir, 32 * MiB);
   await stopServer(server);
   return [

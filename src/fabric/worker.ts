@@ -15,7 +15,8 @@ import { startEdgeRouter } from './index.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
 
 const data = workerData as RouterWorkerData;
-const RELAY_NICE = 10;
+// ZTC_RELAY_NICE: the relay thread's nice value (0 to 19; default 10).
+const RELAY_NICE = Math.min(19, Math.max(0, Number(process.env.ZTC_RELAY_NICE ?? 10) || 0));
 const post = (m: FromRouter) => parentPort!.postMessage(m);
 const level = (l: 'info' | 'warn' | 'debug') => (o: object, msg: string) => post({ log: { level: l, o, msg } });
 
