@@ -53,6 +53,22 @@ await build({
   logLevel: 'warning',
 });
 
+// The edge router's thread (src/fabric/worker.ts) as an ES module of its own: the loader unpacks it
+// beside the program and the controller starts it from that file.
+step('bundling the edge router thread (esbuild)');
+await build({
+  entryPoints: [path.join(root, 'src/fabric/worker.ts')],
+  outfile: path.join(out, 'router-worker.mjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  minify: false,
+  legalComments: 'none',
+  banner: { js: "import { createRequire as __ztcRequire } from 'node:module'; const require = __ztcRequire(import.meta.url);" },
+  logLevel: 'warning',
+});
+
 step('preparing the single-executable blob');
 const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
 fs.copyFileSync(path.join(root, 'scripts/sea-loader.cjs'), path.join(out, 'loader.cjs'));
@@ -63,6 +79,7 @@ const config = {
   assets: {
     app: path.join(out, 'app.mjs'),
     'crypto-worker': path.join(out, 'crypto-worker.cjs'),
+    'router-worker': path.join(out, 'router-worker.mjs'),
     sqlite: addon,
     'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
     'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the single executable, run with an empty environment (no node, no node_modules):
-# version, first start on a temp data dir, login, create and list an identity, ott enrollment, API docs, snapshot, SIGTERM.
+# version, first start on a temp data dir, login, create and list an identity, ott enrollment, API docs, snapshot,
+# the edge router (online, TLS on its port), SIGTERM.
 set -euo pipefail
 exe=$(cd "$(dirname "$0")/.." && pwd)/dist/ztc
 [ -x "$exe" ] || { echo "no $exe: run npm run package first" >&2; exit 1; }
@@ -11,7 +12,7 @@ cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"
 trap cleanup EXIT
 
 run version | grep -q '^cli ' || { echo "FAIL: version"; exit 1; }
-env -i HOME="$work" TMPDIR="$work" PATH=/nonexistent "$exe" serve --data-dir "$work/data" --port "$port" --bind 127.0.0.1 --hostnames 127.0.0.1 --admin-password smoke-pass-1 --log-level warn > "$work/serve.log" 2>&1 &
+env -i HOME="$work" TMPDIR="$work" PATH=/nonexistent "$exe" serve --data-dir "$work/data" --port "$port" --bind 127.0.0.1 --hostnames 127.0.0.1 --router-port $((port + 1)) --admin-password smoke-pass-1 --log-level warn > "$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 150); do
   /usr/bin/curl -skf "https://127.0.0.1:$port/version" >/dev/null 2>&1 && break
@@ -28,8 +29,11 @@ grep -q 'BEGIN CERTIFICATE' "$work/enroll.json" || { echo "FAIL: no certificate 
 size=$(/usr/bin/curl -skf -o /dev/null -w '%{size_download}' "https://127.0.0.1:$port/docs/swagger-ui-bundle.js") || size=0
 [ "$size" -gt 100000 ] || { echo "FAIL: API docs assets ($size bytes)"; exit 1; }
 run db snapshot | grep -q 'snapshot written' || { echo "FAIL: db snapshot"; exit 1; }
+# The edge router runs on its own thread, from a file the executable unpacks: online, and speaking TLS.
+run edge-router list -o json | grep -q '"isOnline": true' || { echo "FAIL: the edge router is not online"; cat "$work/serve.log"; exit 1; }
+echo | timeout 5 /usr/bin/openssl s_client -connect "127.0.0.1:$((port + 1))" >/dev/null 2>&1 || { echo "FAIL: no TLS on the edge router's port"; exit 1; }
 kill -TERM "$pid"
 wait "$pid" && status=0 || status=$?
 pid=
 [ "$status" = 0 ] || { echo "FAIL: serve exited with $status on SIGTERM"; exit 1; }
-echo "smoke: 8 passed, 0 failed"
+echo "smoke: 10 passed, 0 failed"
