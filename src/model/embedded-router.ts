@@ -13,6 +13,7 @@ import type { Ctx } from './context.js';
 import { createIn, writeTx } from './crud.js';
 import { fingerprintOf, issueCertificate, newRsaKey } from './pki/certs.js';
 import { serverNames } from './pki/pki.js';
+import { controllerId } from './resources/controllers.js';
 import { edgeRouters } from './resources/routers.js';
 
 export interface EmbeddedRouter {
@@ -72,7 +73,7 @@ export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port:
   }
   await ctx.store.db
     .updateTable('routers')
-    .set({ isVerified: 1, fingerprint: fingerprintOf(certPem), certPem, serverCertPem: certPem, hostname: o.address, supportedProtocols: JSON.stringify({ tls: url }), updatedAt: iso(ctx.clock.now()) })
+    .set({ controllerId: controllerId(ctx.config.dataDir), isVerified: 1, fingerprint: fingerprintOf(certPem), certPem, serverCertPem: certPem, hostname: o.address, supportedProtocols: JSON.stringify({ tls: url }), updatedAt: iso(ctx.clock.now()) })
     .where('id', '=', row.id)
     .execute();
   return { id: row.id, name: row.name, certPem: certPem + ctx.pki.intermediatePem, keyPem, url };

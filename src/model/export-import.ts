@@ -5,7 +5,7 @@
 // plan of what it does (or would do, on a dry run).
 //
 // System entities (built-in config types, the default auth policy, the default admin, routers'
-// system edge router policies) are neither exported nor touched. Not carried: authenticators and
+// system edge router policies, the edge routers controllers run themselves) are neither exported nor touched. Not carried: authenticators and
 // enrollments (secrets), a CA's verification (it needs the proof again), routers' certificates.
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -130,8 +130,11 @@ async function details(ctx: Ctx, decl: ResourceDecl): Promise<Item[]> {
 async function current(ctx: Ctx) {
   const names = new Names();
   const all = new Map<string, Item[]>();
+  const embedded = await embeddedRouters(ctx);
   for (const k of KINDS) {
     let rows = await details(ctx, k.decl);
+    // A controller's own edge router is not part of the model: never planned for update or prune.
+    if (k.decl === edgeRouters) rows = rows.filter((r) => !embedded.has(String(r.id)));
     // The transit router list holds every router (as upstream's does): those that are edge routers are exported as such.
     if (k.decl === transitRouters) {
       const edge = new Set((all.get('edgeRouters') ?? []).map((r) => r.id));
@@ -154,6 +157,11 @@ function toDocItem(k: Kind, detail: Item, names: Names): Item {
   return out;
 }
 
+/** The edge routers controllers run themselves (fabric/): each belongs to its controller, not to the model. */
+async function embeddedRouters(ctx: Ctx): Promise<Set<string>> {
+  return new Set((await ctx.store.db.selectFrom('routers').select('id').where('controllerId', 'is not', null).execute()).map((r) => r.id));
+}
+
 /** Names only (id and name of every entity), for references: small beside the details of 100,000 identities. */
 async function allNames(ctx: Ctx): Promise<Names> {
   const names = new Names();
@@ -172,6 +180,7 @@ async function allNames(ctx: Ctx): Promise<Names> {
 export async function* exportItems(ctx: Ctx): AsyncGenerator<{ kind: string; total: number } | { kind: string; item: Item }> {
   const names = await allNames(ctx);
   const edge = new Set((await ctx.store.db.selectFrom('routers').select('id').where('isEdge', '=', 1).execute()).map((r) => r.id));
+  const embedded = await embeddedRouters(ctx);
   for (const k of KINDS) {
     for (let offset = 0; ; offset += 500) {
       const listed = await listResource(ctx, k.decl, { limit: 500, offset, sort: 'name asc' });
@@ -179,7 +188,7 @@ export async function* exportItems(ctx: Ctx): AsyncGenerator<{ kind: string; tot
       const page = listed.items as Item[];
       for (const d of page) {
         // The transit router list holds every router (as upstream's does): edge routers are exported as such.
-        if (k.system?.(d) || (k.decl === transitRouters && edge.has(String(d.id)))) continue;
+        if (k.system?.(d) || (k.decl === transitRouters && edge.has(String(d.id))) || embedded.has(String(d.id))) continue;
         yield { kind: k.key, item: toDocItem(k, d, names) };
       }
       if (page.length < 500) break;

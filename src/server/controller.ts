@@ -56,22 +56,51 @@ export interface Running {
 export async function startController(config: Config, o: { clock?: Clock; progress?: Progress; logger?: AppOptions['logger'] } = {}): Promise<Running> {
   const opened = await openDataDir(config, o);
   const { ctx } = opened;
-  const app = await buildApp(ctx, {
-    logger: o.logger,
-    https: {
-      ...secureContextOptions(ctx.pki),
-      requestCert: true,
-      rejectUnauthorized: false,
-      ...serverTimeouts(config).server,
-    },
-  });
+  // The edge router's thread starts while the app is built; its log lines go to the app's logger.
+  let app: App | undefined;
+  const routerStarting = config.router
+    ? startEdgeRouterThread(config, {
+        progress: o.progress,
+        log: { info: (x, m) => app?.log.info(x, m), warn: (x, m) => app?.log.warn(x, m), debug: (x, m) => app?.log.debug(x, m) },
+      })
+    : undefined;
+  // Caught here, thrown below, so a failed start is never an unhandled rejection.
+  routerStarting?.catch(() => {});
+  try {
+    app = await buildApp(ctx, {
+      logger: o.logger,
+      https: {
+        ...secureContextOptions(ctx.pki),
+        requestCert: true,
+        rejectUnauthorized: false,
+        ...serverTimeouts(config).server,
+      },
+    });
+  } catch (err) {
+    await routerStarting?.then((r) => r.close(), () => {});
+    await opened.close();
+    throw err;
+  }
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  // The edge router is up before the APIs answer: a controller that answers /version is all there.
+  let router: RunningRouter | undefined;
+  if (routerStarting) {
+    try {
+      router = await routerStarting;
+    } catch (err) {
+      await app.close();
+      await opened.close();
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') (err as Error & { routerPort?: number }).routerPort = config.routerPort;
+      throw err;
+    }
+  }
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
   try {
     await app.listen({ port: config.port, host: config.bind });
   } catch (err) {
     // A busy port (or any listen failure) leaves nothing open behind it.
+    await router?.close();
     clearInterval(sweep);
     await app.close();
     await opened.close();
@@ -91,20 +120,6 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;
   const stopHeartbeat = await registerController(ctx);
-  let router: RunningRouter | undefined;
-  if (config.router) {
-    try {
-      router = await startEdgeRouterThread(config, { progress: o.progress, log: app.log });
-    } catch (err) {
-      stopHeartbeat();
-      clearInterval(sweep);
-      clearInterval(expiryCheck);
-      await app.close();
-      await opened.close();
-      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') (err as Error & { routerPort?: number }).routerPort = config.routerPort;
-      throw err;
-    }
-  }
   let closed = false;
   return {
     app,

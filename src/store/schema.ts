@@ -185,6 +185,8 @@ export interface RouterRow extends BaseRow {
   appData: string;
   supportedProtocols: string;
   onlineUntil: string | null;
+  /** The controller whose embedded edge router this is (null: any other router). */
+  controllerId: string | null;
 }
 
 interface PolicyBase extends BaseRow {

@@ -122,10 +122,13 @@ describe('policies', () => {
     // Edge routers: an edge router policy for the identity, a service edge router policy for the service.
     const erp = await created('/edge-router-policies', { name: 'staff-routers', semantic: 'AnyOf', identityRoles: ['#staff'], edgeRouterRoles: ['#public'] });
     const routersOf = async (token: string) => (await c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token })).body.data.map((r: { name: string }) => r.name).sort();
+    // As upstream, clients are offered only routers that finished enrollment.
+    expect(await routersOf(aliceToken)).toEqual([]);
+    await c.opened.ctx.store.db.updateTable('routers').set({ isVerified: 1 }).where('name', 'in', ['er-1', 'er-2']).execute();
     expect(await routersOf(aliceToken)).toEqual(['er-1', 'er-2']);
     // The client's view of a router: its public fields, nothing of enrollment or certificates.
     const er1View = (await c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token: aliceToken })).body.data.find((r: { name: string }) => r.name === 'er-1');
-    expect(er1View).toMatchObject({ name: 'er-1', cost: 10, appData: { region: 'eu' }, disabled: false, isOnline: false, noTraversal: false, syncStatus: 'SYNC_NEW', hostname: '', supportedProtocols: {}, tags: {} });
+    expect(er1View).toMatchObject({ name: 'er-1', cost: 10, appData: { region: 'eu' }, disabled: false, isOnline: false, noTraversal: false, syncStatus: 'SYNC_DONE', hostname: '', supportedProtocols: {}, tags: {} });
     expect(er1View).not.toHaveProperty('enrollmentJwt');
     expect(er1View).not.toHaveProperty('certPem');
     const serviceRouters = async (token: string, id: string) => (await c.call('GET', `${CLIENT}/services/${id}/edge-routers`, { token })).body.data.edgeRouters.map((r: { name: string }) => r.name).sort();

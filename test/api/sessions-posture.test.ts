@@ -18,6 +18,8 @@ beforeAll(async () => {
   await mg('PATCH', `/identities/${user}`, { roleAttributes: ['staff'] });
   web = (await mg('POST', '/services', { name: 'web', encryptionRequired: true, roleAttributes: ['web'] })).body.data.id;
   er = (await mg('POST', '/edge-routers', { name: 'er-1', roleAttributes: ['public'] })).body.data.id;
+  // As if it had enrolled: sessions offer only routers that did (as upstream).
+  await c.opened.ctx.store.db.updateTable('routers').set({ isVerified: 1 }).where('id', '=', er).execute();
   await mg('POST', '/edge-router-policies', { name: 'erp', semantic: 'AnyOf', identityRoles: ['#staff'], edgeRouterRoles: ['#public'] });
   await mg('POST', '/service-edge-router-policies', { name: 'serp', semantic: 'AnyOf', serviceRoles: ['#web'], edgeRouterRoles: ['#public'] });
   userToken = await c.login('sess-user', 'password1');

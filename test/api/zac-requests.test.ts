@@ -62,7 +62,11 @@ describe('built-in config types under upstream ids', () => {
         await tx.deleteFrom('configTypes').where('id', '=', id).execute();
         await tx.updateTable('configTypes').set({ name }).where('id', '=', name).execute();
       }
-      await sql`delete from kysely_migration where name = '0010-upstream-config-type-ids'`.execute(tx);
+      // As a database of then: neither 0010 nor the later migrations ran (0011's columns go too).
+      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane')`.execute(tx);
+      await sql`alter table routers drop column online_until`.execute(tx);
+      await sql`alter table routers drop column controller_id`.execute(tx);
+      await sql`alter table terminators drop column host_id`.execute(tx);
     });
     await first.app.close();
     await first.opened.close();

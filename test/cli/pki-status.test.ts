@@ -54,8 +54,13 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     expect(r.stdout).toMatch(/local mode: a controller already running on this data dir uses the new one after a restart/);
     expect(await fingerprint()).not.toBe(before);
     const inter = JSON.parse((await ztc('pki', 'renew', 'intermediate', '-o', 'json', '-d', dir)).stdout);
-    expect(inter.renewed.map((c: { kind: string }) => c.kind).sort()).toEqual(['intermediate', 'server']);
-    expect(fs.readdirSync(`${dir}/pki/retired`).sort()).toEqual([expect.stringMatching(/^intermediate-\d+\.key$/), expect.stringMatching(/^intermediate-\d+\.pem$/)]);
+    expect(inter.renewed.map((c: { kind: string }) => c.kind).sort()).toEqual(['intermediate', 'server', 'signer']);
+    // The intermediate and the server certificates it replaced (their keys signed enrollment JWTs), one timestamp per pair.
+    const retired = fs.readdirSync(`${dir}/pki/retired`).sort();
+    expect(retired.filter((f) => f.startsWith('intermediate-'))).toEqual([expect.stringMatching(/^intermediate-\d+\.key$/), expect.stringMatching(/^intermediate-\d+\.pem$/)]);
+    const stems = retired.map((f) => f.replace(/\.(key|pem)$/, ''));
+    expect(stems.filter((f) => f.startsWith('server-')).length).toBeGreaterThanOrEqual(4);
+    for (const stem of new Set(stems)) expect(retired).toEqual(expect.arrayContaining([`${stem}.key`, `${stem}.pem`]));
     const bad = await ztc('pki', 'renew', 'root', '-d', dir);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/Cannot renew 'root': choose server, intermediate or signer/);

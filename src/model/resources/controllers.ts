@@ -50,7 +50,7 @@ export const controllers = defineResource({
 });
 
 /** This controller's id: made once and kept in its data dir. */
-function controllerId(dataDir: string): string {
+export function controllerId(dataDir: string): string {
   const file = path.join(dataDir, 'controller-id');
   try {
     return fs.readFileSync(file, 'utf8').trim();
