@@ -160,3 +160,61 @@ export async function removeRouterEdgeTerminators(ctx: Ctx, routerId: string): P
   return Number(r.numDeletedRows);
 }
 
+
+export interface CtrlRouter {
+  id: string;
+  name: string;
+  fingerprint: string | null;
+  disabled: boolean;
+  isVerified: boolean;
+}
+
+/** A router as the control channel knows it: by the id its hello names. */
+export async function routerForCtrl(ctx: Ctx, routerId: string): Promise<CtrlRouter | null> {
+  const r = await ctx.store.db.selectFrom('routers').select(['id', 'name', 'fingerprint', 'disabled', 'isVerified']).where('id', '=', routerId).executeTakeFirst();
+  return r ? { id: r.id, name: r.name, fingerprint: r.fingerprint, disabled: isSet(r.disabled), isVerified: isSet(r.isVerified) } : null;
+}
+
+/** The addresses an upstream router reports for its edge listeners: what SDKs are given. */
+export async function setRouterProtocols(ctx: Ctx, routerId: string, protocols: Record<string, string>, hostname: string) {
+  await ctx.store.db.updateTable('routers').set({ supportedProtocols: JSON.stringify(protocols), hostname, updatedAt: iso(ctx.clock.now()) }).where('id', '=', routerId).execute();
+}
+
+export interface SyncedApiSession {
+  id: string;
+  token: string;
+  certFingerprints: string[];
+}
+
+/**
+ * Live API sessions for routers, with their tokens (opened from the sealed copy) and certificate
+ * fingerprints: all of them, or those made after `after` (ISO time). Sessions made before tokens were
+ * sealed cannot be told to routers: their SDKs log in again.
+ */
+export async function apiSessionsForRouters(ctx: Ctx, after?: string): Promise<{ sessions: SyncedApiSession[]; newest: string }> {
+  let q = ctx.store.db
+    .selectFrom('apiSessions as s')
+    .innerJoin('identities as i', 'i.id', 's.identityId')
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.tokenSealed', 's.createdAt'])
+    .where('s.tokenSealed', 'is not', null);
+  if (after) q = q.where('s.createdAt', '>', after);
+  const rows = (await q.orderBy('s.createdAt').execute()) as (LiveRow & { tokenSealed: string; createdAt: string })[];
+  const now = ctx.clock.now().getTime();
+  const alive = rows.filter((r) => live(ctx, r, now));
+  const fingerprints = new Map<string, string[]>();
+  const identities = [...new Set(alive.map((r) => r.identityId))];
+  for (let i = 0; i < identities.length; i += 500) {
+    const auth = await ctx.store.db.selectFrom('authenticators').select(['identityId', 'fingerprint']).where('identityId', 'in', identities.slice(i, i + 500)).where('fingerprint', 'is not', null).execute();
+    for (const a of auth) fingerprints.set(a.identityId, [...(fingerprints.get(a.identityId) ?? []), String(a.fingerprint).toLowerCase()]);
+  }
+  const ids = alive.map((r) => r.id);
+  const sessionCerts = new Map<string, string[]>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const certs = await ctx.store.db.selectFrom('apiSessionCertificates').select(['apiSessionId', 'fingerprint']).where('apiSessionId', 'in', ids.slice(i, i + 500)).execute();
+    for (const c of certs) sessionCerts.set(c.apiSessionId, [...(sessionCerts.get(c.apiSessionId) ?? []), c.fingerprint.toLowerCase()]);
+  }
+  return {
+    sessions: alive.map((r) => ({ id: r.id, token: ctx.sealer.open(r.tokenSealed), certFingerprints: [...(fingerprints.get(r.identityId) ?? []), ...(sessionCerts.get(r.id) ?? [])] })),
+    newest: rows.at(-1)?.createdAt ?? after ?? '',
+  };
+}

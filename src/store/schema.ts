@@ -118,6 +118,8 @@ export interface ApiSessionCertificateRow extends BaseRow {
 
 export interface ApiSessionRow extends BaseRow {
   tokenHash: string;
+  /** The token sealed (model/secrets.ts), for upstream routers; null for sessions made before. */
+  tokenSealed: string | null;
   identityId: string;
   authenticatorId: string;
   ipAddress: string;

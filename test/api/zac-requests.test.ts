@@ -67,6 +67,7 @@ describe('built-in config types under upstream ids', () => {
       await sql`alter table routers drop column online_until`.execute(tx);
       await sql`alter table routers drop column controller_id`.execute(tx);
       await sql`alter table terminators drop column host_id`.execute(tx);
+      await sql`alter table api_sessions drop column token_sealed`.execute(tx);
     });
     await first.app.close();
     await first.opened.close();

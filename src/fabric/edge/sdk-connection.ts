@@ -3,26 +3,18 @@
 // protocol is ../shared/reference/edge-protocol.md; section numbers below point there.
 import { randomUUID } from 'node:crypto';
 import type { EdgeApiSession, EdgeSession } from '../../model/data-plane.js';
-import { apiSessionForEdge, liveApiSession, policiesAllow, sessionForEdge } from '../../model/data-plane.js';
+import { apiSessionForEdge } from '../../model/data-plane.js';
 import { newId } from '../../model/ids.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, message, readBool, readUint, str, u32, type Message } from '../channel/codec.js';
 import { ContentType, EdgeError, Header } from '../channel/messages.js';
 import { closeSide, connected, endpoint, link, relay, type Circuit, type Endpoint } from '../circuits.js';
 import type { Fabric } from '../fabric.js';
+import { checkServiceSession, Refused } from '../session-checks.js';
 import type { Precedence, Terminator } from '../terminators.js';
 
 /** How long a host has to answer a Dial (upstream: 5 s). */
 export const DIAL_TIMEOUT_MS = 5000;
-
-class Refused extends Error {
-  constructor(
-    message: string,
-    readonly code: number,
-  ) {
-    super(message);
-  }
-}
 
 export class EdgeConn {
   readonly id = newId();
@@ -116,18 +108,8 @@ export class EdgeConn {
   }
 
   /** The checks of section 6 for a Dial or Bind token presented on this channel. */
-  private async checkSession(token: string, type: 'Dial' | 'Bind'): Promise<EdgeSession> {
-    const s = await sessionForEdge(this.fabric.ctx, token);
-    if (!s) throw new Refused('invalid session', EdgeError.InvalidSession);
-    if (s.type !== type) throw new Refused(`incorrect session type: a ${s.type} session cannot ${type === 'Dial' ? 'dial' : 'bind'}`, EdgeError.WrongSessionType);
-    // The session's API session may be an older one of the same SDK (it logged in again): upstream checks
-    // the certificate, not that it is the channel's own API session.
-    const owner = s.apiSessionId === this.apiSession.id ? this.apiSession : await liveApiSession(this.fabric.ctx, s.apiSessionId);
-    if (!owner || !this.fingerprints.some((f) => owner.fingerprints.has(f))) throw new Refused('invalid api session', EdgeError.InvalidApiSession);
-    const allowed = await policiesAllow(this.fabric.ctx, s.identityId, s.serviceId, this.fabric.routerId, type === 'Dial' ? 'dial' : 'bind');
-    if (!allowed.grant) throw new Refused(`invalid session: no service policy grants ${type} on '${s.serviceName}' any more`, EdgeError.InvalidSession);
-    if (!allowed.router) throw new Refused('invalid edge router for session', EdgeError.InvalidEdgeRouterForSession);
-    return s;
+  private checkSession(token: string, type: 'Dial' | 'Bind'): Promise<EdgeSession> {
+    return checkServiceSession(this.fabric.ctx, token, type, this.fingerprints, this.fabric.routerId, this.apiSession);
   }
 
   /** Section 4.2: Connect -> Dial to the host -> DialSuccess -> StateConnected to both. */

@@ -1,5 +1,5 @@
-// API sessions: a random bearer token (only its hash is stored), refreshed by use, expired after
-// the configured idle time. All state is in the database so several controllers can share it.
+// API sessions: a random bearer token (looked up by its hash; a sealed copy for the routers that must
+// recognise it), refreshed by use, expired after the configured idle time. All state is in the database so several controllers can share it.
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { unauthorized } from '../errors.js';
@@ -37,6 +37,8 @@ export async function createApiSession(
       updatedAt: now,
       tags: '{}',
       tokenHash: hashSecret(token),
+      // Upstream routers need the token itself (they look SDKs' hellos up by it): sealed, never in clear.
+      tokenSealed: ctx.sealer.seal(token),
       identityId: o.identityId,
       authenticatorId: o.authenticatorId,
       ipAddress: o.ipAddress,

@@ -1,0 +1,148 @@
+// The protocol-buffers wire format for the control channel's message bodies, from the format's own rules
+// (varints, length-delimited fields, maps as repeated key/value entries): a few dozen messages need no
+// generated code. A schema is data: field number -> name and type; unknown fields are skipped on decode.
+
+export type FieldType = 'string' | 'bytes' | 'bool' | 'uint32' | 'uint64' | 'int32' | 'enum' | { message: Schema } | { map: [key: 'string' | 'uint32', value: 'string' | 'bytes'] };
+
+export interface Field {
+  n: number;
+  type: FieldType;
+  repeated?: boolean;
+}
+
+export type Schema = Record<string, Field>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Value = any;
+
+export class ProtobufError extends Error {}
+
+function varint(n: bigint | number, out: number[]) {
+  let v = BigInt(n);
+  if (v < 0n) v = BigInt.asUintN(64, v);
+  while (v >= 0x80n) {
+    out.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  out.push(Number(v));
+}
+
+function tag(n: number, wire: number, out: number[]) {
+  varint((n << 3) | wire, out);
+}
+
+function lengthDelimited(n: number, b: Buffer, out: number[]) {
+  tag(n, 2, out);
+  varint(b.length, out);
+  for (const x of b) out.push(x);
+}
+
+function scalarIsVarint(t: FieldType): boolean {
+  return t === 'bool' || t === 'uint32' || t === 'uint64' || t === 'int32' || t === 'enum';
+}
+
+function encodeValue(f: Field, v: Value, out: number[]) {
+  const t = f.type;
+  if (typeof t === 'object' && 'map' in t) {
+    for (const [k, val] of v instanceof Map ? v : Object.entries(v ?? {})) {
+      const entry: number[] = [];
+      if (t.map[0] === 'string') lengthDelimited(1, Buffer.from(String(k)), entry);
+      else {
+        tag(1, 0, entry);
+        varint(Number(k), entry);
+      }
+      lengthDelimited(2, t.map[1] === 'string' ? Buffer.from(String(val)) : Buffer.from(val as Buffer), entry);
+      lengthDelimited(f.n, Buffer.from(entry), out);
+    }
+    return;
+  }
+  if (typeof t === 'object') return lengthDelimited(f.n, encode(t.message, v), out);
+  if (t === 'string') return lengthDelimited(f.n, Buffer.from(String(v)), out);
+  if (t === 'bytes') return lengthDelimited(f.n, Buffer.from(v as Buffer), out);
+  if (scalarIsVarint(t)) {
+    tag(f.n, 0, out);
+    varint(t === 'bool' ? (v ? 1 : 0) : typeof v === 'bigint' ? v : Number(v), out);
+  }
+}
+
+/** Encode an object by its schema; absent and default values are left out, as proto3 does. */
+export function encode(schema: Schema, obj: Record<string, Value>): Buffer {
+  const out: number[] = [];
+  for (const [name, f] of Object.entries(schema)) {
+    const v = obj[name];
+    if (v === undefined || v === null || v === false || v === 0 || v === '' || (Array.isArray(v) && !v.length)) continue;
+    if (f.repeated) for (const item of v as Value[]) encodeValue(f, item, out);
+    else encodeValue(f, v, out);
+  }
+  return Buffer.from(out);
+}
+
+class Reader {
+  at = 0;
+  constructor(readonly b: Buffer) {}
+  varint(): bigint {
+    let shift = 0n;
+    let v = 0n;
+    for (;;) {
+      if (this.at >= this.b.length) throw new ProtobufError('truncated varint');
+      const x = this.b[this.at++];
+      v |= BigInt(x & 0x7f) << shift;
+      if (!(x & 0x80)) return v;
+      shift += 7n;
+      if (shift > 63n) throw new ProtobufError('varint too long');
+    }
+  }
+  bytes(): Buffer {
+    const len = Number(this.varint());
+    if (len < 0 || this.at + len > this.b.length) throw new ProtobufError('field runs past the message');
+    const v = this.b.subarray(this.at, this.at + len);
+    this.at += len;
+    return v;
+  }
+  skip(wire: number) {
+    if (wire === 0) this.varint();
+    else if (wire === 1) this.at += 8;
+    else if (wire === 2) this.bytes();
+    else if (wire === 5) this.at += 4;
+    else throw new ProtobufError(`unsupported wire type ${wire}`);
+    if (this.at > this.b.length) throw new ProtobufError('field runs past the message');
+  }
+}
+
+/** Decode by schema; repeated fields are arrays, maps are plain objects (keys as strings). */
+export function decode(schema: Schema, b: Buffer): Record<string, Value> {
+  const byNumber = new Map(Object.entries(schema).map(([name, f]) => [f.n, { name, f }]));
+  const out: Record<string, Value> = {};
+  for (const [name, f] of Object.entries(schema)) if (f.repeated) out[name] = [];
+  const r = new Reader(b);
+  while (r.at < b.length) {
+    const key = Number(r.varint());
+    const n = key >>> 3;
+    const wire = key & 7;
+    const known = byNumber.get(n);
+    if (!known) {
+      r.skip(wire);
+      continue;
+    }
+    const { name, f } = known;
+    const t = f.type;
+    let v: Value;
+    if (typeof t === 'object' && 'map' in t) {
+      const entry = decode({ key: { n: 1, type: t.map[0] }, value: { n: 2, type: t.map[1] } }, r.bytes());
+      out[name] ??= {};
+      out[name][String(entry.key ?? (t.map[0] === 'string' ? '' : 0))] = entry.value ?? (t.map[1] === 'string' ? '' : Buffer.alloc(0));
+      continue;
+    } else if (typeof t === 'object') v = decode(t.message, r.bytes());
+    else if (t === 'string') v = r.bytes().toString('utf8');
+    else if (t === 'bytes') v = Buffer.from(r.bytes());
+    else if (wire === 0) {
+      const x = r.varint();
+      v = t === 'bool' ? x !== 0n : t === 'uint64' ? x : t === 'int32' ? Number(BigInt.asIntN(32, x)) : Number(x);
+    } else {
+      r.skip(wire);
+      continue;
+    }
+    if (f.repeated) out[name].push(v);
+    else out[name] = v;
+  }
+  return out;
+}
