@@ -7,8 +7,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Controllers started by tests (in process or as `ztc serve` children) run their edge router on any
-    // free port, so parallel files never fight over 3022.
-    env: { ZTC_ROUTER_PORT: '0' },
+    // Controllers started by tests (in process or as `ztc serve` children) run their edge router and
+    // control channel on any free port, so parallel files never fight over 3022 and 6262.
+    env: { ZTC_ROUTER_PORT: '0', ZTC_CTRL_PORT: '0' },
   },
 });

@@ -22,7 +22,7 @@ if (kind === 'hello') {
 } else {
   // A limit low enough to be reached within one measure, so the flood meets it.
   const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 };
-  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ...limits }, {}));
+  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}));
 }
 process.stdout.write('ready\n');
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));

@@ -42,6 +42,10 @@ export interface Config {
   routerPort: number;
   /** The host name SDKs reach it at (its certificate and supportedProtocols); empty: the first of hostnames. */
   routerAddress: string;
+  /** Listen for upstream OpenZiti routers' control channels. */
+  ctrl: boolean;
+  /** The control channel's TLS port (0: any free port). */
+  ctrlPort: number;
 }
 
 export const defaults = (): Config => ({
@@ -67,6 +71,8 @@ export const defaults = (): Config => ({
   router: true,
   routerPort: 3022,
   routerAddress: '',
+  ctrl: true,
+  ctrlPort: 6262,
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -94,6 +100,8 @@ const ENV: Record<keyof Config, string> = {
   router: 'ZTC_ROUTER',
   routerPort: 'ZTC_ROUTER_PORT',
   routerAddress: 'ZTC_ROUTER_ADDRESS',
+  ctrl: 'ZTC_CTRL',
+  ctrlPort: 'ZTC_CTRL_PORT',
 };
 
 import { ConfigError } from './config-error.js';
@@ -194,6 +202,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   cfg.corsOrigins = cfg.corsOrigins.map(webOrigin);
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
   if (cfg.routerPort > 65535) throw new ConfigError(`routerPort must be at most 65535, got ${cfg.routerPort}`);
+  if (cfg.ctrlPort > 65535) throw new ConfigError(`ctrlPort must be at most 65535, got ${cfg.ctrlPort}`);
+  if (cfg.ctrl && cfg.ctrlPort && (cfg.ctrlPort === cfg.port || (cfg.router && cfg.ctrlPort === cfg.routerPort))) throw new ConfigError(`ctrlPort ${cfg.ctrlPort} is taken by another listener: the control channel needs a port of its own (--ctrl-port N, or --no-ctrl)`);
   if (cfg.router && cfg.routerPort && cfg.routerPort === cfg.port) throw new ConfigError(`routerPort and port are both ${cfg.port}: the edge router needs a port of its own (--router-port N, or --no-router)`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');

@@ -1,4 +1,5 @@
-// The main thread's handle on the edge router, which runs on its own thread (fabric/worker.ts): the
+// The main thread's handle on the data plane (the embedded edge router and the control channel for
+// upstream routers), which runs on its own thread (fabric/worker.ts): the
 // relay's TLS and copying would otherwise compete with the APIs for one event loop (measured: a client's
 // service-list p99 went from 3.8 to 37 ms while four streams relayed; README, Benchmarks).
 import fs from 'node:fs';
@@ -14,16 +15,25 @@ export interface RouterWorkerData {
 }
 
 export type FromRouter =
-  | { ready: { id: string; name: string; url: string; port: number } }
+  | { ready: { edge?: EmbeddedEdge; ctrlPort?: number } }
   | { failed: { message: string; code?: string } }
   | { progress: string }
   | { log: { level: 'info' | 'warn' | 'debug'; o: object; msg: string } }
   | { closed: true };
 
-export interface RunningRouter {
-  /** The router's record: id, name, and the tls:// address SDKs are given. */
-  router: { id: string; name: string; url: string };
+/** The embedded edge router: its record's id and name, the tls:// address SDKs are given, its port. */
+export interface EmbeddedEdge {
+  id: string;
+  name: string;
+  url: string;
   port: number;
+}
+
+/** The data plane's thread: the embedded edge router (config.router) and the control channel (config.ctrl). */
+export interface RunningFabric {
+  edge?: EmbeddedEdge;
+  /** Where upstream routers connect, if listening. */
+  ctrlPort?: number;
   close(): Promise<void>;
 }
 
@@ -36,7 +46,7 @@ function workerUrl(): URL | string {
   return new URL('../../dist/src/fabric/worker.js', import.meta.url);
 }
 
-export function startEdgeRouterThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog }): Promise<RunningRouter> {
+export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog }): Promise<RunningFabric> {
   const sqliteAddon = (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon;
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
@@ -53,8 +63,8 @@ export function startEdgeRouterThread(config: Config, o: { progress?: (s: string
         started = true;
         let closing: Promise<void> | undefined;
         resolve({
-          router: { id: m.ready.id, name: m.ready.name, url: m.ready.url },
-          port: m.ready.port,
+          edge: m.ready.edge,
+          ctrlPort: m.ready.ctrlPort,
           close() {
             closing ??= new Promise<void>((done) => {
               const timer = setTimeout(() => void worker.terminate().then(() => done()), 5000);

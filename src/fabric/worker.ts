@@ -1,4 +1,4 @@
-// The edge router's thread: its own event loop (and its own connection to the store), so relaying at
+// The data plane's thread (the embedded edge router, the control channel): its own event loop (and its own connection to the store), so relaying at
 // full speed never delays an API answer on the main thread. Started by fabric/thread.ts; speaks to it
 // in a few messages: ready (or failed), progress and log lines, close -> closed.
 import os from 'node:os';
@@ -11,6 +11,9 @@ import { loadOrCreatePki } from '../model/pki/pki.js';
 import { loadSealer } from '../model/secrets.js';
 import { openPostgres, openSqlite } from '../store/db.js';
 import { setSqliteNativeBinding } from '../store/sqlite-driver.js';
+import { controllerId } from '../model/resources/controllers.js';
+import { VERSION } from '../version.js';
+import { CtrlServer } from './ctrl/listener.js';
 import { startEdgeRouter } from './index.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
 
@@ -38,20 +41,40 @@ try {
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames);
   const store = config.db ? await openPostgres(config.db, 2) : await openSqlite(path.join(config.dataDir, 'ztc.db'));
   const ctx: Ctx = { store, pki, config, clock: systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
-  const router = await startEdgeRouter(ctx, {
+  const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
+  const router = !config.router ? undefined : await startEdgeRouter(ctx, {
     bind: config.bind,
     port: config.routerPort,
     address: config.routerAddress || config.hostnames[0] || 'localhost',
     helloTimeoutMs: config.headersTimeoutSeconds * 1000,
     maxPerAddress: config.maxConnectionsPerAddress,
     progress: (step) => post({ progress: step }),
-    log: { info: level('info'), warn: level('warn'), debug: level('debug') },
+    log,
   });
-  post({ ready: { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port } });
+  // The control channel for upstream routers, in the same room (its terminators and circuits are the data plane's).
+  let ctrl: CtrlServer | undefined;
+  let ctrlPort: number | undefined;
+  if (config.ctrl) {
+    ctrl = new CtrlServer(ctx, log);
+    ctrlPort = await ctrl.start({
+      host: config.bind,
+      port: config.ctrlPort,
+      certPem: pki.serverPem + pki.intermediatePem,
+      keyPem: pki.serverKeyPem,
+      caPem: pki.caBundlePem,
+      helloTimeoutMs: config.headersTimeoutSeconds * 1000,
+      maxPerAddress: config.maxConnectionsPerAddress,
+      // A development version to upstream's routers: no minimum-version check holds them to older behaviour.
+      version: `v0.0.0|ztc-v${VERSION}|${new Date(0).toISOString().slice(0, 10)}|${os.platform()}|${os.arch()}`,
+      controllerId: controllerId(config.dataDir),
+    });
+  }
+  post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
   parentPort!.on('message', (m: 'close') => {
     if (m !== 'close') return;
     void (async () => {
-      await router.close();
+      await ctrl?.stop();
+      await router?.close();
       await store.close();
       post({ closed: true });
     })();

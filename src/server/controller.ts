@@ -17,7 +17,7 @@ import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, serverTimeouts } from './connections.js';
-import { startEdgeRouterThread, type RunningRouter } from '../fabric/thread.js';
+import { startFabricThread, type RunningFabric } from '../fabric/thread.js';
 
 export interface Opened {
   ctx: Ctx;
@@ -47,8 +47,8 @@ export interface Running {
   ctx: Ctx;
   boot: BootstrapResult;
   url: string;
-  /** The embedded edge router, unless turned off (config.router). */
-  router?: RunningRouter;
+  /** The data plane: the embedded edge router (config.router) and the control channel (config.ctrl). */
+  fabric?: RunningFabric;
   close(): Promise<void>;
 }
 
@@ -56,10 +56,10 @@ export interface Running {
 export async function startController(config: Config, o: { clock?: Clock; progress?: Progress; logger?: AppOptions['logger'] } = {}): Promise<Running> {
   const opened = await openDataDir(config, o);
   const { ctx } = opened;
-  // The edge router's thread starts while the app is built; its log lines go to the app's logger.
+  // The data plane's thread starts while the app is built; its log lines go to the app's logger.
   let app: App | undefined;
-  const routerStarting = config.router
-    ? startEdgeRouterThread(config, {
+  const routerStarting = config.router || config.ctrl
+    ? startFabricThread(config, {
         progress: o.progress,
         log: { info: (x, m) => app?.log.info(x, m), warn: (x, m) => app?.log.warn(x, m), debug: (x, m) => app?.log.debug(x, m) },
       })
@@ -83,7 +83,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   }
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   // The edge router is up before the APIs answer: a controller that answers /version is all there.
-  let router: RunningRouter | undefined;
+  let router: RunningFabric | undefined;
   if (routerStarting) {
     try {
       router = await routerStarting;
@@ -125,7 +125,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     app,
     ctx,
     boot: opened.boot,
-    router,
+    fabric: router,
     url: `https://${config.bind === '0.0.0.0' || config.bind === '::' ? 'localhost' : config.bind}:${port}`,
     async close() {
       if (closed) return;

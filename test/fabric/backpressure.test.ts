@@ -59,7 +59,7 @@ describe('start after a crash', () => {
     const db = await testDatabase();
     const config = testConfig(dataDir, { port: 0, bind: '127.0.0.1', db });
     let running = await startController(config);
-    const routerId = running.router!.router.id;
+    const routerId = running.fabric!.edge!.id;
     await running.close();
     // What a killed process leaves: an edge terminator on its router, in the store.
     const opened = await openDataDir(testConfig(dataDir, { db }));
@@ -73,7 +73,7 @@ describe('start after a crash', () => {
     const progress: string[] = [];
     running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', db }), { progress: (s) => progress.push(s) });
     try {
-      expect(running.router!.router.id).toBe(routerId);
+      expect(running.fabric!.edge!.id).toBe(routerId);
       expect(progress.join('\n')).toMatch(/removed 1 terminator/);
       const left = await running.ctx.store.db.selectFrom('terminators').select('id').where('routerId', '=', routerId).execute();
       expect(left).toEqual([]);

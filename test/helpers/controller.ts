@@ -22,7 +22,7 @@ export function tempDataDir(): string {
 
 export function testConfig(dataDir: string, extra: Partial<Config> = {}): Config {
   // The edge router on any free port: test files run in parallel.
-  return { ...loadConfig({ dataDir, adminPassword: ADMIN.password }, {}), hostnames: ['localhost'], routerPort: 0, ...extra };
+  return { ...loadConfig({ dataDir, adminPassword: ADMIN.password }, {}), hostnames: ['localhost'], routerPort: 0, ctrlPort: 0, ...extra };
 }
 
 /**

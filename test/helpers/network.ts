@@ -31,7 +31,7 @@ export interface TestNetwork {
 export async function startNetwork(extra: Partial<Config> = {}): Promise<TestNetwork> {
   const c = await startTlsController(extra);
   const admin = await c.login();
-  const router = c.running.router!;
+  const router = c.running.fabric!.edge!;
   const api = (method: string, path: string, body?: unknown, token = admin) => c.call(method, path.startsWith('/edge/') ? path : `${MGMT}${path}`, { token, body });
   // Everyone may use every router for every service; the service policies decide who dials and binds.
   await api('POST', '/edge-router-policies', { name: 'all', identityRoles: ['#all'], edgeRouterRoles: ['#all'], semantic: 'AnyOf' });
@@ -40,7 +40,7 @@ export async function startNetwork(extra: Partial<Config> = {}): Promise<TestNet
     c,
     admin,
     routerPort: router.port,
-    routerId: router.router.id,
+    routerId: router.id,
     api,
     async identity(name, roles = []) {
       const made = await api('POST', '/identities', { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } });

@@ -71,7 +71,7 @@ export function quickstartCommand(): Command {
       out.write(`\nReady. The CLI is logged in (profile '${PROFILE}'), so these work from another terminal:\n`);
       out.write(`  ztc identity list\n`);
       out.write(`  open ${url}/docs                  # the API reference (the CA is in ${config.dataDir}/pki)\n`);
-      if (jwts[SAMPLE] && jwts[HOST] && running.router) {
+      if (jwts[SAMPLE] && jwts[HOST] && running.fabric?.edge) {
         out.write(`\nBytes through the network: enroll the two demo identities, host the echo service, dial it\n`);
         out.write(`(the client is OpenZiti's own C SDK, from PyPI):\n`);
         out.write(`  python3 -m pip install openziti==0.6.0\n`);

@@ -36,6 +36,8 @@ export function serverOptions(cmd: Command): Command {
     .option('--router-port <port>', 'TLS port of the embedded edge router that SDKs connect through (env ZTC_ROUTER_PORT; default 3022)')
     .option('--router-address <host>', 'host name SDKs reach the edge router at, put in its certificate (env ZTC_ROUTER_ADDRESS; default: the first of --hostnames)')
     .option('--no-router', 'do not run the embedded edge router (env ZTC_ROUTER=false)')
+    .option('--ctrl-port <port>', 'TLS port where upstream OpenZiti routers connect their control channel (env ZTC_CTRL_PORT; default 6262)')
+    .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
@@ -66,6 +68,8 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     routerAddress: opts.routerAddress,
     // commander sets router=true unless --no-router: only the "no" is the user's.
     router: (opts as Record<string, unknown>).router === false ? false : undefined,
+    ctrlPort: opts.ctrlPort,
+    ctrl: (opts as Record<string, unknown>).ctrl === false ? false : undefined,
   });
   return { ...config, ...overrides };
 }
@@ -94,9 +98,11 @@ export async function runController(config: Config, format: LogFormat = logForma
       logger: loggerOptions(config.logLevel, format === 'text' ? consoleLogStream() : undefined),
     });
   } catch (err) {
-    const routerPort = (err as { routerPort?: number }).routerPort;
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && routerPort !== undefined) {
-      throw new CliError(`The edge router's port ${routerPort} on ${config.bind} is already in use (another ztc, or an OpenZiti router). Choose another with --router-port N (env ZTC_ROUTER_PORT), or run without the router: --no-router.`);
+    const dataPlane = (err as { routerPort?: number }).routerPort !== undefined;
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && dataPlane) {
+      const port = Number(/:(\d+)\s*$/.exec((err as Error).message)?.[1]);
+      if (port && port === config.ctrlPort) throw new CliError(`The control channel's port ${port} on ${config.bind} is already in use (another ztc, or an OpenZiti controller). Choose another with --ctrl-port N (env ZTC_CTRL_PORT), or run without it: --no-ctrl.`);
+      throw new CliError(`The edge router's port ${port || config.routerPort} on ${config.bind} is already in use (another ztc, or an OpenZiti router). Choose another with --router-port N (env ZTC_ROUTER_PORT), or run without the router: --no-router.`);
     }
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new CliError(`Port ${config.port} on ${config.bind} is already in use (another ztc, or another program). Stop it, or choose another port: --port N (env ZTC_PORT).`);
@@ -115,7 +121,9 @@ export async function runController(config: Config, format: LogFormat = logForma
     `  management    ${running.url}/edge/management/v1`,
     `  API docs      ${running.url}/docs`,
   ];
-  if (running.router) lines.push(`  edge router   ${running.router.router.url}   ('${running.router.router.name}': SDKs connect, bind and dial here)`);
+  const edge = running.fabric?.edge;
+  if (edge) lines.push(`  edge router   ${edge.url}   ('${edge.name}': SDKs connect, bind and dial here)`);
+  if (running.fabric?.ctrlPort) lines.push(`  routers ctrl  tls:${config.hostnames[0] ?? 'localhost'}:${running.fabric.ctrlPort}   (ctrl.endpoint for upstream routers: ziti router run)`);
   if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
   if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);

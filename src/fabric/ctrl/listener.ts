@@ -1,0 +1,236 @@
+// The control channel's listener (default port 6262): upstream OpenZiti routers (`ziti router run`) dial
+// it with their enrolled certificates (mutual TLS, ALPN ziti-ctrl), are known by the fingerprint of that
+// certificate and the router id their hello names, and are then kept in step: API sessions (full on
+// connect, then every change within a second), ended sessions, terminators and circuits.
+import { createHash, randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import tls from 'node:tls';
+import type { Ctx } from '../../model/context.js';
+import { apiSessionsForRouters, routerForCtrl, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
+import { TLS_CIPHERS } from '../../server/tls-context.js';
+import { Channel } from '../channel/channel.js';
+import { bool, FRAME_LIMITS, HELLO_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import { ContentType, Header } from '../channel/messages.js';
+import { decode, encode } from '../channel/protobuf.js';
+import type { FabricLog } from '../fabric.js';
+import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, Schemas } from './messages.js';
+import { RouterConn } from './router-connection.js';
+
+export interface CtrlOptions {
+  host: string;
+  port: number;
+  certPem: string;
+  keyPem: string;
+  caPem: string;
+  helloTimeoutMs: number;
+  maxPerAddress: number;
+  /** Our hello's version header: Version|Revision|BuildDate|OS|Arch. */
+  version: string;
+  controllerId: string;
+}
+
+const SYNC_MS = 1000;
+const LEASE_MS = 30_000;
+const CHUNK = 100;
+
+export class CtrlServer {
+  readonly routers = new Map<string, RouterConn>();
+  /** API sessions the routers were told of: id -> token. */
+  private known = new Map<string, string>();
+  private newest = '';
+  private timers: NodeJS.Timeout[] = [];
+  private syncing = false;
+  server?: tls.Server;
+
+  constructor(
+    readonly ctx: Ctx,
+    readonly log: FabricLog,
+  ) {}
+
+  idsOfTokens(tokens: string[]): string[] {
+    const wanted = new Set(tokens);
+    return [...this.known].filter(([, t]) => wanted.has(t)).map(([id]) => id);
+  }
+
+  async start(o: CtrlOptions): Promise<number> {
+    const first = await apiSessionsForRouters(this.ctx);
+    for (const s of first.sessions) this.known.set(s.id, s.token);
+    this.newest = first.newest;
+    const perAddress = new Map<string, number>();
+    const server = tls.createServer({
+      cert: o.certPem,
+      key: o.keyPem,
+      ca: o.caPem,
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+      ciphers: TLS_CIPHERS,
+      ALPNProtocols: ['ziti-ctrl'],
+      handshakeTimeout: o.helloTimeoutMs,
+    });
+    this.server = server;
+    server.on('connection', (socket: Socket) => {
+      const address = socket.remoteAddress ?? '';
+      const n = perAddress.get(address) ?? 0;
+      if (o.maxPerAddress && n >= o.maxPerAddress) return void socket.destroy();
+      perAddress.set(address, n + 1);
+      const deadline = setTimeout(() => socket.destroy(), o.helloTimeoutMs);
+      deadline.unref();
+      (socket as Socket & { ztcDeadline?: NodeJS.Timeout }).ztcDeadline = deadline;
+      socket.once('close', () => {
+        clearTimeout(deadline);
+        const left = (perAddress.get(address) ?? 1) - 1;
+        if (left > 0) perAddress.set(address, left);
+        else perAddress.delete(address);
+      });
+    });
+    server.on('tlsClientError', (_e, socket) => socket.destroy());
+    server.on('secureConnection', (socket: tls.TLSSocket) => {
+      socket.on('error', () => socket.destroy());
+      const raw = (socket as unknown as { _parent?: Socket })._parent;
+      const deadline = (raw as (Socket & { ztcDeadline?: NodeJS.Timeout }) | undefined)?.ztcDeadline;
+      const leaf = socket.getPeerCertificate();
+      // The router's certificate must chain to our CA: then its fingerprint names the router.
+      if (!leaf?.raw || !socket.authorized) return void socket.destroy();
+      const fingerprint = createHash('sha1').update(leaf.raw).digest('hex');
+      const channel = new Channel(socket, HELLO_LIMITS);
+      let seen = false;
+      channel.attach({
+        message: (m) => {
+          if (seen) return;
+          seen = true;
+          if (m.type !== ContentType.Hello) return channel.close(new Error('the first message was not a hello'));
+          void this.accept(channel, m, fingerprint, o, deadline);
+        },
+        closed: () => {},
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(o.port, o.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.timers.push(setInterval(() => void this.sync(), SYNC_MS));
+    this.timers.push(setInterval(() => void this.renewLeases(), LEASE_MS / 3));
+    for (const t of this.timers) t.unref();
+    return (server.address() as { port: number }).port;
+  }
+
+  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, deadline?: NodeJS.Timeout) {
+    const routerId = hello.body.toString('utf8');
+    const refuse = (why: string) => {
+      this.log.info({ router: routerId, reason: why }, 'ctrl: refused a router');
+      channel.close(new Error(why));
+    };
+    if (!hello.headers.has(Header.HelloVersion)) return refuse('the hello has no version header');
+    const router = await routerForCtrl(this.ctx, routerId).catch(() => null);
+    if (!router) return refuse('unknown router');
+    if (!router.isVerified || !router.fingerprint) return refuse('the router has not finished enrollment');
+    if (router.fingerprint.toLowerCase() !== fingerprint) return refuse('the certificate is not the router\'s enrolled certificate');
+    if (router.disabled) return refuse('the router is disabled');
+    if (channel.closed) return;
+    if (deadline) clearTimeout(deadline);
+    // A second connection of the same router replaces the first (a reconnect the old socket did not notice).
+    const previous = this.routers.get(routerId);
+    if (previous) previous.channel.close(new Error('replaced by a new connection'));
+    channel.setLimits(FRAME_LIMITS);
+    const conn = new RouterConn(this, routerId, router.name, channel);
+    this.routers.set(routerId, conn);
+    channel.attach({
+      message: (m) => conn.handle(m),
+      closed: () => {
+        if (this.routers.get(routerId) === conn) this.routers.delete(routerId);
+        void conn.ended();
+        if (!this.routers.has(routerId)) void setRouterLease(this.ctx, routerId, null).catch(() => {});
+        this.log.info({ router: router.name }, 'ctrl: router disconnected');
+      },
+    });
+    const result = message(
+      ContentType.Result,
+      [
+        [Header.ResultSuccess, bool(true)],
+        [Header.HelloVersion, str(o.version)],
+        [Header.ConnectionId, str(randomUUID())],
+        [Header.Id, str(o.controllerId)],
+        [CtrlHeader.Capabilities, CONTROLLER_CAPABILITIES],
+      ],
+      undefined,
+      -1,
+    );
+    result.headers.set(Header.ReplyFor, i32(hello.seq));
+    channel.send(result);
+    this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString() }, 'ctrl: router connected');
+    await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
+    // Its edge listeners' addresses (what SDKs are given), then every live API session, in chunks.
+    void channel
+      .request(message(CtrlType.ServerHello, [], encode(Schemas.ServerHello, { version: o.version })), 10_000)
+      .then((reply) => this.clientHello(routerId, reply))
+      .catch(() => {});
+    await this.fullSync(conn);
+  }
+
+  private async clientHello(routerId: string, m: Message) {
+    if (m.type !== CtrlType.ClientHello) return;
+    const hello = decode(Schemas.ClientHello, m.body);
+    const protocols: Record<string, string> = {};
+    let hostname = String(hello.hostname ?? '');
+    for (const l of hello.listeners as { advertise?: { protocol?: string; hostname?: string; port?: number; value?: string } }[]) {
+      const a = l.advertise;
+      if (!a?.protocol || !a.hostname || !a.port) continue;
+      protocols[a.protocol] ??= `${a.protocol}://${a.hostname}:${a.port}`;
+      hostname ||= a.hostname;
+    }
+    if (Object.keys(protocols).length) await setRouterProtocols(this.ctx, routerId, protocols, hostname);
+  }
+
+  /** Every live API session, as upstream's instant sync sends it: full state, in chunks of 100. */
+  private async fullSync(conn: RouterConn) {
+    const sessions: SyncedApiSession[] = [...(await apiSessionsForRouters(this.ctx)).sessions];
+    const id = randomUUID();
+    const chunks = Math.max(1, Math.ceil(sessions.length / CHUNK));
+    for (let i = 0; i < chunks; i++) {
+      const state = JSON.stringify({ id, isLast: i === chunks - 1, sequence: i });
+      conn.channel.send(
+        message(CtrlType.ApiSessionAdded, [[1013, str('instant')], [1014, str(state)]], encode(Schemas.ApiSessionAdded, { isFullState: true, apiSessions: sessions.slice(i * CHUNK, (i + 1) * CHUNK) })),
+      );
+    }
+  }
+
+  /** Every second: API sessions made since, those that ended, and service sessions the routers use that ended. */
+  private async sync() {
+    if (this.syncing || !this.routers.size) return;
+    this.syncing = true;
+    try {
+      const added = await apiSessionsForRouters(this.ctx, this.newest ? new Date(Date.parse(this.newest) - 1).toISOString() : undefined);
+      const fresh = added.sessions.filter((s) => !this.known.has(s.id));
+      if (added.newest) this.newest = added.newest;
+      for (const s of fresh) this.known.set(s.id, s.token);
+      const conns = [...this.routers.values()];
+      if (fresh.length) for (const c of conns) c.send(CtrlType.ApiSessionAdded, encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: fresh }));
+      const sessionIds = [...new Set(conns.flatMap((c) => c.sessionIds()))];
+      const live = await stillLive(this.ctx, [...this.known.keys()], sessionIds);
+      const gone = [...this.known].filter(([id]) => !live.apiSessions.has(id));
+      for (const [id] of gone) this.known.delete(id);
+      if (gone.length) for (const c of conns) c.send(CtrlType.ApiSessionRemoved, encode(Schemas.ApiSessionRemoved, { tokens: gone.map(([, t]) => t), ids: gone.map(([id]) => id) }));
+      const ended = new Set(sessionIds.filter((id) => !live.sessions.has(id)));
+      if (ended.size) for (const c of conns) await c.sessionsEnded(ended);
+    } catch (e) {
+      this.log.warn({ err: String(e) }, 'ctrl: could not sync API sessions');
+    } finally {
+      this.syncing = false;
+    }
+  }
+
+  private async renewLeases() {
+    for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, new Date(Date.now() + LEASE_MS)).catch(() => {});
+  }
+
+  async stop() {
+    for (const t of this.timers) clearInterval(t);
+    for (const c of [...this.routers.values()]) c.channel.close(new Error('the controller is stopping'));
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});
+  }
+}
