@@ -61,9 +61,9 @@ export class EdgePeer {
     socket.on('error', () => {});
   }
 
-  static connect(port: number, o: { cert?: string; key?: string; ca?: string } = {}): Promise<EdgePeer> {
+  static connect(port: number, o: { cert?: string; key?: string; ca?: string; alpn?: string[] } = {}): Promise<EdgePeer> {
     return new Promise((resolve, reject) => {
-      const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: o.cert, key: o.key, ca: o.ca, rejectUnauthorized: !!o.ca }, () => resolve(new EdgePeer(s)));
+      const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: o.cert, key: o.key, ca: o.ca, rejectUnauthorized: !!o.ca, ALPNProtocols: o.alpn }, () => resolve(new EdgePeer(s)));
       s.once('error', reject);
     });
   }

@@ -199,7 +199,9 @@ export class RouterConn {
   /** An end of a circuit closed (or a link failed): tell the router to drop the circuit's forwarding. */
   private fault(m: Message) {
     const f = decode(Schemas.Fault, m.body);
-    if (f.subject === FaultSubject.IngressFault || f.subject === FaultSubject.EgressFault || f.subject === FaultSubject.ForwardFault || f.subject === FaultSubject.UnknownOwnerForwardFault) {
+    // proto3 leaves zero values out: no subject on the wire is IngressFault.
+    const subject = Number(f.subject ?? FaultSubject.IngressFault);
+    if (f.id && (subject === FaultSubject.IngressFault || subject === FaultSubject.EgressFault || subject === FaultSubject.ForwardFault || subject === FaultSubject.UnknownOwnerForwardFault)) {
       this.circuits.delete(f.id);
       this.send(CtrlType.Unroute, encode(Schemas.Unroute, { circuitId: f.id, now: true }));
     }

@@ -1,0 +1,176 @@
+// The control channel against a test router written from ../shared/reference/ctrl-channel-1.1.md (the
+// framing of test/peers/edge-sdk.ts, bodies in the protobuf wire format): what an unmodified OpenZiti
+// 1.1 router sends and expects, checked both ways. (By hand, `ziti router run` 1.1.10 did the same
+// against ztc and carried the C SDK's echo: README.)
+import { createHash, X509Certificate } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decode, encode } from '../../src/fabric/channel/protobuf.js';
+import { Schemas } from '../../src/fabric/ctrl/messages.js';
+import { newKeyAndCsr } from '../../src/model/pki/csr.js';
+import { CLIENT } from '../helpers/controller.js';
+import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
+import { EdgePeer, le32, type Frame } from '../peers/edge-sdk.js';
+
+const T = { Hello: 0, Result: 2, Heartbeat: 5, Fault: 1004, Route: 1005, Unroute: 1006, RouteResult: 1022, RemoveTerminators: 1038, ServerHello: 20000, ClientHello: 20001, Error: 20002, SessionRemoved: 20102, ApiSessionAdded: 20200, ApiSessionRemoved: 20202, CreateTerminatorV2: 20216, CreateTerminatorV2Response: 20217, CreateCircuitV2: 20218, CreateCircuitV2Response: 20219 };
+const i32 = (n: number) => Buffer.from(new Int32Array([n]).buffer);
+const strings = (list: string[]) => Buffer.concat([le32(list.length), ...list.flatMap((s) => [le32(Buffer.byteLength(s)), Buffer.from(s)])]);
+const bytesMap = (m: [number, Buffer][]) => Buffer.concat([le32(m.length), ...m.flatMap(([k, v]) => [le32(k), le32(v.length), v])]);
+function readBytesMap(b: Buffer): Map<number, Buffer> {
+  const out = new Map<number, Buffer>();
+  let at = 4;
+  for (let i = 0; i < b.readUInt32LE(0); i++) {
+    const k = b.readUInt32LE(at);
+    const n = b.readUInt32LE(at + 4);
+    out.set(k, b.subarray(at + 8, at + 8 + n));
+    at += 8 + n;
+  }
+  return out;
+}
+const fp = (pem: string) => createHash('sha1').update(new X509Certificate(pem).raw).digest('hex');
+
+let n: TestNetwork;
+let ctrlPort: number;
+let routerId: string;
+let router: { cert: string; key: string };
+let host: Member;
+let client: Member;
+let service: string;
+beforeAll(async () => {
+  n = await startNetwork();
+  ctrlPort = n.c.running.fabric!.ctrlPort!;
+  // An upstream router's enrollment: two CSRs, the client one named by the router id.
+  const made = await n.api('POST', '/edge-routers', { name: 'upstream-1', roleAttributes: ['public'] });
+  routerId = made.body.data.id;
+  const token = (await n.api('GET', `/edge-routers/${routerId}`)).body.data.enrollmentToken;
+  const clientCsr = newKeyAndCsr(routerId);
+  const serverCsr = newKeyAndCsr(routerId, ['localhost', '127.0.0.1']);
+  const enrolled = await n.c.call('POST', `${CLIENT}/enroll/erott?token=${token}`, { body: { certCsr: clientCsr.csrPem, serverCertCsr: serverCsr.csrPem } });
+  expect(enrolled.status, enrolled.text).toBe(200);
+  router = { cert: enrolled.body.data.cert, key: clientCsr.keyPem };
+  service = await n.service('up-echo', { encryptionRequired: true });
+  host = await n.identity('up-host', ['up-echo-hosts']);
+  client = await n.identity('up-client', ['up-echo-clients']);
+}, 60_000);
+afterAll(() => n.close());
+
+/** A router's side: TLS with its enrolled certificate and ALPN ziti-ctrl, then its hello (sequence -1). */
+async function connect(o: { cert?: string; key?: string; id?: string } = {}): Promise<{ p: EdgePeer; result?: Frame }> {
+  const p = await EdgePeer.connect(ctrlPort, { cert: o.cert ?? router.cert, key: o.key ?? router.key, alpn: ['ziti-ctrl'] });
+  p.send(T.Hello, [[4, Buffer.from('v1.1.10|a11e8b4b|2024-09-04|linux|amd64')]], Buffer.from(o.id ?? routerId), -1);
+  const result = await p.next((f) => f.type === T.Result, 3000).catch(() => undefined);
+  return { p, result };
+}
+
+describe('an upstream router on the control channel', () => {
+  let p: EdgePeer;
+
+  it('is accepted with its enrolled certificate: Result with version and capabilities, ServerHello, every API session', async () => {
+    const c = await connect();
+    p = c.p;
+    expect(c.result!.headers.get(1)!.readInt32LE(0)).toBe(-1);
+    expect(c.result!.headers.get(2)).toEqual(Buffer.from([1]));
+    expect(c.result!.headers.get(4)!.toString().split('|')).toHaveLength(5);
+    expect(c.result!.headers.get(12)).toEqual(Buffer.from([0x0e]));
+    // ServerHello, answered with the router's edge listener: what SDKs are then given.
+    const hello = await p.next((f) => f.type === T.ServerHello);
+    p.send(T.ClientHello, [[1, i32(hello.seq)]], encode(Schemas.ClientHello, { version: 'v1.1.10', hostname: 'localhost', protocols: ['tls'], listeners: [{ address: 'tls:0.0.0.0:3999', advertise: { value: 'tls:localhost:3999', protocol: 'tls', hostname: 'localhost', port: 3999 } }] }));
+    const full = await p.next((f) => f.type === T.ApiSessionAdded);
+    expect(full.headers.get(1013)!.toString()).toBe('instant');
+    expect(JSON.parse(full.headers.get(1014)!.toString())).toMatchObject({ isLast: true, sequence: 0 });
+    const added = decode(Schemas.ApiSessionAdded, full.body);
+    expect(added.isFullState).toBe(true);
+    const mine = (added.apiSessions as { token: string; id: string; certFingerprints: string[] }[]).find((s) => s.token === host.token);
+    expect(mine?.certFingerprints).toContain(fp(host.cert));
+    await expect.poll(async () => (await n.api('GET', `/edge-routers/${routerId}`)).body.data, { timeout: 3000 }).toMatchObject({ isOnline: true, supportedProtocols: { tls: 'tls://localhost:3999' } });
+    // Heartbeats are echoed.
+    p.send(T.Heartbeat, [[5, Buffer.from('0102030405060708', 'hex')]]);
+    expect((await p.next((f) => f.headers.has(6))).headers.get(6)).toEqual(Buffer.from('0102030405060708', 'hex'));
+  });
+
+  it('hears of a new login within a second or two', async () => {
+    const late = await n.identity('up-late', []);
+    const f = await p.next((x) => x.type === T.ApiSessionAdded && decode(Schemas.ApiSessionAdded, x.body).apiSessions.some((s: { token: string }) => s.token === late.token), 4000);
+    // proto3 leaves false out: no isFullState on the wire.
+    expect(decode(Schemas.ApiSessionAdded, f.body).isFullState ?? false).toBe(false);
+  });
+
+  let terminatorId: string;
+  it('stores a terminator from CreateTerminatorV2 and confirms it; refuses a Dial session', async () => {
+    const bind = await n.session(host, service, 'Bind');
+    terminatorId = 'term-' + Math.random().toString(36).slice(2);
+    const seq = p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: terminatorId, sessionToken: bind, fingerprints: [fp(host.cert)], peerData: { 1003: Buffer.alloc(32, 5) }, cost: 3 }));
+    const r = await p.replyTo(seq);
+    expect(r.type).toBe(T.CreateTerminatorV2Response);
+    const confirmed = decode(Schemas.CreateTerminatorV2Response, r.body);
+    expect(confirmed.terminatorId).toBe(terminatorId);
+    expect(confirmed.result ?? 0).toBe(0);
+    const listed = (await n.api('GET', `/terminators/${terminatorId}`)).body.data;
+    expect(listed).toMatchObject({ routerId, binding: 'edge', address: terminatorId, cost: 3 });
+
+    const dialToken = await n.session(client, service, 'Dial');
+    const wrong = p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'nope', sessionToken: dialToken, fingerprints: [fp(client.cert)] }));
+    const refused = decode(Schemas.CreateTerminatorV2Response, (await p.replyTo(wrong)).body);
+    expect(refused.result).toBe(4);
+    expect(refused.msg).toMatch(/incorrect session type/);
+  });
+
+  it('routes a circuit on the router: CreateCircuitV2 -> Route -> RouteResult -> the ingress, the host key and tags', async () => {
+    const dialToken = await n.session(client, service, 'Dial');
+    const dialerKey = Buffer.alloc(32, 6);
+    const seq = p.send(T.CreateCircuitV2, [[11, Buffer.from(dialToken)], [12, strings([fp(client.cert)])], [14, Buffer.from(client.token)], [10, bytesMap([[1003, dialerKey]])]]);
+    const route = await p.next((f) => f.type === T.Route);
+    const r = decode(Schemas.Route, route.body);
+    expect(r.egress).toMatchObject({ binding: 'edge', destination: terminatorId });
+    expect(r.egress.peerData['1003']).toEqual(dialerKey);
+    expect(r.forwards).toHaveLength(2);
+    const ingress = r.forwards.find((f: { dstType?: number }) => f.dstType === 1).srcAddress;
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(r.circuitId));
+    const answer = await p.replyTo(seq);
+    expect(answer.type).toBe(T.CreateCircuitV2Response);
+    expect(answer.headers.get(11)!.toString()).toBe(r.circuitId);
+    expect(answer.headers.get(12)!.toString()).toBe(ingress);
+    expect(readBytesMap(answer.headers.get(10)!).get(1003)).toEqual(Buffer.alloc(32, 5));
+    // The circuit's end: a Fault, answered with Unroute.
+    p.send(T.Fault, [], encode(Schemas.Fault, { subject: 0, id: r.circuitId }));
+    const unroute = await p.next((f) => f.type === T.Unroute);
+    expect(decode(Schemas.Unroute, unroute.body)).toMatchObject({ circuitId: r.circuitId, now: true });
+    // Without the dialer's key on an encrypted service: an Error with the edge code.
+    const noKey = p.send(T.CreateCircuitV2, [[11, Buffer.from(dialToken)], [12, strings([fp(client.cert)])]]);
+    const err = await p.replyTo(noKey);
+    expect(err.type).toBe(T.Error);
+    expect(err.body.toString()).toMatch(/encryption required/);
+    expect(err.headers.get(1014)!.readUInt32LE(0)).toBe(11);
+  });
+
+  it('tells the router of ended sessions and API sessions; removes terminators it asks to', async () => {
+    const sessions = (await n.api('GET', `/sessions?filter=${encodeURIComponent(`identityId = "${host.id}"`)}`)).body.data as { id: string; token: string }[];
+    for (const s of sessions) await n.api('DELETE', `/sessions/${s.id}`);
+    const removed = await p.next((f) => f.type === T.SessionRemoved, 4000);
+    expect(decode(Schemas.SessionRemoved, removed.body).tokens.length).toBeGreaterThan(0);
+    await expect.poll(async () => (await n.api('GET', `/terminators?filter=${encodeURIComponent(`id = "${terminatorId}"`)}`)).body.data.length, { timeout: 3000 }).toBe(0);
+    expect((await n.c.call('DELETE', `${CLIENT}/current-api-session`, { token: host.token })).status).toBe(200);
+    const gone = await p.next((f) => f.type === T.ApiSessionRemoved && decode(Schemas.ApiSessionRemoved, f.body).tokens.includes(host.token), 4000);
+    expect(gone).toBeTruthy();
+    const seq = p.send(T.RemoveTerminators, [], encode(Schemas.RemoveTerminatorsRequest, { terminatorIds: ['unknown'] }));
+    expect((await p.replyTo(seq)).headers.get(2)).toEqual(Buffer.from([1]));
+  });
+
+  it('goes offline when it disconnects', async () => {
+    p.close();
+    await expect.poll(async () => (await n.api('GET', `/edge-routers/${routerId}`)).body.data.isOnline, { timeout: 3000 }).toBe(false);
+  });
+
+  it('refuses another certificate for the router\'s id, an unknown id, and a certificate from another CA', async () => {
+    const wrongCert = await connect({ cert: client.cert, key: client.key });
+    expect(wrongCert.result).toBeUndefined();
+    await wrongCert.p.whenClosed(3000);
+    const unknown = await connect({ id: 'no-such-router' });
+    expect(unknown.result).toBeUndefined();
+    await unknown.p.whenClosed(3000);
+    const { selfSignedCert } = await import('../helpers/certs.js');
+    const foreign = selfSignedCert(routerId);
+    const other = await connect({ cert: foreign.certPem, key: foreign.keyPem });
+    expect(other.result).toBeUndefined();
+    await other.p.whenClosed(3000);
+  });
+});
