@@ -36,7 +36,7 @@ let host: Member;
 let client: Member;
 let service: string;
 beforeAll(async () => {
-  n = await startNetwork();
+  n = await startNetwork({ headersTimeoutSeconds: 2 });
   ctrlPort = n.c.running.fabric!.ctrlPort!;
   // An upstream router's enrollment: two CSRs, the client one named by the router id.
   const made = await n.api('POST', '/edge-routers', { name: 'upstream-1', roleAttributes: ['public'] });
@@ -85,6 +85,11 @@ describe('an upstream router on the control channel', () => {
     // Heartbeats are echoed.
     p.send(T.Heartbeat, [[5, Buffer.from('0102030405060708', 'hex')]]);
     expect((await p.next((f) => f.headers.has(6))).headers.get(6)).toEqual(Buffer.from('0102030405060708', 'hex'));
+  });
+
+  it('stays connected past the hello deadline', async () => {
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(p.closed).toBe(false);
   });
 
   it('hears of a new login within a second or two', async () => {

@@ -57,6 +57,9 @@ describe('hello and keep-alive', () => {
     expect(r.headers.get(H.Version)!.toString().split('|')).toHaveLength(5);
     expect(r.headers.get(1024)).toEqual(one);
     expect(r.headers.get(H.Id)!.toString()).toBe(n.routerId);
+    // The hello deadline (2 s here) is over for an accepted channel: still open after it.
+    await sleep(2500);
+    expect(p.closed).toBe(false);
     // Latency probe: a Result that reflects header 128.
     const stamp = Buffer.from('0102030405060708', 'hex');
     const seq = p.send(CT.Latency, [[H.Uuid, stamp]]);
