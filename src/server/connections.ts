@@ -74,3 +74,31 @@ export function capConnectionsPerAddress(server: Server, max: number) {
     });
   });
 }
+
+/**
+ * A connection must finish its TLS handshake within `ms`, whatever it sends or does not: one that never
+ * sends a ClientHello (which Node's handshake timeout does not cover) or stalls in the middle is destroyed
+ * (not ended: a peer that does not read must not keep the socket), so its descriptor and its address's
+ * slot are released. A client that closes first is destroyed at once.
+ */
+export function closeUnfinishedHandshakes(server: Server, ms: number) {
+  const pending = new WeakMap<Socket, NodeJS.Timeout>();
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => socket.destroy(), ms);
+    timer.unref();
+    pending.set(socket, timer);
+    const done = () => clearTimeout(timer);
+    socket.once('close', done);
+    // Half-closed before TLS: nothing more can come; without this the socket would wait in CLOSE-WAIT.
+    socket.once('end', () => {
+      if (pending.has(socket)) socket.destroy();
+    });
+  });
+  server.on('secureConnection', (tlsSocket: Socket & { _parent?: Socket }) => {
+    const raw = tlsSocket._parent;
+    if (!raw) return;
+    const timer = pending.get(raw);
+    if (timer) clearTimeout(timer);
+    pending.delete(raw);
+  });
+}

@@ -16,7 +16,7 @@ import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
-import { capConnectionsPerAddress, serverTimeouts } from './connections.js';
+import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
 import { startFabricThread, type RunningFabric } from '../fabric/thread.js';
 
 export interface Opened {
@@ -82,6 +82,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     throw err;
   }
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  closeUnfinishedHandshakes(app.server, config.headersTimeoutSeconds * 1000);
   // The edge router is up before the APIs answer: a controller that answers /version is all there.
   let router: RunningFabric | undefined;
   if (routerStarting) {
