@@ -1,9 +1,24 @@
 // The request log: JSON lines without secrets. Tokens and codes travel in headers (redacted) and in
-// query strings (one-time tokens, rewritten before the URL is logged); bodies are never logged.
+// query strings (one-time tokens, and filters that compare a token field: rewritten before the URL is
+// logged); bodies are never logged.
 import type { Writable } from 'node:stream';
 
 const SECRET_QUERY = /([?&](?:token|password|code)=)[^&]*/gi;
-export const redactRequestUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]');
+/** A filter that compares a secret field (a session's or enrollment's token) carries it as a literal. */
+const FILTER_QUERY = /([?&]filter=)([^&]*)/gi;
+const SECRET_FIELD = /token|jti|password|secret/i;
+
+function redactFilter(_: string, key: string, value: string): string {
+  let text = value;
+  try {
+    text = decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    // Not decodable: judge the raw text.
+  }
+  return SECRET_FIELD.test(text) ? `${key}[redacted]` : `${key}${value}`;
+}
+
+export const redactRequestUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]').replace(FILTER_QUERY, redactFilter);
 
 export function loggerOptions(level: string, stream?: Writable) {
   return {
