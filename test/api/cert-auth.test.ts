@@ -146,6 +146,25 @@ describe('third-party CAs', () => {
     expect((await detail(made.id)).authenticators).toEqual({});
   });
 
+  it('refuses auto-enrollment with an expired or not yet valid certificate, saying which', async () => {
+    const ca = new TestCa('WindowCA');
+    const id = await addCa(ca);
+    expect((await verify(ca, id)).status).toBe(200);
+    const device = ca.issue('window-device');
+    const enroll = () => c.call('POST', `${CLIENT}/enroll/ca`, { cert: device.certPem, key: device.keyPem });
+    // Its window is [now - 1 min, now + 5 days]; the controller's clock moves, the certificate does not.
+    c.clock.advance(6 * 86_400_000);
+    const late = await enroll();
+    expectError(late, 400, 'CERT_FAILED_VALIDATION');
+    expect(late.body.error.message).toMatch(/expired/);
+    c.clock.advance(-7 * 86_400_000);
+    const early = await enroll();
+    expectError(early, 400, 'CERT_FAILED_VALIDATION');
+    expect(early.body.error.message).toMatch(/not valid yet/);
+    c.clock.advance(86_400_000);
+    expect((await enroll()).status).toBe(200);
+  });
+
   it('enrolls with ottca: the token plus a certificate from the enrollment’s CA', async () => {
     const ca = new TestCa('OttCA');
     const caId = await addCa(ca, { isAutoCaEnrollmentEnabled: false });

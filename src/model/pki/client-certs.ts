@@ -62,6 +62,17 @@ export async function issuingCa(ctx: Ctx, leaf: X509Certificate, presented: X509
   return cas.find((ca) => chainsTo(leaf, presented, new X509Certificate(ca.certPem)));
 }
 
+/** Clocks differ a little between a CA and us: a certificate this close to its window still counts. */
+const SKEW_MS = 5 * 60_000;
+
+/** A certificate that enrolls must be inside its validity window (with a small skew), said plainly when not. */
+export function requireCurrent(cert: X509Certificate, now: Date) {
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  if (now.getTime() + SKEW_MS < from) throw new ApiError(400, 'CERT_FAILED_VALIDATION', `The presented certificate is not valid yet: its validity starts ${new Date(from).toISOString()} (check the clocks of the CA and of this host)`);
+  if (now.getTime() - SKEW_MS > to) throw new ApiError(400, 'CERT_FAILED_VALIDATION', `The presented certificate expired ${new Date(to).toISOString()}: enroll with a current certificate from the CA`);
+}
+
 export function requireClientCert(presented: X509Certificate[]): X509Certificate {
   if (!presented.length) throw new ApiError(401, 'INVALID_AUTH', 'This operation needs a client certificate presented on the TLS connection');
   return presented[0];

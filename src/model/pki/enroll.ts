@@ -16,7 +16,7 @@ import { evaluateEntity } from '../policy/membership.js';
 import { fromJson } from '../../store/json.js';
 import type { EnrollmentRow } from '../../store/schema.js';
 import { fingerprintOf } from './certs.js';
-import { chainsTo, issuingCa, requireClientCert, signClientCsr } from './client-certs.js';
+import { chainsTo, issuingCa, requireClientCert, requireCurrent, signClientCsr } from './client-certs.js';
 import { X509Certificate as X509 } from 'node:crypto';
 
 const unknownToken = () => new ApiError(404, 'NOT_FOUND', 'The enrollment token is unknown or has already been used');
@@ -88,6 +88,7 @@ export async function enrollUpdb(ctx: Ctx, token: unknown, password: string) {
 /** One-time token + a certificate from the enrollment's CA, presented on the TLS connection. */
 export async function enrollOttCa(ctx: Ctx, token: unknown, presented: X509Certificate[]) {
   const leaf = requireClientCert(presented);
+  requireCurrent(leaf, ctx.clock.now());
   await writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['ottca']);
     const ca = await tx.selectFrom('cas').selectAll().where('id', '=', e.caId!).executeTakeFirst();
@@ -100,6 +101,7 @@ export async function enrollOttCa(ctx: Ctx, token: unknown, presented: X509Certi
 /** CA auto-enrollment: a certificate from a verified CA with auto-enrollment on creates its identity. */
 export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
   const leaf = requireClientCert(presented);
+  requireCurrent(leaf, ctx.clock.now());
   const ca = await issuingCa(ctx, leaf, presented, 'isAutoCaEnrollmentEnabled');
   if (!ca) throw new ApiError(400, 'ENROLLMENT_NO_VALID_CAS', 'The presented certificate was not issued by a verified CA with auto-enrollment enabled');
   const commonName = /(?:^|\n)CN=([^\n]*)/.exec(leaf.subject)?.[1] ?? '';
