@@ -40,6 +40,21 @@ describe('the per-account budget', () => {
     expect((await login(c, 'victim', 'wrong')).statusCode).toBe(429);
   });
 
+  it('counts waits on a monotonic clock: stepping the wall clock back a day changes nothing', async () => {
+    for (let i = 0; i < FREE_ATTEMPTS; i++) expect((await login(c, 'stepped', `wrong-${i}`)).statusCode).toBe(401);
+    const wall = c.clock.now().getTime();
+    c.clock.set(wall - 86_400_000);
+    const refused = await login(c, 'stepped', 'wrong');
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['retry-after']).toBe(String(BASE_DELAY_MS / 1000));
+    c.clock.set(wall + 86_400_000);
+    // A day ahead on the wall clock is not a day waited.
+    expect((await login(c, 'stepped', 'wrong')).statusCode).toBe(429);
+    c.clock.set(wall);
+    c.clock.advance(BASE_DELAY_MS);
+    expect((await login(c, 'stepped', 'wrong')).statusCode).toBe(401);
+  });
+
   it('budgets unknown usernames the same way, so the answers do not tell which exist', async () => {
     for (let i = 0; i < FREE_ATTEMPTS; i++) expect((await login(c, 'nobody-here', `wrong-${i}`)).statusCode).toBe(401);
     expectError(json(await login(c, 'nobody-here', 'wrong')), 429, 'RATE_LIMITED');

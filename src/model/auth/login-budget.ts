@@ -19,7 +19,7 @@ const MAX_TRACKED = 100_000;
 
 interface Entry {
   attempts: number;
-  /** No attempt is taken before this time (ms since the epoch). */
+  /** No attempt is taken before this time (on the budget's monotonic clock). */
   notBefore: number;
   last: number;
 }
@@ -56,11 +56,12 @@ export class LoginBudget {
 
 const budgets = new WeakMap<Ctx, LoginBudget>();
 
-/** The budget of this controller (one per opened data dir, on its clock). */
+/** The budget of this controller (one per opened data dir, on its clock's monotonic time). */
 export function loginBudget(ctx: Ctx): LoginBudget {
   let b = budgets.get(ctx);
   if (!b) {
-    b = new LoginBudget(() => ctx.clock.now().getTime());
+    // Durations on the monotonic clock: stepping the wall clock back a day must not mean a day's wait.
+    b = new LoginBudget(() => ctx.clock.monotonic());
     budgets.set(ctx, b);
   }
   return b;
