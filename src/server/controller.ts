@@ -17,6 +17,7 @@ import { loadSealer } from '../model/secrets.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
+import { lockDataDir } from './serve-lock.js';
 import { startFabricThread, type RunningFabric } from '../fabric/thread.js';
 
 export interface Opened {
@@ -54,7 +55,16 @@ export interface Running {
 
 /** Serve both APIs over TLS. The TLS layer asks for a client certificate but does not require one. */
 export async function startController(config: Config, o: { clock?: Clock; progress?: Progress; logger?: AppOptions['logger'] } = {}): Promise<Running> {
-  const opened = await openDataDir(config, o);
+  // SQLite: one serving process per data dir (PostgreSQL controllers each have their own data dir anyway).
+  ensureWritableDir(config.dataDir);
+  const unlock = lockDataDir(config.dataDir);
+  let opened: Opened;
+  try {
+    opened = await openDataDir(config, o);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   const { ctx } = opened;
   // The data plane's thread starts while the app is built; its log lines go to the app's logger.
   let app: App | undefined;
@@ -79,6 +89,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   } catch (err) {
     await routerStarting?.then((r) => r.close(), () => {});
     await opened.close();
+    unlock();
     throw err;
   }
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
@@ -91,6 +102,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     } catch (err) {
       await app.close();
       await opened.close();
+      unlock();
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') (err as Error & { routerPort?: number }).routerPort = config.routerPort;
       throw err;
     }
@@ -105,6 +117,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     clearInterval(sweep);
     await app.close();
     await opened.close();
+    unlock();
     throw err;
   }
   // Our own certificates close to expiry: said at start and once a day while serving.
@@ -137,6 +150,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       await router?.close();
       await app.close();
       await opened.close();
+      unlock();
     },
   };
 }

@@ -7,6 +7,7 @@ import { ZAC_PATH } from '../../server/zac.js';
 import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { consoleLogStream } from '../../server/console-log.js';
+import { DataDirBusy } from '../../server/serve-lock.js';
 import { CliError } from '../errors.js';
 import { progress } from '../output.js';
 
@@ -98,6 +99,7 @@ export async function runController(config: Config, format: LogFormat = logForma
       logger: loggerOptions(config.logLevel, format === 'text' ? consoleLogStream() : undefined),
     });
   } catch (err) {
+    if (err instanceof DataDirBusy) throw new CliError(err.message);
     const dataPlane = (err as { routerPort?: number }).routerPort !== undefined;
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && dataPlane) {
       const port = Number(/:(\d+)\s*$/.exec((err as Error).message)?.[1]);

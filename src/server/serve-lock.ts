@@ -1,0 +1,54 @@
+// One `ztc serve` per data dir: a second one on the same SQLite file would share its database but not
+// its per-process state (the password budgets, doubling the guesses allowed) and fight for its ports.
+// The lock is a file holding the pid; one left by a process that died is taken over.
+import fs from 'node:fs';
+import path from 'node:path';
+
+export class DataDirBusy extends Error {}
+
+/** Data dirs this process serves (a lock naming our own pid is ours only if we took it). */
+const held = new Set<string>();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Take the data dir for this process; returns the release. Throws DataDirBusy naming the holder's pid. */
+export function lockDataDir(dataDir: string): () => void {
+  const file = path.join(dataDir, 'serve.lock');
+  const key = path.resolve(dataDir);
+  if (held.has(key)) throw new DataDirBusy(`This process (pid ${process.pid}) already serves the data dir ${dataDir}: give the second controller its own data dir (--data-dir).`);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      held.add(key);
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        held.delete(key);
+        try {
+          if (fs.readFileSync(file, 'utf8').trim() === String(process.pid)) fs.rmSync(file);
+        } catch {
+          // Already gone.
+        }
+      };
+      process.once('exit', release);
+      return release;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const pid = Number(fs.readFileSync(file, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        throw new DataDirBusy(`Another ztc serve (pid ${pid}) is already serving the data dir ${dataDir}: stop it first, or give this one its own data dir (--data-dir).`);
+      }
+      // Left by a process that is gone: take it over.
+      fs.rmSync(file, { force: true });
+    }
+  }
+  throw new DataDirBusy(`Could not take ${file}: remove it if no ztc serve is running`);
+}
