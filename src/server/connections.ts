@@ -47,7 +47,9 @@ function answerUnparsable(err: NodeJS.ErrnoException, socket: Socket) {
   const [status, code, message] = CODES[err.code ?? ''] ?? [400, 'COULD_NOT_PARSE_REQUEST', 'The request is not valid HTTP'];
   const body = JSON.stringify({ error: { code, message, requestId: randomUUID() }, meta: meta() });
   if (socket.writable) {
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // Destroyed once the answer is out: a client that keeps trickling bytes must not keep the socket (and its slot).
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
+    setTimeout(() => socket.destroy(), 2000).unref();
   } else socket.destroy();
 }
 

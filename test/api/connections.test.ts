@@ -89,6 +89,20 @@ describe('connections', () => {
     expect(timedOut(await answer)).toBe(true);
   }, 15_000);
 
+  it('closes a slow request\'s socket after its 408, even while the client keeps trickling', async () => {
+    const s = await connectWhenFree();
+    const closed = new Promise<number>((resolve) => s.on('close', () => resolve(Date.now())));
+    s.on('error', () => {});
+    s.write('GET /version HTTP/1.1\r\nHost: localhost\r\nX-Slow: ');
+    const started = Date.now();
+    const trickle = setInterval(() => !s.destroyed && s.write('a'), 200);
+    try {
+      expect((await closed) - started).toBeLessThan(6000);
+    } finally {
+      clearInterval(trickle);
+    }
+  }, 15_000);
+
   it('closes a connection that stays idle after a request', async () => {
     const s = await connectWhenFree();
     const answer = untilClosed(s);

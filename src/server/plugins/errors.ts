@@ -53,6 +53,11 @@ export function toApiError(err: FastifyError | ApiError | Error, request: Fastif
   if (err instanceof SyntaxError || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new ApiError(400, 'COULD_NOT_PARSE_BODY', `The body is not valid JSON: ${err.message}`);
   // PostgreSQL data exceptions (class 22: bad encoding, out-of-range values) are bad input, not our failure.
   if (typeof fe.code === 'string' && /^22[0-9A-Z]{3}$/.test(fe.code)) return new ApiError(400, 'INVALID_FIELD', 'A value in the request cannot be stored: check for invalid characters or out-of-range numbers');
+  // A full disk (SQLite's SQLITE_FULL, the kernel's ENOSPC, PostgreSQL's 53100): nothing was written, and
+  // the request can be tried again once there is room; the operator must free space.
+  if (fe.code === 'SQLITE_FULL' || fe.code === 'ENOSPC' || fe.code === '53100') {
+    return new ApiError(503, 'SERVICE_UNAVAILABLE', 'The controller\'s disk is full: nothing was changed. Try again once the operator has freed space on the data dir\'s (or the database\'s) disk', undefined, { headers: { 'retry-after': '30' } });
+  }
   if (fe.statusCode === 429) return new ApiError(429, 'RATE_LIMITED', 'Too many requests: slow down and try again shortly');
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) return new ApiError(fe.statusCode, 'INVALID_FIELD', fe.message);
   return new ApiError(500, 'UNHANDLED', 'An unexpected error occurred; the controller log has the details under this request id');
