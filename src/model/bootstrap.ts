@@ -13,7 +13,8 @@ import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
 export const DEFAULT_AUTH_POLICY = {
   primary: {
     // Upstream allows expired certificates by default; we refuse them unless a policy says otherwise.
-    cert: { allowed: true, allowExpiredCerts: false },
+    // As upstream's default policy: an identity whose certificate expired can still log in to extend it.
+    cert: { allowed: true, allowExpiredCerts: true },
     updb: { allowed: true, minPasswordLength: 5, requireSpecialChar: false, requireNumberChar: false, requireMixedCase: false, maxAttempts: 0, lockoutDurationMinutes: 0 },
     extJwt: { allowed: true, allowedSigners: [] as string[] },
   },

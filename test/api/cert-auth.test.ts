@@ -56,11 +56,28 @@ describe('certificate authentication', () => {
     await expect(certLogin(e.cert, ecCsr().keyPem)).rejects.toThrow();
   });
 
-  it('refuses an expired certificate and a disabled identity', async () => {
+  it('lets an expired certificate log in to extend it under the default policy, refuses it under a strict one, and refuses a disabled identity', async () => {
     const e = await enrolled('cert-expiring');
-    c.clock.advance(400 * 86_400_000);
-    expectError(await certLogin(e.cert, e.key), 401, 'INVALID_AUTH');
-    c.clock.advance(-400 * 86_400_000);
+    const strict = await c.call('POST', `${MGMT}/auth-policies`, {
+      token: admin,
+      body: { name: 'no-expired-certs', primary: { cert: { allowed: true, allowExpiredCerts: false }, updb: { allowed: false, minPasswordLength: 5, requireSpecialChar: false, requireNumberChar: false, requireMixedCase: false, maxAttempts: 0, lockoutDurationMinutes: 0 }, extJwt: { allowed: false, allowedSigners: [] } }, secondary: { requireTotp: false, requireExtJwtSigner: null } },
+    });
+    expect(strict.status, strict.text).toBe(201);
+    // Logging in 400 days later, past the certificate's end (the admin acts only at the real time).
+    const later = async () => {
+      c.clock.advance(400 * 86_400_000);
+      try {
+        return await certLogin(e.cert, e.key);
+      } finally {
+        c.clock.advance(-400 * 86_400_000);
+      }
+    };
+    // As upstream's default policy: the session is there to extend the certificate.
+    const late = await later();
+    expect(late.status, late.text).toBe(200);
+    expect(late.body.data.isCertExtendable).toBe(true);
+    await c.call('PATCH', `${MGMT}/identities/${e.id}`, { token: admin, body: { authPolicyId: strict.body.data.id } });
+    expectError(await later(), 401, 'INVALID_AUTH');
     expect((await certLogin(e.cert, e.key)).status).toBe(200);
     await c.running.ctx.store.db.updateTable('identities').set({ disabled: 1 }).where('id', '=', e.id).execute();
     expectError(await certLogin(e.cert, e.key), 401, 'INVALID_AUTH');

@@ -54,6 +54,23 @@ describe('empty strings as upstream treats them', () => {
     expect((await call('GET', `${MGMT}/cas/${ca.body.data.id}`)).body.data.identityNameFormat).toBe('[caName]-[commonName]');
   });
 
+  it('what `ziti edge` 1.1.10 sends: a CA patch with "externalIdClaim": {}, a certificate signer with no JWKS endpoint (null)', async () => {
+    const { TestCa, selfSignedCert } = await import('../helpers/certs.js');
+    const ca = await call('POST', `${MGMT}/cas`, { name: 'cli-ca', certPem: new TestCa('CLI CA').pem, identityRoles: [], isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false, isAuthEnabled: false });
+    expect(ca.status, ca.text).toBe(201);
+    // The CLI's update always carries an empty claim, whatever else it changes.
+    const patched = await call('PATCH', `${MGMT}/cas/${ca.body.data.id}`, { name: 'cli-ca-renamed', externalIdClaim: {} });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await call('GET', `${MGMT}/cas/${ca.body.data.id}`)).body.data.name).toBe('cli-ca-renamed');
+    const signer = await call('POST', `${MGMT}/external-jwt-signers`, { name: 'cert-signer', enabled: true, issuer: 'https://cert.example', audience: 'a', certPem: selfSignedCert('cert-signer').certPem });
+    expect(signer.status, signer.text).toBe(201);
+    expect((await call('GET', `${MGMT}/external-jwt-signers/${signer.body.data.id}`)).body.data.jwksEndpoint).toBeNull();
+  });
+
+  it('the default auth policy lets an expired certificate log in (to extend it), as upstream\'s does', async () => {
+    expect((await call('GET', `${MGMT}/auth-policies/default`)).body.data.primary.cert).toEqual({ allowed: true, allowExpiredCerts: true });
+  });
+
   it('still refuses "" where a value is required or upstream sets a minimum (names, usernames, passwords)', async () => {
     expectError(await call('POST', `${MGMT}/services`, { name: '', encryptionRequired: true }), 400);
     const id = (await call('POST', `${MGMT}/identities`, { name: 'needs-creds', type: 'User', isAdmin: false })).body.data.id;

@@ -33,10 +33,13 @@ export const caUpdate = Type.Object(
   { name: Name, identityRoles: Roles, identityNameFormat: Format, externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags },
   { additionalProperties: false },
 );
+/** Upstream's patch type of the claim has no required field: `ziti edge update ca` always sends `{}`. */
+const ExternalIdClaimPatch = Type.Partial(ExternalIdClaim);
+
 export const caPatch = Type.Object(
   {
     name: Type.Optional(Nullable(Name)), identityRoles: Type.Optional(Nullable(Roles)), identityNameFormat: Type.Optional(Nullable(Format)),
-    externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags),
+    externalIdClaim: Type.Optional(Nullable(ExternalIdClaimPatch)), tags: Type.Optional(Tags),
     isAutoCaEnrollmentEnabled: Type.Optional(Nullable(Type.Boolean())), isOttCaEnrollmentEnabled: Type.Optional(Nullable(Type.Boolean())), isAuthEnabled: Type.Optional(Nullable(Type.Boolean())),
   },
   { additionalProperties: false },

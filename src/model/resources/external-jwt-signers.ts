@@ -30,7 +30,7 @@ export const signerPatch = Type.Object(
   { additionalProperties: false },
 );
 export const signerDetail = Type.Object({
-  ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: Type.String(), certPem: Nullable(Type.String()), jwksEndpoint: Type.String(),
+  ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: Type.String(), certPem: Nullable(Type.String()), jwksEndpoint: Nullable(Type.String()),
   kid: Type.String(), claimsProperty: Type.String(), useExternalId: Type.Boolean(), clientId: Type.String(), externalAuthUrl: Type.String(), scopes: Type.Array(Type.String()),
   fingerprint: Type.String(), commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
 });
@@ -101,7 +101,7 @@ export const externalJwtSigners = defineResource({
   },
   toDetail: (r) => ({
     ...baseDetail('external-jwt-signers', r),
-    name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: str(r.audience), certPem: r.certPem ?? null, jwksEndpoint: str(r.jwksEndpoint), kid: str(r.kid),
+    name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: str(r.audience), certPem: r.certPem ?? null, jwksEndpoint: r.jwksEndpoint || null, kid: str(r.kid),
     claimsProperty: r.claimsProperty, useExternalId: isSet(r.useExternalId), clientId: str(r.clientId), externalAuthUrl: str(r.externalAuthUrl), scopes: fromJson(r.scopes, []),
     fingerprint: str(r.fingerprint), commonName: str(r.commonName), notBefore: str(r.notBefore), notAfter: str(r.notAfter),
   }),
