@@ -98,6 +98,11 @@ export interface ResourceDecl {
    * transit router. Accepted in the body with this shape, documented as ignored, then dropped.
    */
   ignored?: Record<string, TSchema>;
+  /**
+   * Write bodies whose keys upstream matches case-insensitively (Go's JSON decoding), because its own CLI
+   * sends them capitalised (server/case-fold.ts): the schema that names the keys at every depth.
+   */
+  caseInsensitiveKeys?: TSchema;
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */

@@ -7,6 +7,7 @@ import { selfLink, type AnyQuery, type Operation, type ResourceDecl, type Row } 
 import type { Access } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
 import type { ListParams } from '../store/list.js';
+import { foldKeys } from './case-fold.js';
 import { empty, listOf, ok } from './envelope.js';
 import { patchWithSetEdits, takesSetEdits } from '../model/set-edits.js';
 
@@ -68,8 +69,12 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       },
     });
   }
+  // Keys upstream's Go decoding would match whatever their case: renamed before validation.
+  const keys = decl.caseInsensitiveKeys;
+  const folding = keys ? { preValidation: async (req: { body: unknown }) => void (req.body = foldKeys(req.body, keys)) } : {};
   if (has('create') && decl.schemas.create) {
     app.post(base, {
+      ...folding,
       config: config('create'),
       schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: withIgnored(decl, decl.schemas.create), response: { 201: Envelope(CreateLocation), ...errors(400, 401, 409) } },
       handler: async (req, reply) => {
@@ -93,6 +98,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
     app.route({
       method: mode === 'update' ? 'PUT' : 'PATCH',
       url: `${base}/:id`,
+      ...folding,
       config: config(mode),
       schema: {
         operationId: ids[mode], tags, summary: mode === 'update' ? `Replace every field of ${article(decl.name)}` : `Change the given fields of ${article(decl.name)}`,

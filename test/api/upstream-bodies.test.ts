@@ -67,6 +67,16 @@ describe('empty strings as upstream treats them', () => {
     expect((await call('GET', `${MGMT}/external-jwt-signers/${signer.body.data.id}`)).body.data.jwksEndpoint).toBeNull();
   });
 
+  it('an OS posture check as `ziti edge create posture-check os` sends it: capitalised keys of an untagged Go struct', async () => {
+    const r = await call('POST', `${MGMT}/posture-checks`, { typeId: 'OS', name: 'cli-os', roleAttributes: [], operatingSystems: [{ Type: 'Windows', Versions: ['10.0.19041'] }] });
+    expect(r.status, r.text).toBe(201);
+    expect((await call('GET', `${MGMT}/posture-checks/${r.body.data.id}`)).body.data.operatingSystems).toEqual([{ type: 'Windows', versions: ['10.0.19041'] }]);
+    const p = await call('PATCH', `${MGMT}/posture-checks/${r.body.data.id}`, { typeId: 'OS', operatingSystems: [{ TYPE: 'Linux', versions: [] }] });
+    expect(p.status, p.text).toBe(200);
+    // Still strict about keys that are not there in any case.
+    expect((await call('POST', `${MGMT}/posture-checks`, { typeId: 'OS', name: 'cli-os-2', operatingSystems: [{ Kind: 'Windows' }] })).status).toBe(400);
+  });
+
   it('the default auth policy lets an expired certificate log in (to extend it), as upstream\'s does', async () => {
     expect((await call('GET', `${MGMT}/auth-policies/default`)).body.data.primary.cert).toEqual({ allowed: true, allowExpiredCerts: true });
   });

@@ -105,6 +105,8 @@ function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode)
 }
 
 export const postureChecks = defineResource({
+  // `ziti edge create posture-check os|process` sends {"Type": ..., "Versions": ...} (untagged Go structs).
+  caseInsensitiveKeys: Type.Object({ name: Name, typeId: CheckTypeT, roleAttributes: Attributes, tags: Tags, ...typeFields }),
   name: 'posture check',
   plural: 'posture-checks',
   table: 'postureChecks',
