@@ -22,6 +22,13 @@ export async function fullProgram(): Promise<Command> {
   return p;
 }
 
+/** Errors of every subcommand come back to main() (which adds hints) instead of exiting there. */
+function overridingExit(c: Command): Command {
+  c.exitOverride();
+  for (const sub of c.commands) overridingExit(sub);
+  return c;
+}
+
 /** The program for these arguments: the named command loaded, the others as help entries. */
 export async function program(argv: string[]): Promise<Command> {
   const args = argv.slice(2);
@@ -31,11 +38,34 @@ export async function program(argv: string[]): Promise<Command> {
   if (wanted === 'completion') return fullProgram();
   const p = root();
   for (const e of COMMANDS) {
-    if (e.name === wanted) p.addCommand(await e.load());
+    if (e.name === wanted) p.addCommand(overridingExit(await e.load()));
     else p.command(`${e.name}${e.usage ? ` ${e.usage}` : ''}`).description(e.description);
   }
   p.command('completion <shell>').description('print a shell completion script: source <(ztc completion bash|zsh|fish)');
   return p;
+}
+
+/** Options every command takes, also accepted before the command (`ztc --profile lab service list`, as kubectl's). */
+const GLOBAL_WITH_VALUE = new Set(['--profile', '-o', '--output']);
+
+/** Move global options given before the command to its end, where the command's parser finds them. */
+export function hoistGlobalOptions(argv: string[]): string[] {
+  const [node, script, ...args] = argv;
+  const moved: string[] = [];
+  const rest: string[] = [];
+  let i = 0;
+  for (; i < args.length && args[i].startsWith('-'); i++) {
+    const a = args[i];
+    const name = a.split('=')[0];
+    if (!GLOBAL_WITH_VALUE.has(name)) {
+      rest.push(a);
+      continue;
+    }
+    moved.push(a);
+    if (!a.includes('=') && i + 1 < args.length) moved.push(args[++i]);
+  }
+  if (!moved.length || i >= args.length) return argv;
+  return [node, script, ...rest, ...args.slice(i), ...moved];
 }
 
 export async function main(argv = process.argv) {
@@ -46,10 +76,16 @@ export async function main(argv = process.argv) {
   });
   // Called by the completion scripts on every TAB: no command tree, no help, never an error.
   if (argv[2] === '__names') return (await import('./complete-names.js')).printNames(argv[3]);
+  argv = hoistGlobalOptions(argv);
   try {
     await (await program(argv)).parseAsync(argv);
   } catch (err) {
-    if (err instanceof CommanderError) process.exit(err.exitCode);
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.unknownOption' && argv.some((a) => a === '--filter' || a.startsWith('--filter='))) {
+        process.stderr.write(`hint: a filter is the list's argument, not an option: ztc ${argv[2] ?? 'identity'} list 'type = "Device"' (see docs/filters.md)\n`);
+      }
+      process.exit(err.exitCode);
+    }
     if (err instanceof CliError || err instanceof ConfigError) {
       process.stderr.write(`error: ${err.message}\n`);
       process.exit(err instanceof CliError ? err.exitCode : 2);

@@ -74,7 +74,7 @@ export function httpsCall(
       },
     );
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeout / 1000} s`)));
-    req.on('error', (err) => reject(new CliError(`cannot reach ${url}: ${err.message}`)));
+    req.on('error', (err) => reject(new CliError(unreachable(url, err as NodeJS.ErrnoException))));
     if (payload !== undefined) req.write(payload);
     req.end();
   });
@@ -189,4 +189,19 @@ export function expectOk(reply: Reply, what: string): Reply['json'] {
     throw new CliError(`${what} failed: ${e.message} [${e.code}, HTTP ${reply.status}]${hint}`);
   }
   throw new CliError(`${what} failed: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);
+}
+
+/** Why a controller could not be reached, in words that say what to check next. */
+function unreachable(url: string, err: NodeJS.ErrnoException): string {
+  const shown = url.replace(/\?$/, '');
+  const origin = (() => {
+    try {
+      return new URL(url).origin;
+    } catch {
+      return shown;
+    }
+  })();
+  if (err.code === 'ECONNREFUSED') return `the controller at ${origin} does not answer (connection refused): is it running? (ztc profile list shows which controller each profile uses; ztc login URL for another)`;
+  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `cannot find the host of ${origin} (${err.code}): check the name, or log in with the controller's address (ztc login URL)`;
+  return `cannot reach ${shown}: ${err.message}`;
 }

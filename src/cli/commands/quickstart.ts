@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { ECHO_DEMO_PY } from '../demo/echo-demo.js';
-import { saveProfile } from '../profile.js';
+import { listProfiles, saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, RemoteTransport } from '../transport.js';
 import { configFromOptions, logFormat, runController, serverOptions } from './serve.js';
 
@@ -48,6 +48,7 @@ export function quickstartCommand(): Command {
       if (login.status !== 200) throw new CliError(`Could not log in as ${config.adminUsername}: the data dir has another admin password (pass --admin-password)`);
       const token = (expectOk(login, 'Login')?.data as { token: string }).token;
       const profile = { url, username: config.adminUsername, token, caPem };
+      const before = listProfiles().current;
       saveProfile(PROFILE, profile, true);
 
       const t = new RemoteTransport(profile);
@@ -69,6 +70,8 @@ export function quickstartCommand(): Command {
       fs.writeFileSync(demo, ECHO_DEMO_PY);
       const d = (f: string) => path.join(config.dataDir, f);
       out.write(`\nReady. The CLI is logged in (profile '${PROFILE}'), so these work from another terminal:\n`);
+      // Said, not silent: later commands go to this controller.
+      if (before && before !== PROFILE) out.write(`  (current profile: ${PROFILE}, was: ${before}; back with: ztc profile use ${before})\n`);
       out.write(`  ztc identity list\n`);
       out.write(`  open ${url}/docs                  # the API reference (the CA is in ${config.dataDir}/pki)\n`);
       if (jwts[SAMPLE] && jwts[HOST] && running.fabric?.edge) {

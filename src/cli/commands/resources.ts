@@ -1,7 +1,7 @@
 // `ztc <resource> list|get|create|update|delete`, generated from the resource declarations:
 // flags come from the create/patch schemas, table columns from the declaration.
 import fs from 'node:fs';
-import { Command, Option } from 'commander';
+import { InvalidArgumentError, Command, Option } from 'commander';
 import type { CliResource, JsonSchema } from '../manifest.js';
 import { print, parseFormat, progress } from '../output.js';
 import { CliError, expectOk, openTransport, type Transport } from '../transport.js';
@@ -71,7 +71,7 @@ export function fileOrValue(raw: string): string {
 
 function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
   if (k === 'string' && typeof raw === 'string') return fileOrValue(raw);
-  if (k === 'boolean') return raw === true || raw === 'true';
+  if (k === 'boolean') return raw === true || raw === 'true' || (typeof raw === 'string' && parseBool('', raw));
   if (k === 'number') {
     const n = Number(raw);
     if (!Number.isFinite(n)) throw new CliError(`expected a number, got '${raw}'`);
@@ -96,7 +96,7 @@ function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], reference
     const what = references[name] ? `the id or name of the ${singular(references[name])}` : `set ${name}`;
     const opt =
       k === 'boolean'
-        ? new Option(`${flag} [bool]`, `set ${name} (true when given alone)`).argParser((v) => v)
+        ? new Option(`${flag} [bool]`, `set ${name}: true|false|yes|no|1|0 (true when given alone)`).argParser((v) => parseBool(flag, v))
         : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
     const c = choices(s);
     if (c) opt.choices(c);
@@ -322,4 +322,12 @@ export function resourceCommand(
       });
   }
   return cmd;
+}
+
+/** A boolean flag's value in any of the usual spellings; anything else is refused (never a silent false). */
+export function parseBool(flag: string, v: string): boolean {
+  const t = v.trim().toLowerCase();
+  if (['true', 'yes', 'y', '1', 'on'].includes(t)) return true;
+  if (['false', 'no', 'n', '0', 'off'].includes(t)) return false;
+  throw new InvalidArgumentError(`${flag ? `${flag} takes` : 'expected'} true or false (or yes/no, 1/0), not '${v}'`);
 }
