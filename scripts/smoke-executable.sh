@@ -12,7 +12,7 @@ cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"
 trap cleanup EXIT
 
 run version | grep -q '^cli ' || { echo "FAIL: version"; exit 1; }
-env -i HOME="$work" TMPDIR="$work" PATH=/nonexistent "$exe" serve --data-dir "$work/data" --port "$port" --bind 127.0.0.1 --hostnames 127.0.0.1 --router-port $((port + 1)) --admin-password smoke-pass-1 --log-level warn > "$work/serve.log" 2>&1 &
+env -i HOME="$work" TMPDIR="$work" PATH=/nonexistent "$exe" serve --data-dir "$work/data" --port "$port" --bind 127.0.0.1 --hostnames 127.0.0.1 --router-port $((port + 1)) --ctrl-port $((port + 2)) --admin-password smoke-pass-1 --log-level warn > "$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 150); do
   /usr/bin/curl -skf "https://127.0.0.1:$port/version" >/dev/null 2>&1 && break
