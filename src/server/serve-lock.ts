@@ -3,20 +3,12 @@
 // The lock is a file holding the pid; one left by a process that died is taken over.
 import fs from 'node:fs';
 import path from 'node:path';
+import { processAlive } from '../model/maintenance/integrity.js';
 
 export class DataDirBusy extends Error {}
 
 /** Data dirs this process serves (a lock naming our own pid is ours only if we took it). */
 const held = new Set<string>();
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Take the data dir for this process; returns the release. Throws DataDirBusy naming the holder's pid. */
 export function lockDataDir(dataDir: string): () => void {
@@ -43,7 +35,7 @@ export function lockDataDir(dataDir: string): () => void {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       const pid = Number(fs.readFileSync(file, 'utf8').trim());
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
         throw new DataDirBusy(`Another ztc serve (pid ${pid}) is already serving the data dir ${dataDir}: stop it first, or give this one its own data dir (--data-dir).`);
       }
       // Left by a process that is gone: take it over.

@@ -3,13 +3,12 @@
 // certificate and the router id their hello names, and are then kept in step: API sessions (full on
 // connect, then every change within a second), ended sessions, terminators and circuits.
 import { createHash, randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
 import { apiSessionsForRouters, routerForCtrl, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
-import { TLS_CIPHERS } from '../../server/tls-context.js';
-import { Channel } from '../channel/channel.js';
-import { bool, FRAME_LIMITS, HELLO_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import type { Channel } from '../channel/channel.js';
+import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import type { FabricLog } from '../fabric.js';
@@ -56,69 +55,24 @@ export class CtrlServer {
     const first = await apiSessionsForRouters(this.ctx);
     for (const s of first.sessions) this.known.set(s.id, s.token);
     this.newest = first.newest;
-    const perAddress = new Map<string, number>();
-    const server = tls.createServer({
-      cert: o.certPem,
-      key: o.keyPem,
-      ca: o.caPem,
-      requestCert: true,
-      rejectUnauthorized: false,
-      minVersion: 'TLSv1.2',
-      ciphers: TLS_CIPHERS,
-      ALPNProtocols: ['ziti-ctrl'],
-      handshakeTimeout: o.helloTimeoutMs,
-    });
+    const server = await listenForChannels(
+      {
+        ...o,
+        alpn: ['ziti-ctrl'],
+        // The router's certificate must chain to our CA: then its fingerprint names the router.
+        admit: (socket) => !!socket.getPeerCertificate()?.raw && socket.authorized,
+      },
+      ({ channel, hello, socket, accepted }) => void this.accept(channel, hello, createHash('sha1').update(socket.getPeerCertificate().raw).digest('hex'), o, accepted),
+      (e) => this.log.warn({ err: String(e) }, 'ctrl: listener error'),
+    );
     this.server = server;
-    server.on('connection', (socket: Socket) => {
-      const address = socket.remoteAddress ?? '';
-      const n = perAddress.get(address) ?? 0;
-      if (o.maxPerAddress && n >= o.maxPerAddress) return void socket.destroy();
-      perAddress.set(address, n + 1);
-      const deadline = setTimeout(() => socket.destroy(), o.helloTimeoutMs);
-      deadline.unref();
-      (socket as Socket & { ztcDeadline?: NodeJS.Timeout }).ztcDeadline = deadline;
-      socket.once('close', () => {
-        clearTimeout(deadline);
-        const left = (perAddress.get(address) ?? 1) - 1;
-        if (left > 0) perAddress.set(address, left);
-        else perAddress.delete(address);
-      });
-    });
-    server.on('tlsClientError', (_e, socket) => socket.destroy());
-    server.on('secureConnection', (socket: tls.TLSSocket) => {
-      socket.on('error', () => socket.destroy());
-      const raw = (socket as unknown as { _parent?: Socket })._parent;
-      const deadline = (raw as (Socket & { ztcDeadline?: NodeJS.Timeout }) | undefined)?.ztcDeadline;
-      const leaf = socket.getPeerCertificate();
-      // The router's certificate must chain to our CA: then its fingerprint names the router.
-      if (!leaf?.raw || !socket.authorized) return void socket.destroy();
-      const fingerprint = createHash('sha1').update(leaf.raw).digest('hex');
-      const channel = new Channel(socket, HELLO_LIMITS);
-      let seen = false;
-      channel.attach({
-        message: (m) => {
-          if (seen) return;
-          seen = true;
-          if (m.type !== ContentType.Hello) return channel.close(new Error('the first message was not a hello'));
-          void this.accept(channel, m, fingerprint, o, deadline);
-        },
-        closed: () => {},
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(o.port, o.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
     this.timers.push(setInterval(() => void this.sync(), SYNC_MS));
     this.timers.push(setInterval(() => void this.renewLeases(), LEASE_MS / 3));
     for (const t of this.timers) t.unref();
     return (server.address() as { port: number }).port;
   }
 
-  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, deadline?: NodeJS.Timeout) {
+  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, accepted: () => void) {
     const routerId = hello.body.toString('utf8');
     const refuse = (why: string) => {
       this.log.info({ router: routerId, reason: why }, 'ctrl: refused a router');
@@ -131,7 +85,7 @@ export class CtrlServer {
     if (router.fingerprint.toLowerCase() !== fingerprint) return refuse('the certificate is not the router\'s enrolled certificate');
     if (router.disabled) return refuse('the router is disabled');
     if (channel.closed) return;
-    if (deadline) clearTimeout(deadline);
+    accepted();
     // A second connection of the same router replaces the first (a reconnect the old socket did not notice).
     const previous = this.routers.get(routerId);
     if (previous) previous.channel.close(new Error('replaced by a new connection'));

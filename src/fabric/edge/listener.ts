@@ -1,13 +1,11 @@
-// The edge listener: TLS on the router port (3022 by default) where SDKs connect. Every connection must
-// finish TLS and send its hello within the hello deadline, from an address under its connection cap;
-// then it is an EdgeConn. A client certificate is asked for and required, but checked by fingerprint
-// against the API session (as upstream), not by chain at the TLS layer.
+// The edge listener: TLS on the router port (3022 by default) where SDKs connect (deadlines and caps in
+// channel/listener.ts); an accepted hello makes an EdgeConn. A client certificate is required, but checked
+// by fingerprint against the API session (as upstream), not by chain at the TLS layer.
 import { createHash } from 'node:crypto';
-import type { Socket } from 'node:net';
-import tls from 'node:tls';
-import { TLS_CIPHERS } from '../../server/tls-context.js';
-import { Channel } from '../channel/channel.js';
-import { bool, FRAME_LIMITS, HELLO_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import type tls from 'node:tls';
+import type { Channel } from '../channel/channel.js';
+import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import type { Fabric } from '../fabric.js';
 import { EdgeConn } from './sdk-connection.js';
@@ -39,74 +37,15 @@ export function peerFingerprints(socket: tls.TLSSocket): string[] {
 }
 
 export function startEdgeListener(fabric: Fabric, o: EdgeListenerOptions): Promise<tls.Server> {
-  const perAddress = new Map<string, number>();
-  const server = tls.createServer({
-    cert: o.certPem,
-    key: o.keyPem,
-    requestCert: true,
-    rejectUnauthorized: false,
-    // The C SDK 0.29 speaks TLS 1.2 (mbedTLS) and offers no ALPN; C SDK 1.x offers ziti-edge.
-    minVersion: 'TLSv1.2',
-    ciphers: TLS_CIPHERS,
-    ALPNProtocols: ['ziti-edge'],
-    handshakeTimeout: o.helloTimeoutMs,
-  });
-
-  server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
-    const n = perAddress.get(address) ?? 0;
-    if (o.maxPerAddress && n >= o.maxPerAddress) {
-      socket.destroy();
-      return;
-    }
-    perAddress.set(address, n + 1);
-    socket.once('close', () => {
-      const left = (perAddress.get(address) ?? 1) - 1;
-      if (left > 0) perAddress.set(address, left);
-      else perAddress.delete(address);
-    });
-    // The deadline covers a silent TCP connection, a slow handshake and a trickled hello alike.
-    const deadline = setTimeout(() => socket.destroy(), o.helloTimeoutMs);
-    deadline.unref();
-    socket.once('close', () => clearTimeout(deadline));
-    (socket as Socket & { ztcDeadline?: NodeJS.Timeout }).ztcDeadline = deadline;
-  });
-  server.on('tlsClientError', (_err, socket) => socket.destroy());
-
-  server.on('secureConnection', (socket: tls.TLSSocket) => {
-    const raw = (socket as unknown as { _parent?: Socket })._parent ?? socket;
-    const deadline = (raw as Socket & { ztcDeadline?: NodeJS.Timeout }).ztcDeadline;
-    socket.on('error', () => socket.destroy());
-    const fingerprints = peerFingerprints(socket);
-    if (!fingerprints.length) {
-      // Every SDK presents its identity certificate: without one there is nobody to authenticate.
-      socket.destroy();
-      return;
-    }
-    const channel = new Channel(socket, HELLO_LIMITS);
-    let helloSeen = false;
-    channel.attach({
-      message: (m) => {
-        if (helloSeen) return;
-        helloSeen = true;
-        if (m.type !== ContentType.Hello) return channel.close(new Error('the first message was not a hello'));
-        void accept(fabric, channel, m, fingerprints, o, deadline);
-      },
-      closed: () => {},
-    });
-  });
-
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      server.on('error', (e) => fabric.log.warn({ err: String(e) }, 'edge: listener error'));
-      resolve(server);
-    });
-  });
+  return listenForChannels(
+    // Every SDK presents its identity certificate: without one there is nobody to authenticate.
+    { ...o, alpn: ['ziti-edge'], admit: (socket) => peerFingerprints(socket).length > 0 },
+    ({ channel, hello, socket, accepted }) => void accept(fabric, channel, hello, peerFingerprints(socket), o, accepted),
+    (e) => fabric.log.warn({ err: String(e) }, 'edge: listener error'),
+  );
 }
 
-async function accept(fabric: Fabric, channel: Channel, hello: Message, fingerprints: string[], o: EdgeListenerOptions, deadline?: NodeJS.Timeout) {
+async function accept(fabric: Fabric, channel: Channel, hello: Message, fingerprints: string[], o: EdgeListenerOptions, accepted: () => void) {
   let who: Awaited<ReturnType<typeof EdgeConn.authenticate>>;
   try {
     who = await EdgeConn.authenticate(fabric, hello, fingerprints);
@@ -120,7 +59,7 @@ async function accept(fabric: Fabric, channel: Channel, hello: Message, fingerpr
     channel.close(new Error(who));
     return;
   }
-  if (deadline) clearTimeout(deadline);
+  accepted();
   channel.setLimits(FRAME_LIMITS);
   const conn = new EdgeConn(fabric, channel, who, fingerprints);
   fabric.conns.add(conn);

@@ -27,7 +27,7 @@ export const RUN_STALE_MS = 3 * RUN_HEARTBEAT_MS;
 /** This process, as an integrity run's owner: host, pid, and a nonce (pids are reused). */
 const OWNER = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,0 +1,92 @@
+// What every channel listener of the data plane shares (the SDKs' edge port, the routers' control port):
+// TLS asking for a client certificate, at most so many connections per address (the next is closed
+// before any TLS work), one deadline for the TCP connection to finish TLS and send its hello (a silent
+// socket, a stalled handshake and a trickled hello alike are destroyed), and the hello as the first frame.
+import type { Socket } from 'node:net';
+import tls from 'node:tls';
+import { TLS_CIPHERS } from '../../server/tls-context.js';
+import { Channel } from './channel.js';
+import { HELLO_LIMITS, type Message } from './codec.js';
+import { ContentType } from './messages.js';
+
+export interface ChannelListenerOptions {
+  host: string;
+  port: number;
+  certPem: string;
+  keyPem: string;
+  /** CA bundle to verify client certificates against (socket.authorized); none: only fingerprints count. */
+  caPem?: string;
+  alpn: string[];
+  /** Time to finish TLS and send the hello. */
+  helloTimeoutMs: number;
+  /** Open connections one address may hold (0: no cap). */
+  maxPerAddress: number;
+  /** Whether a connection's TLS peer may go on to its hello (its certificate, chiefly); else it is closed at once. */
+  admit(socket: tls.TLSSocket): boolean;
+}
+
+export interface Hello {
+  channel: Channel;
+  hello: Message;
+  socket: tls.TLSSocket;
+  /** Call once the hello is accepted: the deadline no longer applies. */
+  accepted(): void;
+}
+
+export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello) => void, onError: (e: Error) => void): Promise<tls.Server> {
+  const perAddress = new Map<string, number>();
+  const deadlines = new WeakMap<Socket, NodeJS.Timeout>();
+  const server = tls.createServer({
+    cert: o.certPem,
+    key: o.keyPem,
+    ...(o.caPem ? { ca: o.caPem } : {}),
+    requestCert: true,
+    rejectUnauthorized: false,
+    // The C SDK 0.29 speaks TLS 1.2 (mbedTLS) and offers no ALPN; newer clients offer ours.
+    minVersion: 'TLSv1.2',
+    ciphers: TLS_CIPHERS,
+    ALPNProtocols: o.alpn,
+    handshakeTimeout: o.helloTimeoutMs,
+  });
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const n = perAddress.get(address) ?? 0;
+    if (o.maxPerAddress && n >= o.maxPerAddress) return void socket.destroy();
+    perAddress.set(address, n + 1);
+    const deadline = setTimeout(() => socket.destroy(), o.helloTimeoutMs);
+    deadline.unref();
+    deadlines.set(socket, deadline);
+    socket.once('close', () => {
+      clearTimeout(deadline);
+      const left = (perAddress.get(address) ?? 1) - 1;
+      if (left > 0) perAddress.set(address, left);
+      else perAddress.delete(address);
+    });
+  });
+  server.on('tlsClientError', (_err, socket) => socket.destroy());
+  server.on('secureConnection', (socket: tls.TLSSocket) => {
+    socket.on('error', () => socket.destroy());
+    if (!o.admit(socket)) return void socket.destroy();
+    const raw = (socket as unknown as { _parent?: Socket })._parent;
+    const deadline = raw ? deadlines.get(raw) : undefined;
+    const channel = new Channel(socket, HELLO_LIMITS);
+    let seen = false;
+    channel.attach({
+      message: (m) => {
+        if (seen) return;
+        seen = true;
+        if (m.type !== ContentType.Hello) return channel.close(new Error('the first message was not a hello'));
+        onHello({ channel, hello: m, socket, accepted: () => deadline && clearTimeout(deadline) });
+      },
+      closed: () => {},
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => {
+      server.off('error', reject);
+      server.on('error', onError);
+      resolve(server);
+    });
+  });
+}
