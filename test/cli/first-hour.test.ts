@@ -1,7 +1,9 @@
 // Stumbles of a newcomer's first hour (../shared/reports/newcomer-2026-11-24.md), through the built CLI:
 // boolean flags never save a silent false, global options go before the command too, a --filter
 // says filters are the list's argument, and a stopped controller is named as such.
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
 import { cliRunner, loggedInController } from '../helpers/cli.js';
@@ -27,6 +29,51 @@ describe('the first hour', () => {
     expect(maybe.code).not.toBe(0);
     expect(maybe.stderr).toMatch(/--is-admin takes true or false/);
     expect(JSON.parse((await ztc('identity', 'get', 'dave', '-o', 'json')).stdout).isAdmin).toBe(false);
+  });
+
+  it('creates OS and multi-process posture checks with their flags, as the help shows them', async () => {
+    const help = await ztc('posture-check', 'create', '--help');
+    expect(help.stdout).toMatch(/--operating-systems <os\[:version\.\.\.\],\.\.\.\|json>/);
+    expect(help.stdout).toMatch(/--processes <os:path,\.\.\.\|json>/);
+    const os = await ztc('posture-check', 'create', 'corp-os', '--type-id', 'OS', '--operating-systems', 'linux:>=5.0.0,Windows:>=10.0.19041:<11', '-o', 'json');
+    expect(os.code, os.stderr).toBe(0);
+    const osCheck = JSON.parse((await ztc('posture-check', 'get', 'corp-os', '-o', 'json')).stdout);
+    expect(osCheck.operatingSystems).toEqual([
+      { type: 'Linux', versions: ['>=5.0.0'] },
+      { type: 'Windows', versions: ['>=10.0.19041', '<11'] },
+    ]);
+    const json = await ztc('posture-check', 'create', 'corp-os-json', '--type-id', 'OS', '--operating-systems', '[{"type":"macOS","versions":[">=14"]}]');
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse((await ztc('posture-check', 'get', 'corp-os-json', '-o', 'json')).stdout).operatingSystems).toEqual([{ type: 'macOS', versions: ['>=14'] }]);
+    const multi = await ztc('posture-check', 'create', 'agents', '--type-id', 'PROCESS_MULTI', '--semantic', 'AllOf', '--processes', 'Windows:C:\\agent.exe,Linux:/usr/bin/agent');
+    expect(multi.code, multi.stderr).toBe(0);
+    const processes = JSON.parse((await ztc('posture-check', 'get', 'agents', '-o', 'json')).stdout).processes as { osType: string; path: string }[];
+    expect(processes.map((p) => [p.osType, p.path])).toEqual([
+      ['Windows', 'C:\\agent.exe'],
+      ['Linux', '/usr/bin/agent'],
+    ]);
+    const wrong = await ztc('posture-check', 'create', 'bad-os', '--type-id', 'OS', '--operating-systems', 'Plan9');
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/'Plan9' is not an OS type: use Windows, WindowsServer, Android, iOS, Linux, macOS/);
+  });
+
+  it('keeps -o for the output format on identity create: a JWT file is -o NAME.jwt or --jwt-output-file', async () => {
+    const kiosk = path.join(cli.home, 'kiosk.json');
+    const refused = await ztc('identity', 'create', 'kiosk', '-o', kiosk);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/-o takes an output format \(table, json or yaml\) or a FILE\.jwt.*use --jwt-output-file/);
+    expect(fs.existsSync(kiosk)).toBe(false);
+    // Refused before anything was created.
+    expect((await ztc('identity', 'get', 'kiosk')).code).not.toBe(0);
+    const asJson = await ztc('identity', 'create', 'kiosk', '-o', 'JSON');
+    expect(asJson.code, asJson.stderr).toBe(0);
+    expect(JSON.parse(asJson.stdout).enrollment.jwt).toMatch(/^ey/);
+    const named = await ztc('identity', 'create', 'kiosk-2', '-f', kiosk);
+    expect(named.code, named.stderr).toBe(0);
+    expect(fs.readFileSync(kiosk, 'utf8')).toMatch(/^ey/);
+    const er = await ztc('edge-router', 'create', 'er-kiosk', '-o', 'er.yaml.txt');
+    expect(er.code).not.toBe(0);
+    expect(er.stderr).toMatch(/-o takes an output format/);
   });
 
   it('takes --profile and -o before the command, as kubectl users type them', async () => {

@@ -6,7 +6,7 @@ import { cliResource } from '../manifest.js';
 import { parseFormat, print } from '../output.js';
 import { CliError, expectOk, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
-import { resolveId, resourceCommand, withTransport } from './resources.js';
+import { jwtFileOf, resolveId, resourceCommand, withTransport } from './resources.js';
 
 const API = '/edge/management/v1';
 
@@ -14,9 +14,10 @@ const API = '/edge/management/v1';
 async function showRouterJwt(t: Transport, id: string, out: string | undefined) {
   const jwt = (expectOk(await t.request('GET', `${API}/edge-routers/${id}`), 'Reading the edge router')?.data as { enrollmentJwt: string | null }).enrollmentJwt;
   if (!jwt) throw new CliError('The edge router has no outstanding enrollment: `ztc edge-router re-enroll` issues a new one');
-  if (out && !['table', 'json', 'yaml'].includes(out)) {
-    fs.writeFileSync(out, jwt + '\n', { mode: 0o600 });
-    process.stdout.write(`edge router ${id}: enrollment JWT written to ${out}\n`);
+  const file = jwtFileOf(out);
+  if (file) {
+    fs.writeFileSync(file, jwt + '\n', { mode: 0o600 });
+    process.stdout.write(`edge router ${id}: enrollment JWT written to ${file}\n`);
   } else process.stdout.write(`edge router ${id}\n${jwt}\n`);
 }
 
@@ -24,8 +25,8 @@ export async function edgeRouterCommand(): Promise<Command> {
   const edgeRouters = await cliResource('edge-routers');
   const cmd = resourceCommand(edgeRouters, {}, {
     onCreated: async (t, id, opts) => {
-      const out = opts.output as string | undefined;
-      if (!out || ['table', 'json', 'yaml'].includes(out)) return false;
+      const out = jwtFileOf(opts.output);
+      if (!out) return false;
       await showRouterJwt(t, id, out);
       return true;
     },
@@ -33,6 +34,7 @@ export async function edgeRouterCommand(): Promise<Command> {
   targetOptions(cmd.command('re-enroll').description('forget the router\'s certificates and issue a new enrollment JWT (printed, or written with -o FILE.jwt)'))
     .argument('<id-or-name>')
     .action(async (ref: string, opts: CommonOpts) => {
+      jwtFileOf(opts.output); // a wrong -o is refused before the router's certificates are forgotten
       await withTransport(opts, async (t) => {
         const id = await resolveId(t, edgeRouters, ref);
         expectOk(await t.request('POST', `${API}/edge-routers/${id}/re-enroll`), `Re-enrolling edge router '${ref}'`);
