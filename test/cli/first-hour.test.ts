@@ -76,6 +76,15 @@ describe('the first hour', () => {
     expect(er.stderr).toMatch(/-o takes an output format/);
   });
 
+  it('shows the root CA fingerprint in one form (SHA-256, colon hex) at login and in pki status', async () => {
+    const asked = await ztc('login', running.url, '-u', 'admin', '-p', 'x', '--profile', 'unpinned');
+    expect(asked.code).not.toBe(0);
+    const shown = /SHA-256 ((?:[0-9a-f]{2}:){31}[0-9a-f]{2})/.exec(asked.stderr)?.[1];
+    expect(shown, asked.stderr).toBeDefined();
+    const table = await ztc('pki', 'status', '--own');
+    expect(table.stdout).toMatch(new RegExp(`^root\\s+root CA\\s+\\S+\\s+\\d+\\s+${shown}$`, 'm'));
+  });
+
   it('takes --profile and -o before the command, as kubectl users type them', async () => {
     const listed = await ztc('-o', 'json', '--profile', 'default', 'identity', 'list');
     expect(listed.code, listed.stderr).toBe(0);

@@ -8,6 +8,7 @@ import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { consoleLogStream } from '../../server/console-log.js';
 import { DataDirBusy } from '../../server/serve-lock.js';
+import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { CliError } from '../errors.js';
 import { progress } from '../output.js';
 
@@ -122,6 +123,7 @@ export async function runController(config: Config, format: LogFormat = logForma
     `  client API    ${running.url}/edge/client/v1`,
     `  management    ${running.url}/edge/management/v1`,
     `  API docs      ${running.url}/docs`,
+    `  root CA       SHA-256 ${sha256Fingerprint(running.ctx.pki.rootPem)}   (what ztc login asks you to trust)`,
   ];
   const edge = running.fabric?.edge;
   if (edge) lines.push(`  edge router   ${edge.url}   ('${edge.name}': SDKs connect, bind and dial here)`);
