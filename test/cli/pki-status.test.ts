@@ -61,6 +61,9 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     // The intermediate and the server certificates it replaced (their keys signed enrollment JWTs), one timestamp per pair.
     const retired = fs.readdirSync(`${dir}/pki/retired`).sort();
     expect(retired.filter((f) => f.startsWith('intermediate-'))).toEqual([expect.stringMatching(/^intermediate-\d+\.key$/), expect.stringMatching(/^intermediate-\d+\.pem$/)]);
+    // One timestamp per renewal: the server certificate it replaced carries the intermediate's.
+    const at = /^intermediate-(\d+)\.pem$/.exec(retired.find((f) => f.endsWith('.pem') && f.startsWith('intermediate-'))!)![1];
+    expect(retired).toEqual(expect.arrayContaining([`server-${at}.key`, `server-${at}.pem`]));
     const stems = retired.map((f) => f.replace(/\.(key|pem)$/, ''));
     expect(stems.filter((f) => f.startsWith('server-')).length).toBeGreaterThanOrEqual(4);
     for (const stem of new Set(stems)) expect(retired).toEqual(expect.arrayContaining([`${stem}.key`, `${stem}.pem`]));
