@@ -111,5 +111,40 @@ describe('the first hour', () => {
     expect(login.code).not.toBe(0);
     expect(login.stderr).toMatch(/does not answer \(connection refused\): is it running\?/);
     expect(login.stderr).not.toMatch(/\?:/);
+    // Through a saved profile whose controller is stopped: the profile is named, with what to do.
+    const file = path.join(cli.home, 'profiles.json');
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    saved.profiles.stopped = { ...saved.profiles.default, url: `https://127.0.0.1:${port}` };
+    fs.writeFileSync(file, JSON.stringify(saved), { mode: 0o600 });
+    const stopped = await ztc('service', 'list', '--profile', 'stopped');
+    expect(stopped.code).not.toBe(0);
+    expect(stopped.stderr).toMatch(new RegExp(`the controller of profile 'stopped' \\(https://127\\.0\\.0\\.1:${port}\\) does not answer \\(connection refused\\): is it running\\? .*ztc profile use NAME`));
+    expect(stopped.stderr).not.toMatch(/\?:|services\?/);
+  });
+
+  it('says which entity already has a name, and what to type instead', async () => {
+    expect((await ztc('posture-check', 'create', 'corp-mfa', '--type-id', 'MFA')).code).toBe(0);
+    const id = JSON.parse((await ztc('posture-check', 'get', 'corp-mfa', '-o', 'json')).stdout).id as string;
+    const again = await ztc('posture-check', 'create', 'corp-mfa', '--type-id', 'MFA');
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain(`a posture check named 'corp-mfa' already exists (id ${id}): change it with \`ztc posture-check update corp-mfa ...\``);
+    // A rename onto a taken name says the same (without the create hint).
+    expect((await ztc('posture-check', 'create', 'corp-mfa-2', '--type-id', 'MFA')).code).toBe(0);
+    const renamed = await ztc('posture-check', 'update', 'corp-mfa-2', '--name', 'corp-mfa');
+    expect(renamed.code).not.toBe(0);
+    expect(renamed.stderr).toContain(`a posture check named 'corp-mfa' already exists (id ${id})`);
+  });
+
+  it('tells a non-admin that logging in again will not help', async () => {
+    const jwt = path.join(cli.home, 'robert.jwt');
+    const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
+    expect(bob.code, bob.stderr).toBe(0);
+    expect((await ztc('enroll', jwt, '--password', 'bob-pass-123456')).code).toBe(0);
+    expect((await ztc('login', running.url, '-u', 'robert', '-p', 'bob-pass-123456', '--yes', '--profile', 'robert')).code).toBe(0);
+    const r = await ztc('service', 'list', '--profile', 'robert');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/not an admin/);
+    expect(r.stderr).toMatch(/the identity of profile 'robert' may not do this \(logging in again will not change that\)/);
+    expect(r.stderr).not.toMatch(/session expired|log in again:/);
   });
 });

@@ -339,7 +339,12 @@ export function resourceCommand(
       const format = fileOut ? 'table' : parseFormat(opts.output);
       await withTransport(opts, async (t) => {
         const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...(await read(opts, t)), ...(named ? { name: args[0] } : {}) };
-        const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
+        const reply = await t.request('POST', base, body);
+        if (named && reply.status === 400 && /already exists \(id /.test(reply.json?.error?.message ?? '')) {
+          // The name is taken: say what to type instead.
+          throw new CliError(`${reply.json!.error!.message}: change it with \`ztc ${noun} update ${String(args[0])} ...\`, or choose another name`);
+        }
+        const created = expectOk(reply, `Creating ${decl.name}`);
         const data = created?.data as { id: string };
         // Say which values the CLI chose, so `identity create` without --type is no surprise.
         const chosen = Object.entries(body)

@@ -114,9 +114,10 @@ export function loginCommand(): Command {
         reply = await httpsCall(`${authUrl}?method=password`, { method: 'POST', caPem, body: { username: opts.username, password } });
       }
       const session = expectOk(reply, 'Login')?.data as { token: string; identity?: { name?: string }; authQueries?: { typeId?: string }[] };
-      if (session.authQueries?.some((q) => q.typeId === 'MFA')) await completeMfa(base, caPem, session.token, opts.mfaCode, tls);
+      const mfa = !!session.authQueries?.some((q) => q.typeId === 'MFA');
+      if (mfa) await completeMfa(base, caPem, session.token, opts.mfaCode, tls);
       const who = tls.cert || opts.extJwt ? (session.identity?.name ?? 'identity') : opts.username;
-      const current = saveProfile(opts.profile, { url: base, username: who, token: session.token, caPem, ...(relogin ? { relogin } : {}) }, opts.use);
+      const current = saveProfile(opts.profile, { url: base, username: who, token: session.token, caPem, ...(relogin ? { relogin } : {}), ...(mfa ? { mfa } : {}) }, opts.use);
       process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
       process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
     });
