@@ -1,12 +1,14 @@
 // Stumbles of a newcomer's first hour (../shared/reports/newcomer-2026-11-24.md), through the built CLI:
 // boolean flags never save a silent false, global options go before the command too, a --filter
 // says filters are the list's argument, and a stopped controller is named as such.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
-import { cliRunner, loggedInController } from '../helpers/cli.js';
+import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
+import { tempDataDir } from '../helpers/controller.js';
 
 const cli = cliRunner();
 const { ztc } = cli;
@@ -134,6 +136,35 @@ describe('the first hour', () => {
     expect(renamed.code).not.toBe(0);
     expect(renamed.stderr).toContain(`a posture check named 'corp-mfa' already exists (id ${id})`);
   });
+
+  it('quickstart says that it switched the current profile, shows the generated password once, and repeats its flags in the restart hint', async () => {
+    // A home where another profile is current, as a user who had logged in before has.
+    const home = fs.mkdtempSync(path.join(cli.home, 'qs-'));
+    fs.copyFileSync(path.join(cli.home, 'profiles.json'), path.join(home, 'profiles.json'));
+    const dir = tempDataDir();
+    const child = spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--no-router', '--no-ctrl'], {
+      env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: '', ZTC_ADMIN_PASSWORD: '', ZTC_LOG_FORMAT: 'json' },
+    });
+    let out = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('Stop with Ctrl-C')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`quickstart exited with ${code}: ${out}`)));
+      });
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(out).toContain("(current profile: quickstart, was: default; back with: ztc profile use default)");
+    expect(out).toMatch(/admin\s+admin \(password below\)/);
+    expect(out).not.toMatch(/password as given/);
+    expect(out).toMatch(/│ admin password for 'admin': \S+ {3}\(generated; shown only this once\) │/);
+    expect(out).toContain('Admin: admin, with the generated password in the box above (shown only this once)');
+    const hint = /start again with: ztc serve (.*)$/m.exec(out)![1];
+    for (const flag of [`-d ${dir}`, '--port 0', '--bind 127.0.0.1', '--hostnames localhost', '--no-router', '--no-ctrl']) expect(hint).toContain(flag);
+  }, 60_000);
 
   it('tells a non-admin that logging in again will not help', async () => {
     const jwt = path.join(cli.home, 'robert.jwt');
