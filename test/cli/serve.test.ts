@@ -103,6 +103,8 @@ describe('bin/ztc serve', () => {
     expect(status).toBe(200);
     expect(out).toMatch(new RegExp(`listening\\s+https://0\\.0\\.0\\.0:${port}`));
     expect(out).toMatch(/admin\s+admin \(password as given\)/);
+    // What to paste: the program as started (bin/ztc from a clone), and no password on the command line.
+    expect(out).toMatch(/^log in with: {3}(bin\/ztc|ztc) login https:\/\/\S+ -u admin {3}\(asks for the password\)$/m);
     expect(out).not.toContain('serve-pass-1');
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -11,6 +11,7 @@ import { DataDirBusy } from '../../server/serve-lock.js';
 import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { CliError } from '../errors.js';
 import { progress } from '../output.js';
+import { commandName } from '../self.js';
 
 export type LogFormat = 'text' | 'json';
 
@@ -149,6 +150,7 @@ export function serveCommand(): Command {
     const format = logFormat(opts.logFormat);
     const config = configFromOptions(opts);
     const running = await runController(config, format);
-    process.stdout.write(`log in with:   ztc login ${running.url} -u ${config.adminUsername} -p <password>\n`);
+    // No password on the command line (ps shows it): `ztc login` asks for it.
+    process.stdout.write(`log in with:   ${commandName()} login ${running.url} -u ${config.adminUsername}   (asks for the password)\n`);
   });
 }
