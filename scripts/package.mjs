@@ -20,21 +20,10 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  jsx: 'automatic',
   minify: false,
   legalComments: 'none',
   // Dependencies written as CommonJS call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __ztcRequire } from 'node:module'; const require = __ztcRequire(import.meta.url);" },
-  plugins: [
-    {
-      // ink loads React devtools only in development; the executable gets an empty stand-in.
-      name: 'no-devtools',
-      setup(b) {
-        b.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: 'react-devtools-core', namespace: 'stub' }));
-        b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({ contents: 'export default { initialize() {}, connectToDevTools() {} };', loader: 'js' }));
-      },
-    },
-  ],
   logLevel: 'warning',
 });
 

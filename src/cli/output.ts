@@ -10,18 +10,18 @@ export function parseFormat(value: string | undefined): Format {
   return f;
 }
 
-export async function print(data: unknown, format: Format, view: { columns?: string[]; footer?: string } = {}) {
+export async function print(data: unknown, format: Format, view: { columns?: string[]; footer?: string; whole?: string[] } = {}) {
   if (format === 'json') return void process.stdout.write(JSON.stringify(data, null, 2) + '\n');
   if (format === 'yaml') return void process.stdout.write((await import('yaml')).default.stringify(data));
   if (Array.isArray(data)) {
     const { renderTable } = await import('./table.js');
-    process.stdout.write(renderTable(data, view.columns ?? ['id', 'name']) + '\n');
+    process.stdout.write(renderTable(data, view.columns ?? ['id', 'name'], undefined, view.whole) + '\n');
     if (view.footer) process.stdout.write(view.footer + '\n');
     return;
   }
   if (data && typeof data === 'object') {
     const { renderFields } = await import('./table.js');
-    return void process.stdout.write(renderFields(data as Record<string, unknown>) + '\n');
+    return void process.stdout.write(renderFields(data as Record<string, unknown>, undefined, view.whole) + '\n');
   }
   process.stdout.write(String(data) + '\n');
 }

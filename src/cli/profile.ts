@@ -11,6 +11,8 @@ export interface Profile {
   caPem: string;
   /** How this profile logs in again, when not with a password (e.g. `ztc login --identity FILE`). */
   relogin?: string;
+  /** The identity logged in with MFA: logging in again needs --mfa-code. */
+  mfa?: boolean;
 }
 
 interface ProfileFile {
@@ -38,6 +40,11 @@ function write(data: ProfileFile) {
 export function loadProfile(name?: string): Profile | undefined {
   const data = read();
   return data.profiles[name ?? data.current ?? 'default'];
+}
+
+/** The name of the profile commands use when --profile is not given. */
+export function currentProfileName(): string {
+  return read().current ?? 'default';
 }
 
 /** The saved profiles and which one commands use when --profile is not given. */

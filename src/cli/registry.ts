@@ -1,6 +1,6 @@
 // Every top-level command: its name and one-line description for `ztc --help`, and a loader that
 // imports what the command needs only when it runs. Loading all of them up front (the server, the
-// resource models, ink and React, crypto libraries) made `ztc version` take a second and more.
+// resource models, the table renderer of the time, crypto libraries) made `ztc version` take a second and more.
 // test/unit/cli-registry.test.ts checks that each description here is the loaded command's own.
 import type { Command } from 'commander';
 

@@ -54,16 +54,19 @@ const terminalWidth = () => (process.stdout.isTTY && process.stdout.columns ? pr
 const GAP = 2;
 const MAX_CELL = 60;
 
-export function renderTable(rows: unknown[], specs: string[], width = terminalWidth()): string {
+/** `whole`: labels of columns never cut (a fingerprint that is compared with another is useless cut). */
+export function renderTable(rows: unknown[], specs: string[], width = terminalWidth(), whole: string[] = []): string {
   if (!rows.length) return '(none)';
   const columns = specs.map(parseColumn);
   const text = rows.map((r) => columns.map((c) => cell(value(r, c)).replace(/\s*\n\s*/g, ' ')));
   const heads = columns.map((c) => header(c.label));
-  const widths = columns.map((_, i) => Math.min(MAX_CELL, Math.max(heads[i].length, ...text.map((t) => t[i].length))));
+  const kept = columns.map((c) => whole.includes(c.label));
+  const widths = columns.map((_, i) => Math.min(kept[i] ? Infinity : MAX_CELL, Math.max(heads[i].length, ...text.map((t) => t[i].length))));
   // Too wide for the terminal: narrow the widest column, one character at a time.
   const total = () => widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1);
   while (total() > width) {
-    const i = widths.indexOf(Math.max(...widths));
+    const narrowable = widths.map((w, i) => (kept[i] ? 0 : w));
+    const i = narrowable.indexOf(Math.max(...narrowable));
     if (widths[i] <= 4) break;
     widths[i]--;
   }
@@ -71,8 +74,8 @@ export function renderTable(rows: unknown[], specs: string[], width = terminalWi
   return [line(heads), ...text.map(line)].join('\n');
 }
 
-export function renderFields(row: Record<string, unknown>, width = terminalWidth()): string {
+export function renderFields(row: Record<string, unknown>, width = terminalWidth(), whole: string[] = []): string {
   const keys = Object.keys(row).filter((k) => k !== '_links');
   const pad = Math.max(...keys.map((k) => k.length)) + GAP;
-  return keys.map((k) => `${k.padEnd(pad)}${cut(cell(row[k]).replace(/\s*\n\s*/g, ' '), Math.max(8, width - pad))}`.trimEnd()).join('\n');
+  return keys.map((k) => `${k.padEnd(pad)}${cut(cell(row[k]).replace(/\s*\n\s*/g, ' '), whole.includes(k) ? Infinity : Math.max(8, width - pad))}`.trimEnd()).join('\n');
 }

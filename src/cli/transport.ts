@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
 import { CliError } from './errors.js';
-import { loadProfile, missingProfile, type Profile } from './profile.js';
+import { currentProfileName, loadProfile, missingProfile, type Profile } from './profile.js';
 
 export interface Reply {
   status: number;
@@ -85,13 +85,17 @@ let loginAgain = 'ztc login URL -u USER';
 
 /** What to type to log in again with a profile's saved way of logging in. */
 export const reloginCommand = (profile: Profile, name?: string) =>
-  `${profile.relogin ?? `ztc login ${profile.url} -u ${profile.username}`}${name ? ` --profile ${name}` : ''}`;
+  `${profile.relogin ?? `ztc login ${profile.url} -u ${profile.username}`}${profile.mfa ? ' --mfa-code CODE' : ''}${name ? ` --profile ${name}` : ''}`;
+
+/** The profile a remote command uses, to name it in hints. */
+let profileName: string | undefined;
 
 export class RemoteTransport implements Transport {
   readonly describe: string;
   constructor(private profile: Profile, name?: string) {
     this.describe = profile.url;
     loginAgain = reloginCommand(profile, name);
+    profileName = name ?? currentProfileName();
   }
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
@@ -185,7 +189,7 @@ export function expectOk(reply: Reply, what: string): Reply['json'] {
   if (reply.status >= 200 && reply.status < 300) return reply.json ?? {};
   const e = reply.json?.error;
   if (e) {
-    const hint = reply.status === 401 && what !== 'Login' ? `\nsession expired (or the identity is not an admin): ${loginAgain}` : '';
+    const hint = what === 'Login' || (reply.status !== 401 && reply.status !== 403) ? '' : accessHint(e.message);
     throw new CliError(`${what} failed: ${e.message} [${e.code}, HTTP ${reply.status}]${hint}`);
   }
   throw new CliError(`${what} failed: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);
@@ -201,7 +205,23 @@ function unreachable(url: string, err: NodeJS.ErrnoException): string {
       return shown;
     }
   })();
-  if (err.code === 'ECONNREFUSED') return `the controller at ${origin} does not answer (connection refused): is it running? (ztc profile list shows which controller each profile uses; ztc login URL for another)`;
+  if (err.code === 'ECONNREFUSED') {
+    const which = profileName ? `the controller of profile '${profileName}' (${origin})` : `the controller at ${origin}`;
+    return `${which} does not answer (connection refused): is it running? (ztc profile list shows which controller each profile uses; ztc profile use NAME or --profile NAME for another)`;
+  }
   if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `cannot find the host of ${origin} (${err.code}): check the name, or log in with the controller's address (ztc login URL)`;
   return `cannot reach ${shown}: ${err.message}`;
+}
+
+/**
+ * What to do after a 401/403, chosen by its cause: logging in again helps an expired session, not an
+ * identity that lacks the rights (the server says "not an admin" then).
+ */
+function accessHint(message: string): string {
+  if (/not an admin/i.test(message)) {
+    const who = profileName ? `profile '${profileName}'` : 'this profile';
+    return `\nthe identity of ${who} may not do this (logging in again will not change that): use an admin's profile (ztc profile list; --profile NAME), or have an admin run ztc identity update NAME --is-admin`;
+  }
+  if (/expired|not authorized|session/i.test(message)) return `\nsession expired or ended, log in again: ${loginAgain}`;
+  return '';
 }

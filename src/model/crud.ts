@@ -110,7 +110,26 @@ function withoutBlanks(decl: ResourceDecl, body: Row, mode: WriteMode): Row {
 export async function createResource(ctx: Ctx, decl: ResourceDecl, raw: Row) {
   const body = withoutBlanks(decl, raw, 'create');
   const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, 'create', ctx) : body;
-  return writeTx(ctx, (tx) => createIn(tx, ctx, decl, input));
+  return writeTx(ctx, (tx) => createIn(tx, ctx, decl, input)).catch((err) => namedDuplicate(ctx, decl, input, err));
+}
+
+/**
+ * A name already taken says by which entity (its id), so the caller can update or delete that one:
+ * "a posture check named 'corp-domain' already exists (id ndpUCUWivV)".
+ */
+async function namedDuplicate(ctx: Ctx, decl: ResourceDecl, input: Row, err: unknown): Promise<never> {
+  const name = input.name;
+  if (err instanceof ApiError && err.code === 'COULD_NOT_VALIDATE' && err.fieldCause?.field === 'name' && typeof name === 'string') {
+    const other = await ctx.store.db
+      .selectFrom(decl.table as never)
+      .select(sql.ref<string>('id').as('id'))
+      .where(sql.ref('name'), '=', name)
+      .executeTakeFirst()
+      .catch(() => undefined);
+    const noun = decl.name.replace(/-/g, ' ');
+    if (other) throw couldNotValidate('name', `must be unique: ${/^[aeiou]/.test(noun) ? 'an' : 'a'} ${noun} named '${name}' already exists (id ${(other as { id: string }).id})`, name);
+  }
+  throw err;
 }
 
 /**
@@ -147,7 +166,7 @@ export async function updateResource(
   await writeTx(ctx, async (tx) => {
     if (edits) await lockRow(tx, ctx.store.dialect.name, decl.table, id);
     await updateIn(tx, ctx, decl, id, prepared, mode, check, edits);
-  });
+  }).catch((err) => namedDuplicate(ctx, decl, prepared, err));
 }
 
 /** One update inside a transaction the caller holds (input validated, and prepared as for createIn). */

@@ -40,7 +40,9 @@ describe('ztc admin', { timeout: 120_000 }, () => {
     const r = await ztc('admin', 'reset-password', '-d', dir, '--generate');
     expect(r.stderr).not.toMatch(/error/);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/reset the password of 'admin' .*lockouts cleared, MFA removed/);
+    expect(r.stdout).toMatch(/reset the password of 'admin' .*lockouts cleared, MFA removed; the API sessions it had logged in with were ended: log in again \(ztc login https:\/\/\S+ -u admin\)/);
+    // The address the running controller registered, not the config's default port.
+    expect(r.stdout).toContain(`:${new URL(running.url).port} -u admin)`);
     const password = /password of 'admin': (\S+) {3}\(generated; shown only this once\)/.exec(r.stdout)![1];
     expect(await login(ADMIN.username, ADMIN.password)).toBe(401);
     expect(await login(ADMIN.username, password)).toBe(200);
@@ -49,6 +51,7 @@ describe('ztc admin', { timeout: 120_000 }, () => {
   it('creates another admin that can log in, and resets its password by username', async () => {
     const made = await ztc('admin', 'create', 'ops-admin', '-d', dir, '--generate');
     expect(made.code).toBe(0);
+    expect(made.stdout).toMatch(new RegExp(`log in with: ztc login https://\\S+:${new URL(running.url).port} -u ops-admin`));
     const first = /password of 'ops-admin': (\S+)/.exec(made.stdout)![1];
     expect(await login('ops-admin', first)).toBe(200);
     const reset = await ztc('admin', 'reset-password', 'ops-admin', '-d', dir, '--generate');

@@ -108,8 +108,12 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     await ok('edge-router-policy', 'create', 'staff-public', '--identity-roles', '#staff', '--edge-router-roles', '#public');
     await ok('service-edge-router-policy', 'create', 'web-public', '--service-roles', '@web', '--edge-router-roles', '#public');
     advice = await ok('identity', 'policy-advice', 'webuser', 'web');
-    expect(advice).toMatch(/dial: allowed\s+bind: not allowed/);
+    // The same answer as the policy advisor: the policies allow it, the identity and router are not ready yet.
+    expect(advice).toMatch(/dial: allowed by policies, but not possible yet\s+bind: not allowed/);
     expect(advice).toMatch(/1 in common: er-cli/);
+    expect(advice).toMatch(/^ {2}dial, bind: identity 'webuser' has not enrolled/m);
+    const advisor = await ok('policy-advisor', 'identities', 'webuser', '--service', 'web');
+    expect(advisor).toMatch(/^webuser\s+web\s+no\s+no/m);
     const policy = JSON.parse(await ok('service-edge-router-policy', 'get', 'web-public', '-o', 'json'));
     expect(policy.serviceRolesDisplay).toEqual([{ role: expect.stringMatching(/^@/), name: '@web' }]);
     expect(await ok('edge-router', 're-enroll', 'er-cli')).toMatch(/^edge router \S+\ney/);

@@ -1,10 +1,14 @@
 // Stumbles of a newcomer's first hour (../shared/reports/newcomer-2026-11-24.md), through the built CLI:
 // boolean flags never save a silent false, global options go before the command too, a --filter
 // says filters are the list's argument, and a stopped controller is named as such.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
-import { cliRunner, loggedInController } from '../helpers/cli.js';
+import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
+import { tempDataDir } from '../helpers/controller.js';
 
 const cli = cliRunner();
 const { ztc } = cli;
@@ -27,6 +31,60 @@ describe('the first hour', () => {
     expect(maybe.code).not.toBe(0);
     expect(maybe.stderr).toMatch(/--is-admin takes true or false/);
     expect(JSON.parse((await ztc('identity', 'get', 'dave', '-o', 'json')).stdout).isAdmin).toBe(false);
+  });
+
+  it('creates OS and multi-process posture checks with their flags, as the help shows them', async () => {
+    const help = await ztc('posture-check', 'create', '--help');
+    expect(help.stdout).toMatch(/--operating-systems <os\[:version\.\.\.\],\.\.\.\|json>/);
+    expect(help.stdout).toMatch(/--processes <os:path,\.\.\.\|json>/);
+    const os = await ztc('posture-check', 'create', 'corp-os', '--type-id', 'OS', '--operating-systems', 'linux:>=5.0.0,Windows:>=10.0.19041:<11', '-o', 'json');
+    expect(os.code, os.stderr).toBe(0);
+    const osCheck = JSON.parse((await ztc('posture-check', 'get', 'corp-os', '-o', 'json')).stdout);
+    expect(osCheck.operatingSystems).toEqual([
+      { type: 'Linux', versions: ['>=5.0.0'] },
+      { type: 'Windows', versions: ['>=10.0.19041', '<11'] },
+    ]);
+    const json = await ztc('posture-check', 'create', 'corp-os-json', '--type-id', 'OS', '--operating-systems', '[{"type":"macOS","versions":[">=14"]}]');
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse((await ztc('posture-check', 'get', 'corp-os-json', '-o', 'json')).stdout).operatingSystems).toEqual([{ type: 'macOS', versions: ['>=14'] }]);
+    const multi = await ztc('posture-check', 'create', 'agents', '--type-id', 'PROCESS_MULTI', '--semantic', 'AllOf', '--processes', 'Windows:C:\\agent.exe,Linux:/usr/bin/agent');
+    expect(multi.code, multi.stderr).toBe(0);
+    const processes = JSON.parse((await ztc('posture-check', 'get', 'agents', '-o', 'json')).stdout).processes as { osType: string; path: string }[];
+    expect(processes.map((p) => [p.osType, p.path])).toEqual([
+      ['Windows', 'C:\\agent.exe'],
+      ['Linux', '/usr/bin/agent'],
+    ]);
+    const wrong = await ztc('posture-check', 'create', 'bad-os', '--type-id', 'OS', '--operating-systems', 'Plan9');
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/'Plan9' is not an OS type: use Windows, WindowsServer, Android, iOS, Linux, macOS/);
+  });
+
+  it('keeps -o for the output format on identity create: a JWT file is -o NAME.jwt or --jwt-output-file', async () => {
+    const kiosk = path.join(cli.home, 'kiosk.json');
+    const refused = await ztc('identity', 'create', 'kiosk', '-o', kiosk);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/-o takes an output format \(table, json or yaml\) or a FILE\.jwt.*use --jwt-output-file/);
+    expect(fs.existsSync(kiosk)).toBe(false);
+    // Refused before anything was created.
+    expect((await ztc('identity', 'get', 'kiosk')).code).not.toBe(0);
+    const asJson = await ztc('identity', 'create', 'kiosk', '-o', 'JSON');
+    expect(asJson.code, asJson.stderr).toBe(0);
+    expect(JSON.parse(asJson.stdout).enrollment.jwt).toMatch(/^ey/);
+    const named = await ztc('identity', 'create', 'kiosk-2', '-f', kiosk);
+    expect(named.code, named.stderr).toBe(0);
+    expect(fs.readFileSync(kiosk, 'utf8')).toMatch(/^ey/);
+    const er = await ztc('edge-router', 'create', 'er-kiosk', '-o', 'er.yaml.txt');
+    expect(er.code).not.toBe(0);
+    expect(er.stderr).toMatch(/-o takes an output format/);
+  });
+
+  it('shows the root CA fingerprint in one form (SHA-256, colon hex) at login and in pki status', async () => {
+    const asked = await ztc('login', running.url, '-u', 'admin', '-p', 'x', '--profile', 'unpinned');
+    expect(asked.code).not.toBe(0);
+    const shown = /SHA-256 ((?:[0-9a-f]{2}:){31}[0-9a-f]{2})/.exec(asked.stderr)?.[1];
+    expect(shown, asked.stderr).toBeDefined();
+    const table = await ztc('pki', 'status', '--own');
+    expect(table.stdout).toMatch(new RegExp(`^root\\s+root CA\\s+\\S+\\s+\\d+\\s+${shown}$`, 'm'));
   });
 
   it('takes --profile and -o before the command, as kubectl users type them', async () => {
@@ -55,5 +113,69 @@ describe('the first hour', () => {
     expect(login.code).not.toBe(0);
     expect(login.stderr).toMatch(/does not answer \(connection refused\): is it running\?/);
     expect(login.stderr).not.toMatch(/\?:/);
+    // Through a saved profile whose controller is stopped: the profile is named, with what to do.
+    const file = path.join(cli.home, 'profiles.json');
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    saved.profiles.stopped = { ...saved.profiles.default, url: `https://127.0.0.1:${port}` };
+    fs.writeFileSync(file, JSON.stringify(saved), { mode: 0o600 });
+    const stopped = await ztc('service', 'list', '--profile', 'stopped');
+    expect(stopped.code).not.toBe(0);
+    expect(stopped.stderr).toMatch(new RegExp(`the controller of profile 'stopped' \\(https://127\\.0\\.0\\.1:${port}\\) does not answer \\(connection refused\\): is it running\\? .*ztc profile use NAME`));
+    expect(stopped.stderr).not.toMatch(/\?:|services\?/);
+  });
+
+  it('says which entity already has a name, and what to type instead', async () => {
+    expect((await ztc('posture-check', 'create', 'corp-mfa', '--type-id', 'MFA')).code).toBe(0);
+    const id = JSON.parse((await ztc('posture-check', 'get', 'corp-mfa', '-o', 'json')).stdout).id as string;
+    const again = await ztc('posture-check', 'create', 'corp-mfa', '--type-id', 'MFA');
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain(`a posture check named 'corp-mfa' already exists (id ${id}): change it with \`ztc posture-check update corp-mfa ...\``);
+    // A rename onto a taken name says the same (without the create hint).
+    expect((await ztc('posture-check', 'create', 'corp-mfa-2', '--type-id', 'MFA')).code).toBe(0);
+    const renamed = await ztc('posture-check', 'update', 'corp-mfa-2', '--name', 'corp-mfa');
+    expect(renamed.code).not.toBe(0);
+    expect(renamed.stderr).toContain(`a posture check named 'corp-mfa' already exists (id ${id})`);
+  });
+
+  it('quickstart says that it switched the current profile, shows the generated password once, and repeats its flags in the restart hint', async () => {
+    // A home where another profile is current, as a user who had logged in before has.
+    const home = fs.mkdtempSync(path.join(cli.home, 'qs-'));
+    fs.copyFileSync(path.join(cli.home, 'profiles.json'), path.join(home, 'profiles.json'));
+    const dir = tempDataDir();
+    const child = spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--no-router', '--no-ctrl'], {
+      env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: '', ZTC_ADMIN_PASSWORD: '', ZTC_LOG_FORMAT: 'json' },
+    });
+    let out = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('Stop with Ctrl-C')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`quickstart exited with ${code}: ${out}`)));
+      });
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(out).toContain("(current profile: quickstart, was: default; back with: ztc profile use default)");
+    expect(out).toMatch(/admin\s+admin \(password below\)/);
+    expect(out).not.toMatch(/password as given/);
+    expect(out).toMatch(/│ admin password for 'admin': \S+ {3}\(generated; shown only this once\) │/);
+    expect(out).toContain('Admin: admin, with the generated password in the box above (shown only this once)');
+    const hint = /start again with: ztc serve (.*)$/m.exec(out)![1];
+    for (const flag of [`-d ${dir}`, '--port 0', '--bind 127.0.0.1', '--hostnames localhost', '--no-router', '--no-ctrl']) expect(hint).toContain(flag);
+  }, 60_000);
+
+  it('tells a non-admin that logging in again will not help', async () => {
+    const jwt = path.join(cli.home, 'robert.jwt');
+    const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
+    expect(bob.code, bob.stderr).toBe(0);
+    expect((await ztc('enroll', jwt, '--password', 'bob-pass-123456')).code).toBe(0);
+    expect((await ztc('login', running.url, '-u', 'robert', '-p', 'bob-pass-123456', '--yes', '--profile', 'robert')).code).toBe(0);
+    const r = await ztc('service', 'list', '--profile', 'robert');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/not an admin/);
+    expect(r.stderr).toMatch(/the identity of profile 'robert' may not do this \(logging in again will not change that\)/);
+    expect(r.stderr).not.toMatch(/session expired|log in again:/);
   });
 });

@@ -70,6 +70,11 @@ describe('ztc login', { timeout: 180_000 }, () => {
     const recovery = await ztc('login', running.url, '-u', 'ops.user', '-p', 'ops-pass-123', '--yes', '--profile', 'ops-recovery', '--mfa-code', recoveryCodes[0]);
     expect(recovery.code, recovery.stderr).toBe(0);
     expect((await ztc('identity', 'get', 'ops', '--profile', 'ops-recovery')).code).toBe(0);
+    // Its session ended, the hint to log in again asks for the MFA code too.
+    await running.app.inject({ method: 'DELETE', url: '/edge/management/v1/current-api-session', headers: { 'zt-session': profiles().profiles['ops-recovery'].token as string } });
+    const ended = await ztc('identity', 'get', 'ops', '--profile', 'ops-recovery');
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toMatch(/log in again: ztc login https:\S+ -u ops\.user --mfa-code CODE --profile ops-recovery/);
     // A recovery code is good once.
     const again = await ztc('login', running.url, '-u', 'ops.user', '-p', 'ops-pass-123', '--yes', '--profile', 'ops-recovery', '--mfa-code', recoveryCodes[0]);
     expect(again.code).toBe(1);

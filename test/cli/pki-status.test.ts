@@ -21,7 +21,7 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     const t = await ztc('pki', 'status', '-d', dir);
     expect(t.code).toBe(0);
     expect(t.stdout).toMatch(/^KIND\s+NAME\s+NOT AFTER\s+DAYS LEFT\s+FINGERPRINT/m);
-    expect(t.stdout).toMatch(/^root\s+root CA\s+\S+\s+\d+\s+[0-9a-f]{40}$/m);
+    expect(t.stdout).toMatch(/^root\s+root CA\s+\S+\s+\d+\s+([0-9a-f]{2}:){31}[0-9a-f]{2}$/m);
     expect(t.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+/m);
     expect(t.stdout).toMatch(/^signer\s+enrollment signer\s+-\s+no expiry/m);
     const j = await ztc('pki', 'status', '-d', dir, '-o', 'json', '--expiring', '400');
@@ -39,6 +39,9 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     expect(s.stdout).toMatch(/^controller\s+v\d/m);
     expect(s.stdout).toMatch(/^intermediate\s+\d+ days left/m);
     expect(s.stdout).toMatch(/^health\s+ok$/m);
+    // The root's fingerprint in the one form the login prompt and the serve banner use too.
+    const root = JSON.parse((await ztc('pki', 'status', '--own', '-d', dir, '-o', 'json')).stdout).certificates.find((c: { kind: string }) => c.kind === 'root').fingerprint;
+    expect(s.stdout).toContain(`root CA       SHA-256 ${root}`);
     const j = JSON.parse((await ztc('status', '-d', dir, '-o', 'json')).stdout);
     expect(j).toMatchObject({ warnings: [] });
     expect(Object.keys(j.certificates)).toEqual(['root', 'intermediate', 'server']);
@@ -49,7 +52,7 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     const before = await fingerprint();
     const r = await ztc('pki', 'renew', 'server', '-d', dir);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+[0-9a-f]{40}$/m);
+    expect(r.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+([0-9a-f]{2}:){31}[0-9a-f]{2}$/m);
     expect(r.stdout).toMatch(/^clients: .*trust the root/m);
     expect(r.stdout).toMatch(/local mode: a controller already running on this data dir uses the new one after a restart/);
     expect(await fingerprint()).not.toBe(before);
@@ -58,6 +61,9 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     // The intermediate and the server certificates it replaced (their keys signed enrollment JWTs), one timestamp per pair.
     const retired = fs.readdirSync(`${dir}/pki/retired`).sort();
     expect(retired.filter((f) => f.startsWith('intermediate-'))).toEqual([expect.stringMatching(/^intermediate-\d+\.key$/), expect.stringMatching(/^intermediate-\d+\.pem$/)]);
+    // One timestamp per renewal: the server certificate it replaced carries the intermediate's.
+    const at = /^intermediate-(\d+)\.pem$/.exec(retired.find((f) => f.endsWith('.pem') && f.startsWith('intermediate-'))!)![1];
+    expect(retired).toEqual(expect.arrayContaining([`server-${at}.key`, `server-${at}.pem`]));
     const stems = retired.map((f) => f.replace(/\.(key|pem)$/, ''));
     expect(stems.filter((f) => f.startsWith('server-')).length).toBeGreaterThanOrEqual(4);
     for (const stem of new Set(stems)) expect(retired).toEqual(expect.arrayContaining([`${stem}.key`, `${stem}.pem`]));

@@ -54,6 +54,6 @@ describe('ztc profile', { timeout: 120_000 }, () => {
     await running.app.inject({ method: 'DELETE', url: `${MGMT}/current-api-session`, headers: { 'zt-session': token } });
     const r = await ztc('identity', 'list');
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`session expired \\(or the identity is not an admin\\): ztc login ${running.url.replace(/[.]/g, '\\.')} -u admin`));
+    expect(r.stderr).toMatch(new RegExp(`session expired or ended, log in again: ztc login ${running.url.replace(/[.]/g, '\\.')} -u admin`));
   });
 });

@@ -1,5 +1,6 @@
 // `bin/ztc serve` exactly as automation runs it: ready on /version, clean exit on SIGTERM.
 import { spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import net from 'node:net';
 import fs from 'node:fs';
@@ -43,8 +44,12 @@ const readmeBanner = () => /```\n(ztc controller v[\s\S]*?)```/.exec(fs.readFile
 describe('bin/ztc serve', () => {
   it('prints the banner README shows, the generated password framed, and one short line per request in text format', async () => {
     const port = await freePort();
-    const { child, out, exited } = await serve(port, ['--data-dir', tempDataDir(), '--log-format', 'text']);
+    const dir = tempDataDir();
+    const { child, out, exited } = await serve(port, ['--data-dir', dir, '--log-format', 'text']);
     expect(await get(`https://127.0.0.1:${port}/edge/management/v1/identities`)).toBe(401);
+    // The root CA's fingerprint in the form the login prompt shows (SHA-256, colon hex).
+    const root = new X509Certificate(fs.readFileSync(path.join(dir, 'pki', 'root.pem'))).fingerprint256.toLowerCase();
+    expect(out.stdout).toContain(`  root CA       SHA-256 ${root}   (what ztc login asks you to trust)\n`);
     await new Promise((r) => setTimeout(r, 300));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
@@ -98,6 +103,8 @@ describe('bin/ztc serve', () => {
     expect(status).toBe(200);
     expect(out).toMatch(new RegExp(`listening\\s+https://0\\.0\\.0\\.0:${port}`));
     expect(out).toMatch(/admin\s+admin \(password as given\)/);
+    // What to paste: the program as started (bin/ztc from a clone), and no password on the command line.
+    expect(out).toMatch(/^log in with: {3}(bin\/ztc|ztc) login https:\/\/\S+ -u admin {3}\(asks for the password\)$/m);
     expect(out).not.toContain('serve-pass-1');
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -60,6 +60,25 @@ function audit(dataDir: string, event: string, detail: Record<string, string>) {
   process.stderr.write(`recorded in ${file}\n`);
 }
 
+/**
+ * Where the controller of this data dir serves: the address it registered when it last started (its
+ * port may have come from a flag), else what its config says.
+ */
+async function controllerUrl(t: Transport, opts: LocalOpts): Promise<string> {
+  const listed = await t.request('GET', `${API}/controllers?limit=100`);
+  const rows = listed.status === 200 ? ((listed.json?.data as { lastJoinedAt?: string; apiAddresses?: Record<string, { url: string }[]> }[]) ?? []) : [];
+  const latest = rows.sort((a, b) => String(b.lastJoinedAt).localeCompare(String(a.lastJoinedAt)))[0];
+  const url = latest?.apiAddresses?.['edge-management']?.[0]?.url;
+  if (url) return new URL(url).origin;
+  try {
+    const { loadConfig } = await import('../../config.js');
+    const config = loadConfig({ dataDir: opts.dataDir, config: opts.config });
+    return `https://${config.hostnames[0] ?? 'localhost'}:${config.port}`;
+  } catch {
+    return 'URL';
+  }
+}
+
 function reportPassword(username: string, p: { password: string; generated: boolean }) {
   if (p.generated) process.stdout.write(`password of '${username}': ${p.password}   (generated; shown only this once)\n`);
 }
@@ -85,7 +104,7 @@ export function adminCommand(): Command {
         expectOk(await t.request('POST', `${API}/identities/${auth.identityId}/enable`), 'Clearing lockouts');
         expectOk(await t.request('DELETE', `${API}/identities/${auth.identityId}/mfa`), 'Removing MFA');
         audit(opts.dataDir, 'admin.password-reset', { username: auth.username, identity: identity.name, identityId: auth.identityId });
-        process.stdout.write(`reset the password of '${auth.username}' (identity ${identity.name}); lockouts cleared, MFA removed\n`);
+        process.stdout.write(`reset the password of '${auth.username}' (identity ${identity.name}); lockouts cleared, MFA removed; the API sessions it had logged in with were ended: log in again (ztc login ${await controllerUrl(t, opts)} -u ${auth.username})\n`);
         reportPassword(auth.username, p);
       });
     });
@@ -101,7 +120,7 @@ export function adminCommand(): Command {
           expectOk(auth, 'Setting the password');
         }
         audit(opts.dataDir, 'admin.created', { username: name, identity: name, identityId: made.id });
-        process.stdout.write(`created admin '${name}' (identity ${made.id}); log in with: ztc login URL -u ${name}\n`);
+        process.stdout.write(`created admin '${name}' (identity ${made.id}); log in with: ztc login ${await controllerUrl(t, opts)} -u ${name}\n`);
         reportPassword(name, p);
       });
     });

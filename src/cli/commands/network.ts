@@ -6,17 +6,24 @@ import { cliResource } from '../manifest.js';
 import { parseFormat, print } from '../output.js';
 import { CliError, expectOk, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
-import { resolveId, resourceCommand, withTransport } from './resources.js';
+import { jwtFileOf, resolveId, resourceCommand, withTransport } from './resources.js';
 
 const API = '/edge/management/v1';
+
+/** One identity-service pair as GET /policy-advisor answers it. */
+interface AdvisedPair {
+  dial: { allowed: boolean; reasons: { code: string; message: string }[] };
+  bind: { allowed: boolean; reasons: { code: string; message: string }[] };
+}
 
 /** Print the router's enrollment JWT, or write it (0600) to -o FILE.jwt. */
 async function showRouterJwt(t: Transport, id: string, out: string | undefined) {
   const jwt = (expectOk(await t.request('GET', `${API}/edge-routers/${id}`), 'Reading the edge router')?.data as { enrollmentJwt: string | null }).enrollmentJwt;
   if (!jwt) throw new CliError('The edge router has no outstanding enrollment: `ztc edge-router re-enroll` issues a new one');
-  if (out && !['table', 'json', 'yaml'].includes(out)) {
-    fs.writeFileSync(out, jwt + '\n', { mode: 0o600 });
-    process.stdout.write(`edge router ${id}: enrollment JWT written to ${out}\n`);
+  const file = jwtFileOf(out);
+  if (file) {
+    fs.writeFileSync(file, jwt + '\n', { mode: 0o600 });
+    process.stdout.write(`edge router ${id}: enrollment JWT written to ${file}\n`);
   } else process.stdout.write(`edge router ${id}\n${jwt}\n`);
 }
 
@@ -24,8 +31,8 @@ export async function edgeRouterCommand(): Promise<Command> {
   const edgeRouters = await cliResource('edge-routers');
   const cmd = resourceCommand(edgeRouters, {}, {
     onCreated: async (t, id, opts) => {
-      const out = opts.output as string | undefined;
-      if (!out || ['table', 'json', 'yaml'].includes(out)) return false;
+      const out = jwtFileOf(opts.output);
+      if (!out) return false;
       await showRouterJwt(t, id, out);
       return true;
     },
@@ -33,6 +40,7 @@ export async function edgeRouterCommand(): Promise<Command> {
   targetOptions(cmd.command('re-enroll').description('forget the router\'s certificates and issue a new enrollment JWT (printed, or written with -o FILE.jwt)'))
     .argument('<id-or-name>')
     .action(async (ref: string, opts: CommonOpts) => {
+      jwtFileOf(opts.output); // a wrong -o is refused before the router's certificates are forgotten
       await withTransport(opts, async (t) => {
         const id = await resolveId(t, edgeRouters, ref);
         expectOk(await t.request('POST', `${API}/edge-routers/${id}/re-enroll`), `Re-enrolling edge router '${ref}'`);
@@ -56,22 +64,33 @@ export async function serviceCommand(): Promise<Command> {
 /** `ztc identity policy-advice` and `ztc identity service-configs`, added to the identity command. */
 export async function addIdentityNetworkCommands(cmd: Command) {
   const [identities, services] = await Promise.all([cliResource('identities'), cliResource('services')]);
-  targetOptions(cmd.command('policy-advice').description('why an identity can or cannot use a service: its permissions and the edge routers they share'))
+  targetOptions(cmd.command('policy-advice').description('can an identity dial or bind a service now: the policy advisor\'s answer with its reasons, and the edge routers they share (-o json: upstream\'s policy-only advice)'))
     .argument('<identity>', 'identity id or name')
     .argument('<service>', 'service id or name')
     .action(async (identity: string, service: string, opts: CommonOpts) => {
       const format = parseFormat(opts.output);
-      const advice = await withTransport(opts, async (t) => {
+      const { advice, pair } = await withTransport(opts, async (t) => {
         const i = await resolveId(t, identities, identity);
         const s = await resolveId(t, services, service);
-        return expectOk(await t.request('GET', `${API}/identities/${i}/policy-advice/${s}`), 'Reading the policy advice')?.data as Record<string, unknown>;
+        const advice = expectOk(await t.request('GET', `${API}/identities/${i}/policy-advice/${s}`), 'Reading the policy advice')?.data as Record<string, unknown>;
+        // The same answer as `ztc policy-advisor`: policies, and also enrollment, routers, posture, MFA.
+        const q = new URLSearchParams({ identity: i, service: s });
+        const pairs = expectOk(await t.request('GET', `${API}/policy-advisor?${q}`), 'Asking the policy advisor')?.data as AdvisedPair[] | undefined;
+        return { advice, pair: pairs?.[0] };
       });
       if (format !== 'table') return print(advice, format);
       const common = (advice.commonRouters as { name: string }[]).map((r) => r.name);
+      const verdict = (now: boolean | undefined, byPolicies: unknown) => ((now ?? byPolicies) ? 'allowed' : byPolicies ? 'allowed by policies, but not possible yet' : 'not allowed');
+      const reasons = new Map<string, string[]>();
+      for (const kind of ['dial', 'bind'] as const) {
+        if (!pair || pair[kind].allowed) continue;
+        for (const r of pair[kind].reasons) (reasons.get(r.message) ?? reasons.set(r.message, []).get(r.message)!).push(kind);
+      }
       process.stdout.write(
         [
-          `dial: ${advice.isDialAllowed ? 'allowed' : 'not allowed'}   bind: ${advice.isBindAllowed ? 'allowed' : 'not allowed'}`,
+          `dial: ${verdict(pair?.dial.allowed, advice.isDialAllowed)}   bind: ${verdict(pair?.bind.allowed, advice.isBindAllowed)}`,
           `edge routers: ${advice.identityRouterCount} for the identity, ${advice.serviceRouterCount} for the service, ${common.length} in common${common.length ? `: ${common.join(', ')}` : ''}`,
+          ...[...reasons].map(([message, kinds]) => `  ${kinds.join(', ')}: ${message}`),
           ...(!advice.isDialAllowed && !advice.isBindAllowed ? ['next: add a service policy naming both (ztc service-policy create ...)'] : []),
           ...(common.length === 0 ? ['next: an edge router policy for the identity and a service edge router policy for the service must share a router'] : []),
         ].join('\n') + '\n',

@@ -38,7 +38,7 @@ export function pkiCommand(): Command {
       await print(
         certs.map((c) => ({ ...c, notAfter: c.notAfter ?? '-', daysLeft: c.daysLeft ?? 'no expiry' })),
         'table',
-        { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'] },
+        { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'], whole: ['fingerprint'] },
       );
       warn(status.warnings);
     });
@@ -49,7 +49,7 @@ export function pkiCommand(): Command {
       if (!['server', 'intermediate', 'signer'].includes(what)) throw new CliError(`Cannot renew '${what}': choose server, intermediate or signer (the root is what clients trust, so it is never replaced here)`);
       const result = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/pki/renew`, { target: what }), `Renewing the ${what}`)?.data as { renewed: CertStatus[]; clients: string; servedNow: boolean });
       if (format !== 'table') return await print(result, format);
-      await print(result.renewed, 'table', { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'] });
+      await print(result.renewed, 'table', { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'], whole: ['fingerprint'] });
       process.stdout.write(`clients: ${result.clients}\n`);
       if (!result.servedNow) process.stdout.write('local mode: a controller already running on this data dir uses the new one after a restart\n');
     });
@@ -67,11 +67,12 @@ export function statusCommand(): Command {
         target: t.describe,
         controller: version,
         certificates: Object.fromEntries(pki.certificates.filter((c) => c.daysLeft !== null).map((c) => [c.kind, `${c.daysLeft} days left (${c.notAfter})`])),
+        rootFingerprint: `SHA-256 ${pki.certificates.find((c) => c.kind === 'root')?.fingerprint ?? '?'}`,
         warnings: pki.warnings,
       };
     });
     if (format !== 'table') return await print(info, format);
-    await print({ target: info.target, controller: info.controller, ...info.certificates, health: info.warnings.length ? `${info.warnings.length} warning(s)` : 'ok' }, 'table');
+    await print({ target: info.target, controller: info.controller, ...info.certificates, 'root CA': info.rootFingerprint, health: info.warnings.length ? `${info.warnings.length} warning(s)` : 'ok' }, 'table', { whole: ['root CA'] });
     warn(info.warnings);
   });
 }

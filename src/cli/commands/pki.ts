@@ -6,7 +6,7 @@ import { cliResource, type CliResource } from '../manifest.js';
 import { print, parseFormat } from '../output.js';
 import { CliError, expectOk, httpsCall, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
-import { fileOrValue, resolveId, resourceCommand, withTransport } from './resources.js';
+import { fileOrValue, jwtFileOf, resolveId, resourceCommand, withTransport } from './resources.js';
 
 const API = '/edge/management/v1';
 const inMinutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
@@ -76,13 +76,14 @@ function identityResourceCommand(identities: CliResource): Command {
   return resourceCommand(identities, { type: 'User', isAdmin: false }, {
     createOptions: (c) => {
       c.addOption(new Option('--enroll <method>', 'the enrollment to start, as upstream\'s CLI does: ott (a certificate), updb (a password; see --username) or none').choices(['ott', 'updb', 'none']).default('ott'));
-      c.option('--jwt-output-file <file>', 'write the enrollment JWT to this file (0600); -o FILE.jwt does the same');
+      c.option('-f, --jwt-output-file <file>', 'write the enrollment JWT to this file (0600), of any name; -o NAME.jwt does the same (-o is otherwise the output format)');
       c.option('--username <name>', 'the username of a updb enrollment (default: the identity name)');
     },
     onCreated: async (t: Transport, id: string, opts: Record<string, unknown>, note: string) => {
       const method = opts.enroll as string;
-      const format = opts.output as string | undefined;
-      const out = (opts.jwtOutputFile as string | undefined) ?? (format && !['table', 'json', 'yaml'].includes(format) ? format : undefined);
+      const jwtFile = jwtFileOf(opts.output, '--jwt-output-file');
+      const format = jwtFile ? 'table' : parseFormat(opts.output as string | undefined);
+      const out = (opts.jwtOutputFile as string | undefined) ?? jwtFile;
       if (method === 'none') {
         if (out) throw new CliError(`${opts.jwtOutputFile ? '--jwt-output-file' : `-o ${out}`} writes an enrollment JWT, and --enroll none starts none: drop one of them`);
         return false;
@@ -104,6 +105,7 @@ function identityResourceCommand(identities: CliResource): Command {
       }
       return true;
     },
+    jwtFlag: '--jwt-output-file',
   });
 }
 

@@ -69,6 +69,56 @@ export function fileOrValue(raw: string): string {
   }
 }
 
+/** A JSON value given on the command line (or in a file with @path). */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** The OS types upstream's posture checks name, in their spelling (accepted in any case). */
+const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 'macOS'];
+function osType(raw: string): string {
+  const t = OS_TYPES.find((o) => o.toLowerCase() === raw.trim().toLowerCase());
+  if (!t) throw new CliError(`'${raw}' is not an OS type: use ${OS_TYPES.join(', ')}`);
+  return t;
+}
+
+/**
+ * Flags whose value is a list of objects (posture checks): a shorthand, or the JSON array itself
+ * (`@file` reads it from a file). The syntax is what the help shows.
+ */
+const OBJECT_LISTS: Record<string, { syntax: string; help: string; item: (entry: string) => Record<string, unknown> }> = {
+  operatingSystems: {
+    syntax: 'os[:version...],...|json',
+    help: `OS types (${OS_TYPES.join(', ')}), each with optional version constraints after colons: Linux:>=5.0.0,Windows:>=10.0.19041:<11, or a JSON array of {type, versions}`,
+    item: (entry) => {
+      const [type, ...versions] = entry.split(':').map((s) => s.trim());
+      return { type: osType(type), versions: versions.filter(Boolean) };
+    },
+  },
+  processes: {
+    syntax: 'os:path,...|json',
+    help: 'processes that must run, each as OS type and path: Windows:C:\\agent.exe,Linux:/usr/bin/agent, or a JSON array of {osType, path, hashes?, signerFingerprints?}',
+    item: (entry) => {
+      const i = entry.indexOf(':');
+      if (i < 1 || i === entry.length - 1) throw new CliError(`expected OS:PATH (such as Linux:/usr/bin/agent), got '${entry}'`);
+      return { osType: osType(entry.slice(0, i)), path: entry.slice(i + 1).trim() };
+    },
+  },
+};
+
+function parseObjectList(name: string, raw: string): unknown {
+  const text = fileOrValue(raw).trim();
+  if (text.startsWith('[') || text.startsWith('{')) {
+    const v = parseJson(text);
+    return Array.isArray(v) ? v : [v];
+  }
+  return text.split(',').map((s) => s.trim()).filter(Boolean).map(OBJECT_LISTS[name].item);
+}
+
 function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
   if (k === 'string' && typeof raw === 'string') return fileOrValue(raw);
   if (k === 'boolean') return raw === true || raw === 'true' || (typeof raw === 'string' && parseBool('', raw));
@@ -77,6 +127,7 @@ function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {
     if (!Number.isFinite(n)) throw new CliError(`expected a number, got '${raw}'`);
     return n;
   }
+  if (k === 'list' && String(raw).trim().startsWith('[')) return parseJson(String(raw));
   if (k === 'list') return String(raw).split(',').map((s) => s.trim()).filter(Boolean);
   if (k === 'map') return parseMap(fileOrValue(String(raw)));
   return raw;
@@ -94,8 +145,11 @@ function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], reference
     const k = kind(s);
     const flag = `--${kebab(name)}`;
     const what = references[name] ? `the id or name of the ${singular(references[name])}` : `set ${name}`;
+    const objects = k === 'list' ? OBJECT_LISTS[name] : undefined;
     const opt =
-      k === 'boolean'
+      objects
+        ? new Option(`${flag} <${objects.syntax}>`, objects.help)
+        : k === 'boolean'
         ? new Option(`${flag} [bool]`, `set ${name}: true|false|yes|no|1|0 (true when given alone)`).argParser((v) => parseBool(flag, v))
         : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
     const c = choices(s);
@@ -112,7 +166,7 @@ function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], reference
       const v = opts[camel(kebab(name))];
       if (v === undefined) continue;
       try {
-        body[name] = convert(kind(s), v);
+        body[name] = kind(s) === 'list' && OBJECT_LISTS[name] ? parseObjectList(name, String(v)) : convert(kind(s), v);
       } catch (e) {
         throw new CliError(`--${kebab(name)}: ${(e as Error).message}`);
       }
@@ -202,7 +256,12 @@ export async function resolveId(t: Transport, decl: CliResource, ref: string): P
 export function resourceCommand(
   decl: CliResource,
   defaults: Record<string, unknown> | (() => Record<string, unknown>) = {},
-  extend?: { createOptions?: (c: Command) => void; onCreated?: (t: Transport, id: string, opts: Record<string, unknown>, note: string) => Promise<boolean> },
+  extend?: {
+    createOptions?: (c: Command) => void;
+    onCreated?: (t: Transport, id: string, opts: Record<string, unknown>, note: string) => Promise<boolean>;
+    /** The flag that writes onCreated's JWT to a file of any name, if there is one. */
+    jwtFlag?: string;
+  },
 ): Command {
   const noun = decl.name.replace(/ /g, '-');
   const cmd = new Command(noun).description(decl.description);
@@ -274,12 +333,18 @@ export function resourceCommand(
     extend?.createOptions?.(c);
     c.action(async (...args: unknown[]) => {
       const opts = (named ? args[1] : args[0]) as CommonOpts & Record<string, unknown>;
-      // With onCreated, -o may name a file for it (identity create --enroll ott -o FILE.jwt).
-      const fileOut = !!extend?.onCreated && !!opts.output && !['table', 'json', 'yaml'].includes(String(opts.output));
+      // With onCreated, -o may name a FILE.jwt for it (identity create --enroll ott -o FILE.jwt, as upstream's CLI);
+      // any other -o is a format, checked before anything is created.
+      const fileOut = !!extend?.onCreated && !!jwtFileOf(opts.output, extend.jwtFlag);
       const format = fileOut ? 'table' : parseFormat(opts.output);
       await withTransport(opts, async (t) => {
         const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...(await read(opts, t)), ...(named ? { name: args[0] } : {}) };
-        const created = expectOk(await t.request('POST', base, body), `Creating ${decl.name}`);
+        const reply = await t.request('POST', base, body);
+        if (named && reply.status === 400 && /already exists \(id /.test(reply.json?.error?.message ?? '')) {
+          // The name is taken: say what to type instead.
+          throw new CliError(`${reply.json!.error!.message}: change it with \`ztc ${noun} update ${String(args[0])} ...\`, or choose another name`);
+        }
+        const created = expectOk(reply, `Creating ${decl.name}`);
         const data = created?.data as { id: string };
         // Say which values the CLI chose, so `identity create` without --type is no surprise.
         const chosen = Object.entries(body)
@@ -330,4 +395,17 @@ export function parseBool(flag: string, v: string): boolean {
   if (['true', 'yes', 'y', '1', 'on'].includes(t)) return true;
   if (['false', 'no', 'n', '0', 'off'].includes(t)) return false;
   throw new InvalidArgumentError(`${flag ? `${flag} takes` : 'expected'} true or false (or yes/no, 1/0), not '${v}'`);
+}
+
+/**
+ * `-o` is the output format (table, json, yaml, in any case); a value ending in .jwt names the file for
+ * an enrollment JWT, as in upstream's `ziti edge create identity NAME -o FILE.jwt`. Anything else is
+ * refused, so `-o kiosk.json` never becomes a JWT file named like an output format.
+ */
+export function jwtFileOf(output: unknown, jwtFlag?: string): string | undefined {
+  if (output === undefined || output === null || output === '') return undefined;
+  const v = String(output);
+  if (/\.jwt$/i.test(v)) return v;
+  if (['table', 'json', 'yaml'].includes(v.toLowerCase())) return undefined;
+  throw new CliError(`-o takes an output format (table, json or yaml) or a FILE.jwt for the enrollment JWT, not '${v}'${jwtFlag ? `: to write the JWT to ${v}, use ${jwtFlag} ${v}` : ''}`);
 }

@@ -8,8 +8,10 @@ import { redactUrl } from '../../store/db.js';
 import { VERSION } from '../../version.js';
 import { consoleLogStream } from '../../server/console-log.js';
 import { DataDirBusy } from '../../server/serve-lock.js';
+import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { CliError } from '../errors.js';
 import { progress } from '../output.js';
+import { commandName } from '../self.js';
 
 export type LogFormat = 'text' | 'json';
 
@@ -122,6 +124,7 @@ export async function runController(config: Config, format: LogFormat = logForma
     `  client API    ${running.url}/edge/client/v1`,
     `  management    ${running.url}/edge/management/v1`,
     `  API docs      ${running.url}/docs`,
+    `  root CA       SHA-256 ${sha256Fingerprint(running.ctx.pki.rootPem)}   (what ztc login asks you to trust)`,
   ];
   const edge = running.fabric?.edge;
   if (edge) lines.push(`  edge router   ${edge.url}   ('${edge.name}': SDKs connect, bind and dial here)`);
@@ -147,6 +150,7 @@ export function serveCommand(): Command {
     const format = logFormat(opts.logFormat);
     const config = configFromOptions(opts);
     const running = await runController(config, format);
-    process.stdout.write(`log in with:   ztc login ${running.url} -u ${config.adminUsername} -p <password>\n`);
+    // No password on the command line (ps shows it): `ztc login` asks for it.
+    process.stdout.write(`log in with:   ${commandName()} login ${running.url} -u ${config.adminUsername}   (asks for the password)\n`);
   });
 }

@@ -1,8 +1,8 @@
 // ztc login / logout.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { Command } from 'commander';
 import forge from 'node-forge';
+import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { ask, askSecret } from '../prompt.js';
 import { forgetToken, loadProfile, missingProfile, saveProfile } from '../profile.js';
 import { CliError, expectOk, httpsCall, openTransport } from '../transport.js';
@@ -14,8 +14,6 @@ export function certsFromPkcs7(b64: string): string[] {
   return p7.certificates.map((c) => forge.pki.certificateToPem(c).replace(/\r\n/g, '\n'));
 }
 
-const sha256 = (pem: string) =>
-  createHash('sha256').update(Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(forge.pki.certificateFromPem(pem))).getBytes(), 'binary')).digest('hex').match(/../g)!.join(':');
 
 interface LoginOpts {
   username: string;
@@ -57,8 +55,8 @@ async function pinControllerCa(base: string, yes?: boolean): Promise<string> {
   const root = pems[pems.length - 1];
   const subject = forge.pki.certificateFromPem(root).subject.getField('CN')?.value ?? '(no name)';
   if (!yes) {
-    if (!process.stdin.isTTY) throw new CliError(`Controller CA '${subject}' (SHA-256 ${sha256(root)}) is not trusted yet: check the fingerprint and pass --yes`);
-    const answer = await ask(`Controller CA '${subject}'\n  SHA-256 ${sha256(root)}\nTrust it for ${base}? [y/N] `);
+    if (!process.stdin.isTTY) throw new CliError(`Controller CA '${subject}' (SHA-256 ${sha256Fingerprint(root)}) is not trusted yet: check the fingerprint and pass --yes`);
+    const answer = await ask(`Controller CA '${subject}'\n  SHA-256 ${sha256Fingerprint(root)}\nTrust it for ${base}? [y/N] `);
     if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('Not trusted: nothing saved');
   }
   return pems.join('');
@@ -116,9 +114,10 @@ export function loginCommand(): Command {
         reply = await httpsCall(`${authUrl}?method=password`, { method: 'POST', caPem, body: { username: opts.username, password } });
       }
       const session = expectOk(reply, 'Login')?.data as { token: string; identity?: { name?: string }; authQueries?: { typeId?: string }[] };
-      if (session.authQueries?.some((q) => q.typeId === 'MFA')) await completeMfa(base, caPem, session.token, opts.mfaCode, tls);
+      const mfa = !!session.authQueries?.some((q) => q.typeId === 'MFA');
+      if (mfa) await completeMfa(base, caPem, session.token, opts.mfaCode, tls);
       const who = tls.cert || opts.extJwt ? (session.identity?.name ?? 'identity') : opts.username;
-      const current = saveProfile(opts.profile, { url: base, username: who, token: session.token, caPem, ...(relogin ? { relogin } : {}) }, opts.use);
+      const current = saveProfile(opts.profile, { url: base, username: who, token: session.token, caPem, ...(relogin ? { relogin } : {}), ...(mfa ? { mfa } : {}) }, opts.use);
       process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
       process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
     });

@@ -1,6 +1,6 @@
 // X.509 building blocks. node-forge assembles certificates; the signature itself is made by Node's
 // native crypto (forge's pure-JS RSA would cost tens of milliseconds per certificate).
-import { createHash, createPrivateKey, generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
 import { newId } from '../ids.js';
 import { keyIdentifier } from './csr.js';
@@ -100,9 +100,7 @@ export function fingerprintOf(pem: string): string {
   return new X509Certificate(pem).fingerprint.replace(/:/g, '').toLowerCase();
 }
 
-export function sha256Fingerprint(pem: string): string {
-  return createHash('sha256').update(new X509Certificate(pem).raw).digest('hex');
-}
+export { sha256Fingerprint } from './fingerprint.js';
 
 /** Split a PEM bundle into its certificates. */
 export function splitPem(bundle: string): string[] {

@@ -180,11 +180,22 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   };
 }
 
+/**
+ * The timestamp under which one renewal retires its files: now, or later when a file of pki/retired
+ * already has it (two renewals in one millisecond must not overwrite each other's pair).
+ */
+function retireStamp(folder: string): number {
+  const taken = new Set(fs.readdirSync(folder).map((name) => /-(\d+)\.(pem|key)$/.exec(name)?.[1]));
+  let at = Date.now();
+  while (taken.has(String(at))) at++;
+  return at;
+}
+
 /** Move the server certificate and key to pki/retired under one timestamp (their key keeps verifying old JWTs). */
-function retireServer(dir: string) {
+function retireServer(dir: string, stamp?: number) {
   const folder = path.join(dir, RETIRED);
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
-  const at = Date.now();
+  const at = stamp ?? retireStamp(folder);
   fs.renameSync(path.join(dir, FILES.serverKey), path.join(folder, `server-${at}.key`));
   fs.renameSync(path.join(dir, FILES.server), path.join(folder, `server-${at}.pem`));
 }
@@ -212,15 +223,15 @@ export async function renewPki(dataDir: string, hostnames: string[], target: Ren
   const dir = path.join(dataDir, 'pki');
   const folder = path.join(dir, RETIRED);
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
-  // One timestamp for a certificate and its key: the pair is found again by name.
-  const at = Date.now();
+  // One timestamp per renewal, for every certificate and key it retires: a pair is found again by name.
+  const at = retireStamp(folder);
   const retire = (file: string, as: string) => fs.renameSync(path.join(dir, file), path.join(folder, `${as}-${at}${path.extname(file)}`));
   if (target === 'intermediate') {
     retire(FILES.intermediate, 'intermediate');
     retire(FILES.intermediateKey, 'intermediate');
   }
   // The server certificate is made again by the loader whenever it is missing.
-  retireServer(dir);
+  retireServer(dir, at);
   return loadOrCreatePki(dataDir, hostnames);
 }
 

@@ -4,6 +4,7 @@
 // their own expiry), listed so nothing the controller signs with is missing from the picture.
 import { X509Certificate } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { sha256Fingerprint } from './fingerprint.js';
 import type { Pki } from './pki.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -18,6 +19,7 @@ export interface CertStatus {
   ownerId: string | null;
   subject: string;
   issuer: string;
+  /** SHA-256 of the DER in colon hex (the form the login prompt shows); the signer's key id. */
   fingerprint: string;
   notBefore: string | null;
   notAfter: string | null;
@@ -45,7 +47,7 @@ function describe(kind: CertKind, name: string, pem: string, now: Date, ownerId:
     ownerId,
     subject: cert.subject.replace(/\n/g, ', '),
     issuer: cert.issuer.replace(/\n/g, ', '),
-    fingerprint: cert.fingerprint.replace(/:/g, '').toLowerCase(),
+    fingerprint: sha256Fingerprint(pem),
     notBefore: new Date(cert.validFrom).toISOString(),
     notAfter: notAfter.toISOString(),
     daysLeft: Math.floor((notAfter.getTime() - now.getTime()) / DAY),

@@ -18,7 +18,7 @@ const CertStatus = Type.Object({
   ownerId: Nullable(Type.String()),
   subject: Type.String(),
   issuer: Type.String(),
-  fingerprint: Type.String(),
+  fingerprint: Type.String({ description: 'SHA-256 of the certificate (DER) in lower-case colon hex, as `ztc login` shows it; the key id for the signer' }),
   notBefore: Nullable(Type.String()),
   notAfter: Nullable(Type.String()),
   daysLeft: Nullable(Type.Integer()),
