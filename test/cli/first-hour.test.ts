@@ -166,6 +166,37 @@ describe('the first hour', () => {
     for (const flag of [`-d ${dir}`, '--port 0', '--bind 127.0.0.1', '--hostnames localhost', '--no-router', '--no-ctrl']) expect(hint).toContain(flag);
   }, 60_000);
 
+  it('takes choices in any case and does not offer Invalid', async () => {
+    const help = await ztc('service-policy', 'create', '--help');
+    expect(help.stdout).toMatch(/choices: "Dial", "Bind"\)/);
+    expect(help.stdout).not.toMatch(/Invalid/);
+    const made = await ztc('service-policy', 'create', 'lower-bind', '--type', 'bind', '--identity-roles', '#x', '--service-roles', '#y');
+    expect(made.code, made.stderr).toBe(0);
+    expect(JSON.parse((await ztc('service-policy', 'get', 'lower-bind', '-o', 'json')).stdout).type).toBe('Bind');
+    const bad = await ztc('service-policy', 'create', 'bad-type', '--type', 'Invalid', '--identity-roles', '#x', '--service-roles', '#y');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/Allowed choices are Dial, Bind\./);
+  });
+
+  it('deletes several entities at once, or those a filter matches; an unknown name deletes nothing', async () => {
+    for (const name of ['bulk-1', 'bulk-2', 'bulk-3', 'bulk-4', 'keep-1']) expect((await ztc('service', 'create', name)).code).toBe(0);
+    const typo = await ztc('service', 'delete', 'bulk-1', 'no-such-service');
+    expect(typo.code).not.toBe(0);
+    expect(typo.stderr).toMatch(/no-such-service/);
+    expect((await ztc('service', 'get', 'bulk-1')).code).toBe(0);
+    const two = await ztc('service', 'delete', 'bulk-1', 'bulk-2');
+    expect(two.code, two.stderr).toBe(0);
+    expect(two.stdout).toBe('deleted service bulk-1\ndeleted service bulk-2\n');
+    const where = await ztc('service', 'delete', '--where', 'name contains "bulk-"');
+    expect(where.code, where.stderr).toBe(0);
+    expect(where.stdout.split('\n').filter(Boolean).sort()).toEqual(['deleted service bulk-3', 'deleted service bulk-4']);
+    const names = JSON.parse((await ztc('service', 'list', '-o', 'json')).stdout).map((x: { name: string }) => x.name);
+    expect(names).toContain('keep-1');
+    expect(names.filter((n: string) => n.startsWith('bulk-'))).toEqual([]);
+    expect((await ztc('service', 'delete', '--where', 'name = "none-such"')).stdout).toMatch(/no service matches: nothing deleted/);
+    expect((await ztc('service', 'delete')).stderr).toMatch(/Which service\? Give its id or name \(several are fine\), or --where FILTER/);
+  });
+
   it('tells a non-admin that logging in again will not help', async () => {
     const jwt = path.join(cli.home, 'robert.jwt');
     const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
