@@ -197,6 +197,16 @@ describe('the first hour', () => {
     expect((await ztc('service', 'delete')).stderr).toMatch(/Which service\? Give its id or name \(several are fine\), or --where FILTER/);
   });
 
+  it('leaves empty fields out of a get table', async () => {
+    expect((await ztc('edge-router', 'create', 'er-empty')).code).toBe(0);
+    const r = await ztc('edge-router', 'get', 'er-empty');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^name\s+er-empty$/m);
+    // No line that is a field name alone, no `key=` without a value.
+    expect(r.stdout.split('\n').filter((l) => /^\S+\s*$/.test(l))).toEqual([]);
+    expect(r.stdout).not.toMatch(/\w=(,|$)/m);
+  });
+
   it('tells a non-admin that logging in again will not help', async () => {
     const jwt = path.join(cli.home, 'robert.jwt');
     const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
