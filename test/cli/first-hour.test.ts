@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
 import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
-import { tempDataDir } from '../helpers/controller.js';
+import { ADMIN, MGMT, tempDataDir } from '../helpers/controller.js';
 
 const cli = cliRunner();
 const { ztc } = cli;
@@ -205,6 +205,18 @@ describe('the first hour', () => {
     // No line that is a field name alone, no `key=` without a value.
     expect(r.stdout.split('\n').filter((l) => /^\S+\s*$/.test(l))).toEqual([]);
     expect(r.stdout).not.toMatch(/\w=(,|$)/m);
+  });
+
+  it('ends the previous session of a profile when it logs in again', async () => {
+    const file = path.join(cli.home, 'profiles.json');
+    const before = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.token as string;
+    const again = await ztc('login', running.url, '-u', 'admin', '-p', ADMIN.password, '--yes');
+    expect(again.code, again.stderr).toBe(0);
+    const after = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.token as string;
+    expect(after).not.toBe(before);
+    const old = await running.app.inject({ method: 'GET', url: `${MGMT}/current-api-session`, headers: { 'zt-session': before } });
+    expect(old.statusCode).toBe(401);
+    expect((await ztc('identity', 'list')).code).toBe(0);
   });
 
   it('tells a non-admin that logging in again will not help', async () => {
