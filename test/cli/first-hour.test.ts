@@ -219,6 +219,15 @@ describe('the first hour', () => {
     expect((await ztc('identity', 'list')).code).toBe(0);
   });
 
+  it('keeps no identity whose enrollment could not be made, and says why', async () => {
+    const short = await ztc('identity', 'create', 'bob', '--enroll', 'updb');
+    expect(short.code).not.toBe(0);
+    expect(short.stderr).toMatch(/the identity 'bob' was not kept: a updb username has at least 4 characters \(--username NAME\)/);
+    expect((await ztc('identity', 'get', 'bob')).code).not.toBe(0);
+    const named = await ztc('identity', 'create', 'bob', '--enroll', 'updb', '--username', 'bob.smith', '-o', 'json');
+    expect(named.code, named.stderr).toBe(0);
+  });
+
   it('tells a non-admin that logging in again will not help', async () => {
     const jwt = path.join(cli.home, 'robert.jwt');
     const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
