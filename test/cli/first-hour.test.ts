@@ -91,6 +91,11 @@ describe('the first hour', () => {
     const listed = await ztc('-o', 'json', '--profile', 'default', 'identity', 'list');
     expect(listed.code, listed.stderr).toBe(0);
     expect(Array.isArray(JSON.parse(listed.stdout))).toBe(true);
+    const services = await ztc('--profile', 'default', 'service', 'list');
+    expect(services.code, services.stderr).toBe(0);
+    // -d too: the command gets it (this dir holds no controller, which the command says).
+    const local = await ztc('-d', path.join(cli.home, 'no-such-dir'), 'identity', 'list');
+    expect(local.stderr).toMatch(/holds no controller \(no pki\/ in it\)/);
   });
 
   it('says that a filter is the list\'s argument when given --filter', async () => {
