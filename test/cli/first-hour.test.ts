@@ -237,7 +237,10 @@ describe('the first hour', () => {
     const jwt = path.join(cli.home, 'robert.jwt');
     const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
     expect(bob.code, bob.stderr).toBe(0);
-    expect((await ztc('enroll', jwt, '--password', 'bob-pass-123456')).code).toBe(0);
+    const enrolled = await ztc('enroll', jwt, '--password', 'bob-pass-123456');
+    expect(enrolled.code, enrolled.stderr).toBe(0);
+    // The username the administrator chose is in the JWT: said, not "the username your administrator chose".
+    expect(enrolled.stdout).toMatch(/log in as 'robert' with this password \(ztc login https:\/\/\S+ -u robert\)/);
     expect((await ztc('login', running.url, '-u', 'robert', '-p', 'bob-pass-123456', '--yes', '--profile', 'robert')).code).toBe(0);
     const r = await ztc('service', 'list', '--profile', 'robert');
     expect(r.code).not.toBe(0);

@@ -151,7 +151,8 @@ export function enrollCommand(): Command {
         const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await (await import('../prompt.js')).askNewPassword() : undefined);
         if (!password) throw new CliError('A updb enrollment sets a password: pass --password (or ZTC_PASSWORD), or run in a terminal to be asked');
         expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/updb?token=${encodeURIComponent(token)}`, { method: 'POST', caPem, body: { password } }), 'Enrollment');
-        process.stdout.write(`enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);
+        const username = typeof claims.username === 'string' ? claims.username : undefined;
+        process.stdout.write(username ? `enrolled: log in as '${username}' with this password (ztc login ${iss} -u ${username})\n` : `enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);
         return;
       }
       if (claims.em !== 'ott') throw new CliError(`This command enrolls ott and updb JWTs; this one is ${String(claims.em)}`);
