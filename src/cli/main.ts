@@ -46,7 +46,7 @@ export async function program(argv: string[]): Promise<Command> {
 }
 
 /** Options every command takes, also accepted before the command (`ztc --profile lab service list`, as kubectl's). */
-const GLOBAL_WITH_VALUE = new Set(['--profile', '-o', '--output']);
+const GLOBAL_WITH_VALUE = new Set(['--profile', '-o', '--output', '-d', '--data-dir']);
 
 /** Move global options given before the command to its end, where the command's parser finds them. */
 export function hoistGlobalOptions(argv: string[]): string[] {

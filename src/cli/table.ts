@@ -31,8 +31,9 @@ export function cell(v: unknown): string {
     const o = v as Record<string, unknown>;
     // References ({id, name, _links}) and role display entries ({role, name}) read as their name.
     if (typeof o.name === 'string' && ('id' in o || 'entity' in o || '_links' in o || 'role' in o)) return o.name;
+    // Empty parts are left out: `versionInfo os=, arch=, ...` said nothing.
     return Object.entries(o)
-      .filter(([k]) => k !== '_links')
+      .filter(([k, x]) => k !== '_links' && cell(x) !== '')
       .map(([k, x]) => `${k}=${x && typeof x === 'object' && !Array.isArray(x) ? `{${cell(x)}}` : cell(x)}`)
       .join(', ');
   }
@@ -74,8 +75,10 @@ export function renderTable(rows: unknown[], specs: string[], width = terminalWi
   return [line(heads), ...text.map(line)].join('\n');
 }
 
+/** One entity as `field  value` lines; fields with nothing in them (null, '', [], {}) are left out. */
 export function renderFields(row: Record<string, unknown>, width = terminalWidth(), whole: string[] = []): string {
-  const keys = Object.keys(row).filter((k) => k !== '_links');
+  const keys = Object.keys(row).filter((k) => k !== '_links' && cell(row[k]) !== '');
+  if (!keys.length) return '(no fields set)';
   const pad = Math.max(...keys.map((k) => k.length)) + GAP;
   return keys.map((k) => `${k.padEnd(pad)}${cut(cell(row[k]).replace(/\s*\n\s*/g, ' '), whole.includes(k) ? Infinity : Math.max(8, width - pad))}`.trimEnd()).join('\n');
 }

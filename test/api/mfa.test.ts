@@ -26,6 +26,26 @@ async function mfaUser(name: string) {
   return { token, secret, recoveryCodes: d.recoveryCodes as string[] };
 }
 
+describe('a login waiting for its MFA code', () => {
+  it('ends after 5 minutes, on sight and in the sweep, so abandoned logins leave no sessions', async () => {
+    const { secret } = await mfaUser('mfa-late');
+    const login = async () => (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'mfa-late', password: 'password1' } })).body.data.token as string;
+    const late = await login();
+    const swept = await login();
+    c.clock.advance(5 * 60_000 + 1_000);
+    const r = await c.call('POST', `${CLIENT}/authenticate/mfa`, { token: late, body: { code: await code(secret) } });
+    expectError(r, 401, 'UNAUTHORIZED');
+    expect(r.body.error.message).toMatch(/MFA code was not given within 5 minutes/);
+    const { expireApiSessions } = await import('../../src/model/auth/api-sessions.js');
+    expect(await expireApiSessions(c.opened.ctx)).toBeGreaterThanOrEqual(1);
+    expectError(await c.call('GET', `${CLIENT}/current-api-session`, { token: swept }), 401);
+    // In time, the code still completes a login.
+    const inTime = await login();
+    c.clock.advance(30_000);
+    expect((await c.call('POST', `${CLIENT}/authenticate/mfa`, { token: inTime, body: { code: await code(secret) } })).status).toBe(200);
+  });
+});
+
 describe('MFA enrollment', () => {
   it('starts, shows a provisioning URL and QR code, verifies, and refuses a second start', async () => {
     await c.user('mfa-a');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
 import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
-import { tempDataDir } from '../helpers/controller.js';
+import { ADMIN, MGMT, tempDataDir } from '../helpers/controller.js';
 
 const cli = cliRunner();
 const { ztc } = cli;
@@ -91,6 +91,11 @@ describe('the first hour', () => {
     const listed = await ztc('-o', 'json', '--profile', 'default', 'identity', 'list');
     expect(listed.code, listed.stderr).toBe(0);
     expect(Array.isArray(JSON.parse(listed.stdout))).toBe(true);
+    const services = await ztc('--profile', 'default', 'service', 'list');
+    expect(services.code, services.stderr).toBe(0);
+    // -d too: the command gets it (this dir holds no controller, which the command says).
+    const local = await ztc('-d', path.join(cli.home, 'no-such-dir'), 'identity', 'list');
+    expect(local.stderr).toMatch(/holds no controller \(no pki\/ in it\)/);
   });
 
   it('says that a filter is the list\'s argument when given --filter', async () => {
@@ -166,11 +171,76 @@ describe('the first hour', () => {
     for (const flag of [`-d ${dir}`, '--port 0', '--bind 127.0.0.1', '--hostnames localhost', '--no-router', '--no-ctrl']) expect(hint).toContain(flag);
   }, 60_000);
 
+  it('takes choices in any case and does not offer Invalid', async () => {
+    const help = await ztc('service-policy', 'create', '--help');
+    expect(help.stdout).toMatch(/choices: "Dial", "Bind"\)/);
+    expect(help.stdout).not.toMatch(/Invalid/);
+    const made = await ztc('service-policy', 'create', 'lower-bind', '--type', 'bind', '--identity-roles', '#x', '--service-roles', '#y');
+    expect(made.code, made.stderr).toBe(0);
+    expect(JSON.parse((await ztc('service-policy', 'get', 'lower-bind', '-o', 'json')).stdout).type).toBe('Bind');
+    const bad = await ztc('service-policy', 'create', 'bad-type', '--type', 'Invalid', '--identity-roles', '#x', '--service-roles', '#y');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/Allowed choices are Dial, Bind\./);
+  });
+
+  it('deletes several entities at once, or those a filter matches; an unknown name deletes nothing', async () => {
+    for (const name of ['bulk-1', 'bulk-2', 'bulk-3', 'bulk-4', 'keep-1']) expect((await ztc('service', 'create', name)).code).toBe(0);
+    const typo = await ztc('service', 'delete', 'bulk-1', 'no-such-service');
+    expect(typo.code).not.toBe(0);
+    expect(typo.stderr).toMatch(/no-such-service/);
+    expect((await ztc('service', 'get', 'bulk-1')).code).toBe(0);
+    const two = await ztc('service', 'delete', 'bulk-1', 'bulk-2');
+    expect(two.code, two.stderr).toBe(0);
+    expect(two.stdout).toBe('deleted service bulk-1\ndeleted service bulk-2\n');
+    const where = await ztc('service', 'delete', '--where', 'name contains "bulk-"');
+    expect(where.code, where.stderr).toBe(0);
+    expect(where.stdout.split('\n').filter(Boolean).sort()).toEqual(['deleted service bulk-3', 'deleted service bulk-4']);
+    const names = JSON.parse((await ztc('service', 'list', '-o', 'json')).stdout).map((x: { name: string }) => x.name);
+    expect(names).toContain('keep-1');
+    expect(names.filter((n: string) => n.startsWith('bulk-'))).toEqual([]);
+    expect((await ztc('service', 'delete', '--where', 'name = "none-such"')).stdout).toMatch(/no service matches: nothing deleted/);
+    expect((await ztc('service', 'delete')).stderr).toMatch(/Which service\? Give its id or name \(several are fine\), or --where FILTER/);
+  });
+
+  it('leaves empty fields out of a get table', async () => {
+    expect((await ztc('edge-router', 'create', 'er-empty')).code).toBe(0);
+    const r = await ztc('edge-router', 'get', 'er-empty');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^name\s+er-empty$/m);
+    // No line that is a field name alone, no `key=` without a value.
+    expect(r.stdout.split('\n').filter((l) => /^\S+\s*$/.test(l))).toEqual([]);
+    expect(r.stdout).not.toMatch(/\w=(,|$)/m);
+  });
+
+  it('ends the previous session of a profile when it logs in again', async () => {
+    const file = path.join(cli.home, 'profiles.json');
+    const before = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.token as string;
+    const again = await ztc('login', running.url, '-u', 'admin', '-p', ADMIN.password, '--yes');
+    expect(again.code, again.stderr).toBe(0);
+    const after = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.token as string;
+    expect(after).not.toBe(before);
+    const old = await running.app.inject({ method: 'GET', url: `${MGMT}/current-api-session`, headers: { 'zt-session': before } });
+    expect(old.statusCode).toBe(401);
+    expect((await ztc('identity', 'list')).code).toBe(0);
+  });
+
+  it('keeps no identity whose enrollment could not be made, and says why', async () => {
+    const short = await ztc('identity', 'create', 'bob', '--enroll', 'updb');
+    expect(short.code).not.toBe(0);
+    expect(short.stderr).toMatch(/the identity 'bob' was not kept: a updb username has at least 4 characters \(--username NAME\)/);
+    expect((await ztc('identity', 'get', 'bob')).code).not.toBe(0);
+    const named = await ztc('identity', 'create', 'bob', '--enroll', 'updb', '--username', 'bob.smith', '-o', 'json');
+    expect(named.code, named.stderr).toBe(0);
+  });
+
   it('tells a non-admin that logging in again will not help', async () => {
     const jwt = path.join(cli.home, 'robert.jwt');
     const bob = await ztc('identity', 'create', 'robert', '--enroll', 'updb', '-o', jwt);
     expect(bob.code, bob.stderr).toBe(0);
-    expect((await ztc('enroll', jwt, '--password', 'bob-pass-123456')).code).toBe(0);
+    const enrolled = await ztc('enroll', jwt, '--password', 'bob-pass-123456');
+    expect(enrolled.code, enrolled.stderr).toBe(0);
+    // The username the administrator chose is in the JWT: said, not "the username your administrator chose".
+    expect(enrolled.stdout).toMatch(/log in as 'robert' with this password \(ztc login https:\/\/\S+ -u robert\)/);
     expect((await ztc('login', running.url, '-u', 'robert', '-p', 'bob-pass-123456', '--yes', '--profile', 'robert')).code).toBe(0);
     const r = await ztc('service', 'list', '--profile', 'robert');
     expect(r.code).not.toBe(0);

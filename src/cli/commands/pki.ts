@@ -91,7 +91,17 @@ function identityResourceCommand(identities: CliResource): Command {
       const identity = expectOk(await t.request('GET', `${API}/identities/${id}`), 'Reading the new identity')?.data as { name: string };
       const username = method === 'updb' ? ((opts.username as string) ?? identity.name) : undefined;
       const body = { identityId: id, method, expiresAt: inMinutes(180), ...(username ? { username } : {}) };
-      const e = expectOk(await t.request('POST', `${API}/enrollments`, body), 'Creating the enrollment');
+      const made = await t.request('POST', `${API}/enrollments`, body);
+      if (made.status >= 300) {
+        // No identity without the enrollment it was created for: take it back, and say why.
+        await t.request('DELETE', `${API}/identities/${id}`);
+        try {
+          expectOk(made, 'Creating the enrollment');
+        } catch (err) {
+          throw new CliError(`${(err as Error).message}\nthe identity '${identity.name}' was not kept${username && username.length < 4 ? `: a updb username has at least 4 characters (--username NAME)` : ''}`);
+        }
+      }
+      const e = made.json;
       const enrollment = expectOk(await t.request('GET', `${API}/enrollments/${(e?.data as { id: string }).id}`), 'Reading the enrollment')?.data as { jwt: string; expiresAt: string };
       const then = username ? `; then log in with: ztc login URL -u ${username}` : '';
       if (out) {
@@ -141,7 +151,8 @@ export function enrollCommand(): Command {
         const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await (await import('../prompt.js')).askNewPassword() : undefined);
         if (!password) throw new CliError('A updb enrollment sets a password: pass --password (or ZTC_PASSWORD), or run in a terminal to be asked');
         expectOk(await httpsCall(`${iss}/edge/client/v1/enroll/updb?token=${encodeURIComponent(token)}`, { method: 'POST', caPem, body: { password } }), 'Enrollment');
-        process.stdout.write(`enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);
+        const username = typeof claims.username === 'string' ? claims.username : undefined;
+        process.stdout.write(username ? `enrolled: log in as '${username}' with this password (ztc login ${iss} -u ${username})\n` : `enrolled: log in with the username your administrator chose and this password (ztc login ${iss} -u USER)\n`);
         return;
       }
       if (claims.em !== 'ott') throw new CliError(`This command enrolls ott and updb JWTs; this one is ${String(claims.em)}`);

@@ -152,8 +152,16 @@ function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], reference
         : k === 'boolean'
         ? new Option(`${flag} [bool]`, `set ${name}: true|false|yes|no|1|0 (true when given alone)`).argParser((v) => parseBool(flag, v))
         : new Option(`${flag} <${k === 'list' ? 'a,b' : k === 'map' ? 'k=v,...|json' : 'value'}>`, what);
-    const c = choices(s);
-    if (c) opt.choices(c);
+    // Choices in any case (--type bind), without upstream's placeholder 'Invalid' (never a thing to pick).
+    const c = choices(s)?.filter((x) => x !== 'Invalid');
+    if (c?.length) {
+      opt.choices(c);
+      opt.argParser((v: string) => {
+        const match = c.find((x) => x.toLowerCase() === v.trim().toLowerCase());
+        if (!match) throw new InvalidArgumentError(`Allowed choices are ${c.join(', ')}.`);
+        return match;
+      });
+    }
     if (required.has(name)) {
       opt.makeOptionMandatory();
       opt.description = `(required) ${opt.description}`;
@@ -379,11 +387,41 @@ export function resourceCommand(
     });
   }
   if (has('delete')) {
-    targetOptions(cmd.command('delete').description(`delete ${/^[aeiou]/.test(decl.name) ? 'an' : 'a'} ${decl.name}`))
-      .argument('<id-or-name>')
-      .action(async (ref: string, opts: CommonOpts) => {
-        await withTransport(opts, async (t) => expectOk(await t.request('DELETE', `${base}/${encodeURIComponent(await resolveId(t, decl, ref))}`), `Deleting ${decl.name} '${ref}'`));
-        process.stdout.write(`deleted ${decl.name} ${ref}\n`);
+    targetOptions(cmd.command('delete').description(`delete ${decl.plural.replace(/-/g, ' ')} by id or name (several at once), or every one a filter matches (--where)`))
+      .argument('[id-or-name...]')
+      .option('--where <filter>', `delete every ${decl.name} this filter matches, as \`ziti edge delete ... where\` (e.g. 'name contains "test"')`)
+      .action(async (refs: string[], opts: CommonOpts & { where?: string }) => {
+        if (!refs.length && !opts.where?.trim()) throw new CliError(`Which ${decl.name}? Give its id or name (several are fine), or --where FILTER`);
+        await withTransport(opts, async (t) => {
+          // Every name is resolved before anything is deleted: a typo deletes nothing.
+          const targets: [label: string, id: string][] = [];
+          for (const ref of refs) targets.push([ref, await resolveId(t, decl, ref)]);
+          if (opts.where?.trim()) {
+            for (let offset = 0; ; ) {
+              const q = new URLSearchParams({ filter: opts.where, limit: String(PAGE), offset: String(offset) });
+              const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
+              const rows = (body?.data as { id: string; name?: string }[]) ?? [];
+              for (const r of rows) if (!targets.some(([, id]) => id === r.id)) targets.push([r.name ?? r.id, r.id]);
+              offset += rows.length;
+              const total = (body?.meta?.pagination as { totalCount?: number } | undefined)?.totalCount ?? 0;
+              if (!rows.length || offset >= total) break;
+            }
+            if (!targets.length) return void process.stdout.write(`no ${decl.name} matches: nothing deleted\n`);
+          }
+          const failed: string[] = [];
+          for (const [label, id] of targets) {
+            const r = await t.request('DELETE', `${base}/${encodeURIComponent(id)}`);
+            if (r.status >= 200 && r.status < 300) process.stdout.write(`deleted ${decl.name} ${label}\n`);
+            else {
+              try {
+                expectOk(r, `Deleting ${decl.name} '${label}'`);
+              } catch (e) {
+                failed.push((e as Error).message);
+              }
+            }
+          }
+          if (failed.length) throw new CliError(targets.length === 1 ? failed[0] : `${failed.length} of ${targets.length} not deleted:\n${failed.join('\n')}`);
+        });
       });
   }
   return cmd;

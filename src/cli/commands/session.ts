@@ -117,6 +117,11 @@ export function loginCommand(): Command {
       const mfa = !!session.authQueries?.some((q) => q.typeId === 'MFA');
       if (mfa) await completeMfa(base, caPem, session.token, opts.mfaCode, tls);
       const who = tls.cert || opts.extJwt ? (session.identity?.name ?? 'identity') : opts.username;
+      // The session this profile held before ends: a re-login leaves no session behind it.
+      const previous = loadProfile(opts.profile);
+      if (previous?.token && previous.token !== session.token && baseUrl(previous.url) === base) {
+        await httpsCall(`${base}/edge/management/v1/current-api-session`, { method: 'DELETE', caPem: previous.caPem, headers: { 'zt-session': previous.token }, timeoutMs: 5_000 }).catch(() => undefined);
+      }
       const current = saveProfile(opts.profile, { url: base, username: who, token: session.token, caPem, ...(relogin ? { relogin } : {}), ...(mfa ? { mfa } : {}) }, opts.use);
       process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
       process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);

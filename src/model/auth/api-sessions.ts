@@ -71,6 +71,10 @@ export async function resolveSession(ctx: Ctx, token: string): Promise<SessionWi
     await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
     throw unauthorized('The API session has expired: authenticate again');
   }
+  if (isSet(row.isMfaRequired) && !isSet(row.isMfaComplete) && now.getTime() - Date.parse(row.createdAt) > PARTIAL_SESSION_MS) {
+    await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    throw unauthorized(`The MFA code was not given within ${PARTIAL_SESSION_MS / 60_000} minutes of the login: authenticate again`);
+  }
   if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) {
     throw unauthorized('The identity is disabled');
   }
@@ -85,11 +89,24 @@ export async function deleteApiSession(ctx: Ctx, id: string) {
   await ctx.store.db.deleteFrom('apiSessions').where('id', '=', id).execute();
 }
 
-/** Sweep sessions idle past the timeout (the request path also refuses them on sight). */
+/**
+ * A session waiting for its MFA code lives this long: a login abandoned at the code prompt (or refused
+ * codes) leaves no partial session behind for the idle timeout.
+ */
+export const PARTIAL_SESSION_MS = 5 * 60_000;
+
+/** Sweep sessions idle past the timeout, and partial ones past theirs (the request path also refuses them on sight). */
 export async function expireApiSessions(ctx: Ctx) {
-  const cutoff = iso(new Date(ctx.clock.now().getTime() - timeoutMs(ctx)));
+  const now = ctx.clock.now().getTime();
+  const cutoff = iso(new Date(now - timeoutMs(ctx)));
   const res = await ctx.store.db.deleteFrom('apiSessions').where('lastActivityAt', '<', cutoff).executeTakeFirst();
-  return Number(res.numDeletedRows);
+  const partial = await ctx.store.db
+    .deleteFrom('apiSessions')
+    .where('isMfaRequired', '=', 1)
+    .where('isMfaComplete', '=', 0)
+    .where('createdAt', '<', iso(new Date(now - PARTIAL_SESSION_MS)))
+    .executeTakeFirst();
+  return Number(res.numDeletedRows) + Number(partial.numDeletedRows);
 }
 
 export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string) {

@@ -13,8 +13,12 @@ export type EnrollMethod = 'ott' | 'ottca' | 'updb' | 'erott' | 'ca';
 /** The address clients enroll against: the first configured host name. */
 export const controllerUrl = (ctx: Ctx) => `https://${ctx.config.hostnames[0] ?? 'localhost'}:${ctx.config.port}`;
 
-export function signEnrollmentJwt(ctx: Ctx, c: { subject: string; token: string; method: EnrollMethod; expiresAt: Date; caId?: string | null }): Promise<string> {
-  const jwt = new SignJWT({ em: c.method, ...(c.caId ? { ca: c.caId } : {}) })
+/**
+ * A updb JWT also names the username the administrator chose (our extension: SDKs ignore it), so
+ * `ztc enroll` can say what to log in with.
+ */
+export function signEnrollmentJwt(ctx: Ctx, c: { subject: string; token: string; method: EnrollMethod; expiresAt: Date; caId?: string | null; username?: string | null }): Promise<string> {
+  const jwt = new SignJWT({ em: c.method, ...(c.caId ? { ca: c.caId } : {}), ...(c.method === 'updb' && c.username ? { username: c.username } : {}) })
     .setProtectedHeader(header(ctx))
     .setIssuer(controllerUrl(ctx))
     .setSubject(c.subject)

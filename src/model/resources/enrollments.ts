@@ -62,7 +62,7 @@ export async function enrollmentValues(tx: Tx, ctx: Ctx, e: NewEnrollment): Prom
     throw invalidField('username', 'applies to method updb only', e.username);
   }
   const token = randomUUID();
-  const jwt = await signEnrollmentJwt(ctx, { subject: e.identityId, token, method: e.method as EnrollMethod, expiresAt: e.expiresAt, caId });
+  const jwt = await signEnrollmentJwt(ctx, { subject: e.identityId, token, method: e.method as EnrollMethod, expiresAt: e.expiresAt, caId, username });
   return { identityId: e.identityId, method: e.method, tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: e.expiresAt.toISOString(), caId, username };
 }
 
@@ -78,7 +78,7 @@ export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
     if (!row) throw new ApiError(404, 'NOT_FOUND', `The enrollment with id '${id}' was not found`);
     if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
     const token = randomUUID();
-    const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId });
+    const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId, username: row.username });
     await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
   });
 }
