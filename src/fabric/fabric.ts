@@ -6,6 +6,7 @@ import { addTerminator, removeTerminators, stillLive, touchApiSessions, updateTe
 import { message, str, u32 } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 import type { Circuit } from './circuits.js';
+import type { CircuitRecorder } from './recorder.js';
 import type { EdgeConn } from './edge/sdk-connection.js';
 import { Terminators, type Terminator } from './terminators.js';
 
@@ -33,6 +34,7 @@ export class Fabric {
     readonly ctx: Ctx,
     readonly routerId: string,
     readonly log: FabricLog,
+    readonly recorder?: CircuitRecorder,
   ) {}
 
   start() {
@@ -66,10 +68,12 @@ export class Fabric {
 
   circuitStarted(c: Circuit) {
     this.circuits.set(c.id, c);
+    const host = this.terminators.get(c.terminatorId)?.hostId ?? c.host.conn.apiSession.identityId;
+    this.recorder?.added({ id: c.id, serviceId: c.serviceId, clientId: c.dialer.conn.apiSession.identityId, hostId: host, terminatorId: c.terminatorId, routerIds: [this.routerId], linkIds: [] });
   }
 
   circuitEnded(c: Circuit) {
-    this.circuits.delete(c.id);
+    if (this.circuits.delete(c.id)) this.recorder?.removed(c.id);
   }
 
   dialSetup(ms: number) {

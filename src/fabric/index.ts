@@ -8,6 +8,7 @@ import { ensureEmbeddedRouter, type EmbeddedRouter } from '../model/embedded-rou
 import { VERSION } from '../version.js';
 import { startEdgeListener } from './edge/listener.js';
 import { Fabric, type FabricLog } from './fabric.js';
+import type { CircuitRecorder } from './recorder.js';
 
 export interface RouterOptions {
   bind: string;
@@ -18,6 +19,8 @@ export interface RouterOptions {
   maxPerAddress: number;
   progress?: (s: string) => void;
   log: FabricLog;
+  /** Where its circuits are written for the Fabric API. */
+  recorder?: CircuitRecorder;
 }
 
 export interface EdgeRouter {
@@ -33,7 +36,7 @@ const LEASE_MS = 30_000;
 export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeRouter> {
   // The port is known before the record is written: port 0 asks the OS for one.
   let router = await ensureEmbeddedRouter(ctx, { address: o.address, port: o.port || 3022, progress: o.progress });
-  const fabric = new Fabric(ctx, router.id, o.log);
+  const fabric = new Fabric(ctx, router.id, o.log, o.recorder);
   const removed = await removeRouterEdgeTerminators(ctx, router.id);
   if (removed) o.progress?.(`removed ${removed} terminator(s) left by a previous run of the router`);
   const server: Server = await startEdgeListener(fabric, {

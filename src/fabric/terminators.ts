@@ -30,6 +30,24 @@ export interface Terminator {
 
 const RANK: Record<Precedence, number> = { required: 0, default: 1, failed: 2 };
 
+/** What ranks a terminator for a dial: its precedence, its cost (with the path's, across routers), its dials so far. */
+export interface Ranked {
+  precedence: Precedence;
+  cost: number;
+  dials: number;
+}
+
+/**
+ * Whether `a` is a better place for a dial than `b` (upstream's smartrouting, without its dynamic
+ * costs): the best precedence, then the lowest cost, then the fewest dials (spreads load over equals).
+ */
+export function better(a: Ranked, b: Ranked | undefined): boolean {
+  if (!b) return true;
+  if (RANK[a.precedence] !== RANK[b.precedence]) return RANK[a.precedence] < RANK[b.precedence];
+  if (a.cost !== b.cost) return a.cost < b.cost;
+  return a.dials < b.dials;
+}
+
 export class Terminators {
   private byId = new Map<string, Terminator>();
   private byService = new Map<string, Set<Terminator>>();
@@ -70,16 +88,15 @@ export class Terminators {
   }
 
   /**
-   * Where a dial goes: among the service's terminators (only those of `instanceId` when the dialer named
-   * one), the best precedence, then the lowest cost, then the one that had fewest dials (spreads the load
-   * over equal hosts).
+   * Where a dial goes: the best (`better`) of the service's terminators, only those of `instanceId` when
+   * the dialer named one.
    */
   pick(serviceId: string, instanceId?: string): Terminator | undefined {
     let best: Terminator | undefined;
     for (const t of this.byService.get(serviceId) ?? []) {
       if (instanceId && t.instanceId !== instanceId) continue;
       if (t.conn.closed) continue;
-      if (!best || RANK[t.precedence] < RANK[best.precedence] || (RANK[t.precedence] === RANK[best.precedence] && (t.cost < best.cost || (t.cost === best.cost && t.dials < best.dials)))) best = t;
+      if (better(t, best)) best = t;
     }
     return best;
   }

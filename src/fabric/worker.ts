@@ -14,6 +14,8 @@ import { setSqliteNativeBinding } from '../store/sqlite-driver.js';
 import { controllerId } from '../model/resources/controllers.js';
 import { VERSION } from '../version.js';
 import { CtrlServer } from './ctrl/listener.js';
+import { clearFabricState } from '../model/fabric-state.js';
+import { CircuitRecorder } from './recorder.js';
 import { startEdgeRouter } from './index.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
 
@@ -42,6 +44,10 @@ try {
   const store = config.db ? await openPostgres(config.db, 2) : await openSqlite(path.join(config.dataDir, 'ztc.db'));
   const ctx: Ctx = { store, pki, config, clock: systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
   const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
+  // Links and circuits a previous run left in the store ended with it; circuits from now on are recorded.
+  const id = controllerId(config.dataDir);
+  await clearFabricState(ctx, id);
+  const recorder = new CircuitRecorder(ctx, id, log);
   const router = !config.router ? undefined : await startEdgeRouter(ctx, {
     bind: config.bind,
     port: config.routerPort,
@@ -50,12 +56,13 @@ try {
     maxPerAddress: config.maxConnectionsPerAddress,
     progress: (step) => post({ progress: step }),
     log,
+    recorder,
   });
   // The control channel for upstream routers, in the same room (its terminators and circuits are the data plane's).
   let ctrl: CtrlServer | undefined;
   let ctrlPort: number | undefined;
   if (config.ctrl) {
-    ctrl = new CtrlServer(ctx, log);
+    ctrl = new CtrlServer(ctx, log, recorder);
     ctrlPort = await ctrl.start({
       host: config.bind,
       port: config.ctrlPort,
@@ -66,7 +73,7 @@ try {
       maxPerAddress: config.maxConnectionsPerAddress,
       // A development version to upstream's routers: no minimum-version check holds them to older behaviour.
       version: `v0.0.0|ztc-v${VERSION}|${new Date(0).toISOString().slice(0, 10)}|${os.platform()}|${os.arch()}`,
-      controllerId: controllerId(config.dataDir),
+      controllerId: id,
     });
   }
   post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
@@ -75,6 +82,8 @@ try {
     void (async () => {
       await ctrl?.stop();
       await router?.close();
+      await recorder.flush();
+      await clearFabricState(ctx, id).catch(() => {});
       await store.close();
       post({ closed: true });
     })();

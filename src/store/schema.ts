@@ -189,6 +189,31 @@ export interface RouterRow extends BaseRow {
   onlineUntil: string | null;
   /** The controller whose embedded edge router this is (null: any other router). */
   controllerId: string | null;
+  /** JSON: the link listeners an upstream router's hello announced (ctrl_pb.Listener objects). */
+  linkListeners: string;
+}
+
+export interface LinkRow extends BaseRow {
+  srcRouterId: string;
+  dstRouterId: string;
+  protocol: string;
+  dialAddress: string;
+  iteration: number;
+  staticCost: number;
+  /** The controller whose router reported it. */
+  controllerId: string;
+}
+
+export interface CircuitRow extends BaseRow {
+  serviceId: string;
+  /** The dialing identity. */
+  clientId: string;
+  hostId: string;
+  terminatorId: string;
+  /** JSON arrays: the routers of the path (ingress first) and the links between them. */
+  routerIds: string;
+  linkIds: string;
+  controllerId: string;
 }
 
 interface PolicyBase extends BaseRow {
@@ -316,6 +341,8 @@ export interface IntegrityRunRow {
 export interface Database {
   sessions: SessionRow;
   terminators: TerminatorRow;
+  links: LinkRow;
+  circuits: CircuitRow;
   postureResponses: PostureResponseRow;
   failedServiceRequests: FailedServiceRequestRow;
   changeMarkers: ChangeMarkerRow;

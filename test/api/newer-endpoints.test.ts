@@ -55,8 +55,8 @@ describe('GET /network-jwts', () => {
   });
 });
 
-describe('GET /fabric/v1/routers|links|circuits', () => {
-  it('lists every router, edge and transit, none connected (ztc has no data plane)', async () => {
+describe('GET /fabric/v1/routers|links|circuits|terminators|services', () => {
+  it('lists every router, edge and transit, not connected while no router is', async () => {
     const edge = await c.call('POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'fabric-edge', roleAttributes: ['public'] } });
     const transit = await c.call('POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'fabric-transit', cost: 7 } });
     expect(edge.status, edge.text).toBe(201);
@@ -86,17 +86,17 @@ describe('GET /fabric/v1/routers|links|circuits', () => {
   });
 
   it('is for admins, as upstream\'s fabric API; other fabric paths are a clean 404', async () => {
-    for (const path of ['/fabric/v1/routers', '/fabric/v1/links', '/fabric/v1/circuits']) {
+    for (const path of ['/fabric/v1/routers', '/fabric/v1/links', '/fabric/v1/circuits', '/fabric/v1/terminators', '/fabric/v1/services']) {
       expectError(await c.call('GET', path), 401);
       expectError(await c.call('GET', path, { token: user }), 401);
     }
-    for (const path of ['/fabric/v1/cluster/list-members', '/fabric/v1/services', '/fabric/v1/inspections']) expectError(await c.call('GET', path, { token: admin }), 404, 'NOT_FOUND');
+    for (const path of ['/fabric/v1/cluster/list-members', '/fabric/v1/inspections']) expectError(await c.call('GET', path, { token: admin }), 404, 'NOT_FOUND');
   });
 
   it('has its own OpenAPI document, listed with the others', async () => {
     expect((await c.call('GET', `${MGMT}/specs`)).body.data.map((s: { id: string }) => s.id)).toContain('fabric');
     const doc = JSON.parse((await c.call('GET', `${MGMT}/specs/fabric/spec`)).body.data);
-    expect(Object.keys(doc.paths).sort()).toEqual(['/fabric/v1/circuits', '/fabric/v1/links', '/fabric/v1/routers']);
+    expect(Object.keys(doc.paths).sort()).toEqual(['circuits', 'links', 'routers', 'services', 'terminators'].flatMap((p) => [`/fabric/v1/${p}`, `/fabric/v1/${p}/{id}`]));
     expect(doc.paths['/fabric/v1/routers'].get.operationId).toBe('listRouters');
   });
 });

@@ -2,36 +2,18 @@
 // framing of test/peers/edge-sdk.ts, bodies in the protobuf wire format): what an unmodified OpenZiti
 // 1.1 router sends and expects, checked both ways. (By hand, `ziti router run` 1.1.10 did the same
 // against ztc and carried the C SDK's echo: README.)
-import { createHash, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
-import { newKeyAndCsr } from '../../src/model/pki/csr.js';
 import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
+import { bytesMap, connectRouter, enrollRouter, fp, i32, readBytesMap, strings, T, type EnrolledRouter } from '../peers/ctrl-router.js';
 import { EdgePeer, le32, type Frame } from '../peers/edge-sdk.js';
-
-const T = { Hello: 0, Result: 2, Heartbeat: 5, Fault: 1004, Route: 1005, Unroute: 1006, RouteResult: 1022, RemoveTerminators: 1038, ServerHello: 20000, ClientHello: 20001, Error: 20002, SessionRemoved: 20102, ApiSessionAdded: 20200, ApiSessionRemoved: 20202, CreateTerminatorV2: 20216, CreateTerminatorV2Response: 20217, CreateCircuitV2: 20218, CreateCircuitV2Response: 20219 };
-const i32 = (n: number) => Buffer.from(new Int32Array([n]).buffer);
-const strings = (list: string[]) => Buffer.concat([le32(list.length), ...list.flatMap((s) => [le32(Buffer.byteLength(s)), Buffer.from(s)])]);
-const bytesMap = (m: [number, Buffer][]) => Buffer.concat([le32(m.length), ...m.flatMap(([k, v]) => [le32(k), le32(v.length), v])]);
-function readBytesMap(b: Buffer): Map<number, Buffer> {
-  const out = new Map<number, Buffer>();
-  let at = 4;
-  for (let i = 0; i < b.readUInt32LE(0); i++) {
-    const k = b.readUInt32LE(at);
-    const n = b.readUInt32LE(at + 4);
-    out.set(k, b.subarray(at + 8, at + 8 + n));
-    at += 8 + n;
-  }
-  return out;
-}
-const fp = (pem: string) => createHash('sha1').update(new X509Certificate(pem).raw).digest('hex');
 
 let n: TestNetwork;
 let ctrlPort: number;
 let routerId: string;
-let router: { cert: string; key: string };
+let router: EnrolledRouter;
 let host: Member;
 let client: Member;
 let service: string;
@@ -39,26 +21,16 @@ beforeAll(async () => {
   n = await startNetwork({ headersTimeoutSeconds: 2 });
   ctrlPort = n.c.running.fabric!.ctrlPort!;
   // An upstream router's enrollment: two CSRs, the client one named by the router id.
-  const made = await n.api('POST', '/edge-routers', { name: 'upstream-1', roleAttributes: ['public'] });
-  routerId = made.body.data.id;
-  const token = (await n.api('GET', `/edge-routers/${routerId}`)).body.data.enrollmentToken;
-  const clientCsr = newKeyAndCsr(routerId);
-  const serverCsr = newKeyAndCsr(routerId, ['localhost', '127.0.0.1']);
-  const enrolled = await n.c.call('POST', `${CLIENT}/enroll/erott?token=${token}`, { body: { certCsr: clientCsr.csrPem, serverCertCsr: serverCsr.csrPem } });
-  expect(enrolled.status, enrolled.text).toBe(200);
-  router = { cert: enrolled.body.data.cert, key: clientCsr.keyPem };
+  router = await enrollRouter(n, 'upstream-1');
+  routerId = router.id;
   service = await n.service('up-echo', { encryptionRequired: true });
   host = await n.identity('up-host', ['up-echo-hosts']);
   client = await n.identity('up-client', ['up-echo-clients']);
 }, 60_000);
 afterAll(() => n.close());
 
-/** A router's side: TLS with its enrolled certificate and ALPN ziti-ctrl, then its hello (sequence -1). */
-async function connect(o: { cert?: string; key?: string; id?: string } = {}): Promise<{ p: EdgePeer; result?: Frame }> {
-  const p = await EdgePeer.connect(ctrlPort, { cert: o.cert ?? router.cert, key: o.key ?? router.key, alpn: ['ziti-ctrl'] });
-  p.send(T.Hello, [[4, Buffer.from('v1.1.10|a11e8b4b|2024-09-04|linux|amd64')]], Buffer.from(o.id ?? routerId), -1);
-  const result = await p.next((f) => f.type === T.Result, 3000).catch(() => undefined);
-  return { p, result };
+function connect(o: { cert?: string; key?: string; id?: string } = {}): Promise<{ p: EdgePeer; result?: Frame }> {
+  return connectRouter(ctrlPort, router, o);
 }
 
 describe('an upstream router on the control channel', () => {

@@ -134,7 +134,15 @@ export function decode(schema: Schema, b: Buffer): Record<string, Value> {
     } else if (typeof t === 'object') v = decode(t.message, r.bytes());
     else if (t === 'string') v = r.bytes().toString('utf8');
     else if (t === 'bytes') v = Buffer.from(r.bytes());
-    else if (wire === 0) {
+    else if (f.repeated && wire === 2 && scalarIsVarint(t)) {
+      // Packed (proto3's default for repeated numbers and enums): one length-delimited run of varints.
+      const run = new Reader(r.bytes());
+      while (run.at < run.b.length) {
+        const x = run.varint();
+        out[name].push(t === 'bool' ? x !== 0n : t === 'uint64' ? x : t === 'int32' ? Number(BigInt.asIntN(32, x)) : Number(x));
+      }
+      continue;
+    } else if (wire === 0) {
       const x = r.varint();
       v = t === 'bool' ? x !== 0n : t === 'uint64' ? x : t === 'int32' ? Number(BigInt.asIntN(32, x)) : Number(x);
     } else {

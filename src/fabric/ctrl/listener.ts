@@ -1,7 +1,8 @@
 // The control channel's listener (default port 6262): upstream OpenZiti routers (`ziti router run`) dial
 // it with their enrolled certificates (mutual TLS, ALPN ziti-ctrl), are known by the fingerprint of that
-// certificate and the router id their hello names, and are then kept in step: API sessions (full on
-// connect, then every change within a second), ended sessions, terminators and circuits.
+// certificate and the router id their hello names, and are then kept in step: their peers (to link
+// with), API sessions (full on connect, then every change within a second), ended sessions; the network
+// (network.ts) routes their terminators and circuits.
 import { createHash, randomUUID } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
@@ -12,8 +13,11 @@ import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import type { FabricLog } from '../fabric.js';
-import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, Schemas } from './messages.js';
-import { RouterConn } from './router-connection.js';
+import { setRouterLinkListeners } from '../../model/fabric-state.js';
+import type { CircuitRecorder } from '../recorder.js';
+import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, LINK_MANAGEMENT, PeerState, Schemas } from './messages.js';
+import { RouterNetwork } from './network.js';
+import { RouterConn, type RouterHello } from './router-connection.js';
 
 export interface CtrlOptions {
   host: string;
@@ -40,10 +44,12 @@ export class CtrlServer {
   private timers: NodeJS.Timeout[] = [];
   private syncing = false;
   server?: tls.Server;
+  network!: RouterNetwork;
 
   constructor(
     readonly ctx: Ctx,
     readonly log: FabricLog,
+    readonly recorder: CircuitRecorder,
   ) {}
 
   idsOfTokens(tokens: string[]): string[] {
@@ -52,6 +58,7 @@ export class CtrlServer {
   }
 
   async start(o: CtrlOptions): Promise<number> {
+    this.network = new RouterNetwork(this.ctx, o.controllerId, this.routers, this.recorder, this.log);
     const first = await apiSessionsForRouters(this.ctx);
     for (const s of first.sessions) this.known.set(s.id, s.token);
     this.newest = first.newest;
@@ -88,17 +95,25 @@ export class CtrlServer {
     accepted();
     // A second connection of the same router replaces the first (a reconnect the old socket did not notice).
     const previous = this.routers.get(routerId);
-    if (previous) previous.channel.close(new Error('replaced by a new connection'));
     channel.setLimits(FRAME_LIMITS);
-    const conn = new RouterConn(this, routerId, router.name, channel);
+    const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello));
     this.routers.set(routerId, conn);
+    // After the swap: the old connection's close must not read as the router going away.
+    if (previous) previous.channel.close(new Error('replaced by a new connection'));
     channel.attach({
       message: (m) => conn.handle(m),
       closed: () => {
-        if (this.routers.get(routerId) === conn) this.routers.delete(routerId);
-        void conn.ended();
-        if (!this.routers.has(routerId)) void setRouterLease(this.ctx, routerId, null).catch(() => {});
+        conn.ended();
         this.log.info({ router: router.name }, 'ctrl: router disconnected');
+        // Replaced by a newer connection: that one carries on.
+        if (this.routers.get(routerId) !== conn) return;
+        this.routers.delete(routerId);
+        void (async () => {
+          await this.network.routerGone(routerId);
+          await setRouterLease(this.ctx, routerId, null);
+          const exists = !!(await routerForCtrl(this.ctx, routerId));
+          this.peersChanged(conn, exists ? PeerState.Unhealthy : PeerState.Removed);
+        })().catch((e) => this.log.warn({ err: String(e) }, 'ctrl: cleaning up after a router failed'));
       },
     });
     const result = message(
@@ -117,6 +132,10 @@ export class CtrlServer {
     channel.send(result);
     this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString() }, 'ctrl: router connected');
     await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
+    await setRouterLinkListeners(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') }))).catch(() => {});
+    await this.network.refreshCosts().catch(() => {});
+    // Its peers learn of it and it of them: routers dial their links themselves (section 2.7).
+    this.peersChanged(conn, PeerState.Healthy);
     // Its edge listeners' addresses (what SDKs are given), then every live API session, in chunks.
     void channel
       .request(message(CtrlType.ServerHello, [], encode(Schemas.ServerHello, { version: o.version })), 10_000)
@@ -137,6 +156,17 @@ export class CtrlServer {
       hostname ||= a.hostname;
     }
     if (Object.keys(protocols).length) await setRouterProtocols(this.ctx, routerId, protocols, hostname);
+  }
+
+  /**
+   * Tell the other routers that `conn`'s router is up (with its link listeners), down or deleted; a router
+   * that just came up is told of every other. Only routers that manage their own links are told.
+   */
+  private peersChanged(conn: RouterConn, state: number) {
+    const others = [...this.routers.values()].filter((c) => c !== conn && !c.closed);
+    const about = (c: RouterConn, s: number) => (s === PeerState.Healthy ? { id: c.routerId, version: c.hello.version, state: s, listeners: c.hello.listeners } : { id: c.routerId, state: s });
+    for (const other of others) if (other.hello.managesLinks) other.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: [about(conn, state)] }));
+    if (state === PeerState.Healthy && conn.hello.managesLinks && others.length) conn.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: others.map((c) => about(c, PeerState.Healthy)) }));
   }
 
   /** Every live API session, as upstream's instant sync sends it: full state, in chunks of 100. */
@@ -163,13 +193,16 @@ export class CtrlServer {
       for (const s of fresh) this.known.set(s.id, s.token);
       const conns = [...this.routers.values()];
       if (fresh.length) for (const c of conns) c.send(CtrlType.ApiSessionAdded, encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: fresh }));
-      const sessionIds = [...new Set(conns.flatMap((c) => c.sessionIds()))];
+      const sessionIds = [...new Set(this.network.sessionIds())];
       const live = await stillLive(this.ctx, [...this.known.keys()], sessionIds);
       const gone = [...this.known].filter(([id]) => !live.apiSessions.has(id));
       for (const [id] of gone) this.known.delete(id);
       if (gone.length) for (const c of conns) c.send(CtrlType.ApiSessionRemoved, encode(Schemas.ApiSessionRemoved, { tokens: gone.map(([, t]) => t), ids: gone.map(([id]) => id) }));
       const ended = new Set(sessionIds.filter((id) => !live.sessions.has(id)));
-      if (ended.size) for (const c of conns) await c.sessionsEnded(ended);
+      if (ended.size) {
+        const tokens = await this.network.sessionsEnded(ended);
+        if (tokens.length) for (const c of conns) c.send(CtrlType.SessionRemoved, encode(Schemas.SessionRemoved, { tokens }));
+      }
     } catch (e) {
       this.log.warn({ err: String(e) }, 'ctrl: could not sync API sessions');
     } finally {
@@ -179,6 +212,7 @@ export class CtrlServer {
 
   private async renewLeases() {
     for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, new Date(Date.now() + LEASE_MS)).catch(() => {});
+    await this.network.refreshCosts().catch(() => {});
   }
 
   async stop() {
@@ -187,4 +221,30 @@ export class CtrlServer {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});
   }
+}
+
+/** What a router's hello says of it: its version (header 4), link listeners (10) and capabilities (11). */
+function readHello(hello: Message): RouterHello {
+  const version = hello.headers.get(Header.HelloVersion)?.toString('utf8').split('|')[0] ?? '';
+  let listeners: Record<string, unknown>[] = [];
+  let capabilities: number[] = [];
+  try {
+    const l = hello.headers.get(CtrlHeader.Listeners);
+    if (l) listeners = decode(Schemas.Listeners, l).listeners as Record<string, unknown>[];
+    const md = hello.headers.get(CtrlHeader.RouterMetadata);
+    if (md) capabilities = decode(Schemas.RouterMetadata, md).capabilities as number[];
+  } catch {
+    // A malformed optional header: the router is still let in, as one without links.
+  }
+  return { version, listeners, managesLinks: capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]) };
+}
+
+/** Upstream's version rule: a development build (v0.0.0) or anything unparseable counts as new enough. */
+function atLeast(version: string, min: number[]): boolean {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version);
+  if (!m) return true;
+  const v = m.slice(1, 4).map(Number);
+  if (v.every((x) => x === 0)) return true;
+  for (let i = 0; i < 3; i++) if (v[i] !== min[i]) return v[i] > min[i];
+  return true;
 }

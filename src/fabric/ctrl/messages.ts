@@ -57,6 +57,14 @@ export const CtrlHeader = {
 /** Capabilities of a 1.1 controller: CreateTerminatorV2 (1), SingleRouterLinkSource (2), CreateCircuitV2 (3). */
 export const CONTROLLER_CAPABILITIES = Buffer.from([0x0e]);
 
+const Listener: Schema = {
+  address: { n: 1, type: 'string' },
+  protocol: { n: 2, type: 'string' },
+  costTags: { n: 3, type: 'string', repeated: true },
+  groups: { n: 4, type: 'string', repeated: true },
+  localBinding: { n: 5, type: 'string' },
+};
+
 const ApiSession: Schema = { token: { n: 1, type: 'string' }, certFingerprints: { n: 2, type: 'string', repeated: true }, id: { n: 3, type: 'string' } };
 
 export const Schemas = {
@@ -98,8 +106,39 @@ export const Schemas = {
   Unroute: { circuitId: { n: 1, type: 'string' }, now: { n: 2, type: 'bool' } },
   Fault: { subject: { n: 1, type: 'enum' }, id: { n: 2, type: 'string' }, iteration: { n: 3, type: 'uint32' } },
   RemoveTerminatorsRequest: { terminatorIds: { n: 1, type: 'string', repeated: true } },
+  CircuitConfirmation: { circuitIds: { n: 1, type: 'string', repeated: true } },
+  /** Hello header 10 and 11. */
+  Listeners: { listeners: { n: 1, type: { message: Listener }, repeated: true } },
+  RouterMetadata: { capabilities: { n: 1, type: 'enum', repeated: true } },
+  RouterLinks: {
+    links: {
+      n: 1,
+      repeated: true,
+      type: {
+        message: {
+          id: { n: 1, type: 'string' },
+          destRouterId: { n: 2, type: 'string' },
+          linkProtocol: { n: 3, type: 'string' },
+          linkCostTags: { n: 4, type: 'string', repeated: true },
+          dialAddress: { n: 5, type: 'string' },
+          iteration: { n: 6, type: 'uint32' },
+        },
+      },
+    },
+  },
+  VerifyRouter: { routerId: { n: 1, type: 'string' }, fingerprints: { n: 2, type: 'string', repeated: true } },
+  PeerStateChanges: {
+    changes: {
+      n: 1,
+      repeated: true,
+      type: { message: { id: { n: 1, type: 'string' }, version: { n: 2, type: 'string' }, state: { n: 3, type: 'enum' }, listeners: { n: 4, type: { message: Listener }, repeated: true } } },
+    },
+  },
 } satisfies Record<string, Schema>;
 
 export const TerminatorResult = { Success: 0, FailedIdConflict: 1, FailedOther: 2, FailedBusy: 3, FailedInvalidSession: 4 } as const;
+export const PeerState = { Healthy: 0, Unhealthy: 1, Removed: 2 } as const;
+/** RouterMetadata capability: the router dials and reports its own links. */
+export const LINK_MANAGEMENT = 1;
 export const DestType = { Start: 0, End: 1, Link: 2 } as const;
 export const FaultSubject = { IngressFault: 0, EgressFault: 1, LinkFault: 2, ForwardFault: 3, UnknownOwnerForwardFault: 4, LinkDuplicateFault: 5 } as const;

@@ -1,0 +1,258 @@
+// The network of upstream routers as this controller drives it (ctrl-channel-1.1.md sections 2.5-2.7,
+// 4.2): terminators on any router, the links routers report between them, and circuits routed across
+// them: the cheapest path from the router a dial arrives at to a router hosting the service, a Route to
+// every router on it, and a new path for circuits whose link fails.
+import { randomUUID } from 'node:crypto';
+import { putLink, removeLinks, routerCosts, type RouterCosts } from '../../model/fabric-state.js';
+import { addTerminator, removeTerminators } from '../../model/data-plane.js';
+import type { Ctx } from '../../model/context.js';
+import type { Message } from '../channel/codec.js';
+import { EdgeError } from '../channel/messages.js';
+import type { FabricLog } from '../fabric.js';
+import type { CircuitRecorder } from '../recorder.js';
+import { Refused } from '../session-checks.js';
+import { better, type Precedence } from '../terminators.js';
+import { CtrlHeader } from './messages.js';
+import { cheapestPaths, routeSteps, type Path, type PathLink } from './paths.js';
+import type { RouterConn } from './router-connection.js';
+
+/** How long routers have to build a route (upstream's routeTimeout), and how many tries a circuit gets. */
+export const ROUTE_TIMEOUT_MS = 10_000;
+const ATTEMPTS = 2;
+/** The attempt number upstream gives Route messages that move an existing circuit to a new path. */
+const REROUTE_ATTEMPT = 99969996;
+const PUBLIC_KEY = 1003;
+
+export interface UpstreamTerminator {
+  id: string;
+  routerId: string;
+  serviceId: string;
+  hostId: string;
+  instanceId: string;
+  cost: number;
+  precedence: Precedence;
+  sessionId: string;
+  token: string;
+  peerData: Map<number, Buffer>;
+  dials: number;
+}
+
+export interface Link extends PathLink {
+  protocol: string;
+  dialAddress: string;
+  iteration: number;
+}
+
+export interface UpstreamCircuit {
+  id: string;
+  serviceId: string;
+  clientId: string;
+  terminator: UpstreamTerminator;
+  sessionId: string;
+  token: string;
+  ingressId: string;
+  egressId: string;
+  path: Path;
+}
+
+export interface CircuitRequest {
+  serviceId: string;
+  serviceName: string;
+  clientId: string;
+  sessionId: string;
+  token: string;
+  instanceId?: string;
+  encryptionRequired: boolean;
+  peerData: Map<number, Buffer>;
+}
+
+export interface RoutedCircuit {
+  circuit: UpstreamCircuit;
+  /** The host's stored peer data overlaid with what the egress reported back from its SDK. */
+  peerData: Map<number, Buffer>;
+  tags: Record<string, string>;
+}
+
+export class RouterNetwork {
+  readonly terminators = new Map<string, UpstreamTerminator>();
+  readonly links = new Map<string, Link>();
+  readonly circuits = new Map<string, UpstreamCircuit>();
+  private costs = new Map<string, RouterCosts>();
+
+  constructor(
+    readonly ctx: Ctx,
+    readonly controllerId: string,
+    readonly routers: Map<string, RouterConn>,
+    readonly recorder: CircuitRecorder,
+    readonly log: FabricLog,
+  ) {}
+
+  /** Router costs are read when a router connects and refreshed with its lease (an admin may change them). */
+  async refreshCosts() {
+    this.costs = await routerCosts(this.ctx, [...this.routers.keys()]);
+  }
+
+  // ---- terminators
+
+  /** A Bind's terminator, from any router; a router that reconnects sends its terminators again (same id). */
+  async addTerminator(t: UpstreamTerminator) {
+    if (this.terminators.has(t.id)) await removeTerminators(this.ctx, [t.id]);
+    await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
+    this.terminators.set(t.id, t);
+  }
+
+  async removeTerminators(ids: string[]) {
+    const gone = ids.filter((id) => this.terminators.delete(id));
+    await removeTerminators(this.ctx, gone).catch(() => {});
+    return gone;
+  }
+
+  terminatorsOf(routerId: string): string[] {
+    return [...this.terminators.values()].filter((t) => t.routerId === routerId).map((t) => t.id);
+  }
+
+  // ---- links
+
+  async linkReported(l: Link) {
+    const known = this.links.get(l.id);
+    if (known && known.iteration > l.iteration) return;
+    this.links.set(l.id, l);
+    await putLink(this.ctx, this.controllerId, { id: l.id, srcRouterId: l.src, dstRouterId: l.dst, protocol: l.protocol, dialAddress: l.dialAddress, iteration: l.iteration, staticCost: l.cost }).catch((e) =>
+      this.log.warn({ err: String(e) }, 'ctrl: could not record a link'),
+    );
+  }
+
+  /** A link failed or lost a duplicate race: forget it and move the circuits that crossed it. */
+  async linkGone(id: string, iteration?: number) {
+    const l = this.links.get(id);
+    if (!l || (iteration !== undefined && iteration < l.iteration)) return;
+    this.links.delete(id);
+    await removeLinks(this.ctx, [id]).catch(() => {});
+    await this.rerouteWhere((c) => c.path.links.includes(id));
+  }
+
+  // ---- routers
+
+  /** A router's connection ended: its terminators and the links it dialed go; circuits it carried end or move. */
+  async routerGone(routerId: string) {
+    const terminators = this.terminatorsOf(routerId);
+    await this.removeTerminators(terminators);
+    const dialed = [...this.links.values()].filter((l) => l.src === routerId).map((l) => l.id);
+    for (const id of dialed) this.links.delete(id);
+    await removeLinks(this.ctx, dialed).catch(() => {});
+    this.costs.delete(routerId);
+    for (const c of [...this.circuits.values()]) {
+      const i = c.path.routers.indexOf(routerId);
+      // Its ends were on that router: nothing can carry it now.
+      if (i === 0 || i === c.path.routers.length - 1) this.endCircuit(c, true);
+    }
+    await this.rerouteWhere((c) => c.path.routers.includes(routerId));
+  }
+
+  // ---- circuits
+
+  /**
+   * Route a circuit from `from` (the router the dial arrived at) to the best terminator of the service
+   * reachable from there: Route to every router of the path, all RouteResults successful for the
+   * attempt, else Unroute what was built and try again.
+   */
+  async createCircuit(from: RouterConn, r: CircuitRequest): Promise<RoutedCircuit> {
+    if (!this.costs.has(from.routerId)) await this.refreshCosts();
+    let why = '';
+    // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.
+    const id = randomUUID();
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const choice = this.choose(from.routerId, r);
+      const t = choice.terminator;
+      if (!t) throw new Refused(choice.why, EdgeError.InvalidTerminator);
+      if (r.encryptionRequired && !t.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
+      t.dials++;
+      const circuit: UpstreamCircuit = { id, serviceId: r.serviceId, clientId: r.clientId, terminator: t, sessionId: r.sessionId, token: r.token, ingressId: randomUUID(), egressId: randomUUID(), path: choice.path! };
+      const tags = { serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId };
+      const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: 'edge', address: circuit.egressId, destination: t.id, peerData: r.peerData });
+      const results = await Promise.all(steps.map((s) => this.routers.get(s.routerId)?.route(circuit.id, attempt, s, tags, ROUTE_TIMEOUT_MS) ?? Promise.resolve(undefined)));
+      const failed = results.findIndex((m) => !m?.headers.has(CtrlHeader.RouteSuccess));
+      if (failed < 0) {
+        this.circuits.set(circuit.id, circuit);
+        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links });
+        // The egress's RouteResult carries what the hosting SDK answered (its own key among it).
+        const peerData = new Map(t.peerData);
+        for (const [k, v] of results[results.length - 1]!.headers) if (k >= 1000 && !(k >= 1101 && k <= 1113)) peerData.set(k, v);
+        return { circuit, peerData, tags };
+      }
+      const m = results[failed];
+      why = m?.headers.get(CtrlHeader.RouteError)?.toString('utf8') ?? `router '${this.routers.get(steps[failed].routerId)?.name ?? steps[failed].routerId}' gave no route result within ${ROUTE_TIMEOUT_MS / 1000} s`;
+      // What the routers that succeeded built for this attempt is abandoned.
+      steps.forEach((s, i) => results[i]?.headers.has(CtrlHeader.RouteSuccess) && this.routers.get(s.routerId)?.unroute(circuit.id));
+      this.log.info({ circuit: circuit.id, attempt, reason: why }, 'ctrl: a route attempt failed');
+    }
+    throw new Refused(`failed to establish connection with the service's terminator: ${why}`, EdgeError.InvalidTerminator);
+  }
+
+  /** The best terminator for the request and the path to it (ranked with the path's cost added). */
+  private choose(fromId: string, r: CircuitRequest): { terminator?: UpstreamTerminator; path?: Path; why: string } {
+    const routers = new Map([...this.routers.keys()].map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
+    const pathTo = cheapestPaths(fromId, routers, this.links.values());
+    let best: { terminator: UpstreamTerminator; path: Path; rank: { precedence: Precedence; cost: number; dials: number } } | undefined;
+    let seen = 0;
+    for (const t of this.terminators.values()) {
+      if (t.serviceId !== r.serviceId || (r.instanceId && t.instanceId !== r.instanceId)) continue;
+      seen++;
+      const path = pathTo(t.routerId);
+      if (!path) continue;
+      const rank = { precedence: t.precedence, cost: t.cost + path.cost, dials: t.dials };
+      if (better(rank, best?.rank)) best = { terminator: t, path, rank };
+    }
+    if (best) return { ...best, why: '' };
+    const from = this.routers.get(fromId)?.name ?? fromId;
+    return {
+      why: seen
+        ? `service '${r.serviceName}' has ${seen} terminator(s), none on a router reachable from router '${from}' (see ztc fabric links)`
+        : `service '${r.serviceName}' has no terminator on any router connected to this controller's control channel${r.instanceId ? ` for instance '${r.instanceId}'` : ''}`,
+    };
+  }
+
+  /** A circuit ended: forget it and tell every router on its path to drop its forwarding (`now`: at once). */
+  endCircuit(c: UpstreamCircuit, now: boolean) {
+    if (!this.circuits.delete(c.id)) return;
+    this.recorder.removed(c.id);
+    for (const id of c.path.routers) this.routers.get(id)?.unroute(c.id, now);
+  }
+
+  /** Circuits matching `which` get a new path between the same ends; those that cannot are ended. */
+  private async rerouteWhere(which: (c: UpstreamCircuit) => boolean) {
+    const moving = [...this.circuits.values()].filter(which);
+    if (!moving.length) return;
+    await this.refreshCosts();
+    const routers = new Map([...this.routers.keys()].map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
+    await Promise.all(
+      moving.map(async (c) => {
+        const path = cheapestPaths(c.path.routers[0], routers, this.links.values())(c.path.routers[c.path.routers.length - 1]);
+        if (!path) {
+          this.log.info({ circuit: c.id }, 'ctrl: no path left for a circuit: ending it');
+          return this.endCircuit(c, true);
+        }
+        c.path = path;
+        const tags = { serviceId: c.serviceId, clientId: c.clientId, hostId: c.terminator.hostId };
+        const results = await Promise.all(routeSteps(path, c.ingressId, c.egressId).map((s) => this.routers.get(s.routerId)?.route(c.id, REROUTE_ATTEMPT, s, tags, ROUTE_TIMEOUT_MS)));
+        if (results.some((m: Message | undefined) => !m?.headers.has(CtrlHeader.RouteSuccess))) return this.endCircuit(c, true);
+        this.recorder.updated({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: c.terminator.hostId, terminatorId: c.terminator.id, routerIds: path.routers, linkIds: path.links });
+        this.log.info({ circuit: c.id, routers: path.routers.length }, 'ctrl: rerouted a circuit');
+      }),
+    );
+  }
+
+  /** Service sessions that ended: their terminators and circuits go; the routers are told which tokens died. */
+  async sessionsEnded(ended: Set<string>): Promise<string[]> {
+    const tokens = new Set<string>();
+    const gone: string[] = [];
+    for (const t of this.terminators.values()) if (ended.has(t.sessionId)) (tokens.add(t.token), gone.push(t.id));
+    for (const c of [...this.circuits.values()]) if (ended.has(c.sessionId)) (tokens.add(c.token), this.endCircuit(c, true));
+    await this.removeTerminators(gone);
+    return [...tokens];
+  }
+
+  sessionIds(): string[] {
+    return [...[...this.terminators.values()].map((t) => t.sessionId), ...[...this.circuits.values()].map((c) => c.sessionId)];
+  }
+}

@@ -1,0 +1,62 @@
+// Circuits as the Fabric API lists them: every circuit made and ended on this controller's data plane
+// (the embedded router's and upstream routers'), written to the store in batches off the dial path, so
+// a dial never waits for a write and a burst of dials is one transaction.
+import type { Ctx } from '../model/context.js';
+import { recordCircuits, type CircuitRecord } from '../model/fabric-state.js';
+import type { FabricLog } from './fabric.js';
+
+const FLUSH_MS = 250;
+
+export class CircuitRecorder {
+  private add = new Map<string, CircuitRecord>();
+  private update = new Map<string, CircuitRecord>();
+  private remove = new Set<string>();
+  private timer?: NodeJS.Timeout;
+  private flushing?: Promise<void>;
+
+  constructor(
+    readonly ctx: Ctx,
+    readonly controllerId: string,
+    readonly log: FabricLog,
+  ) {}
+
+  added(c: CircuitRecord) {
+    this.add.set(c.id, c);
+    this.schedule();
+  }
+
+  updated(c: CircuitRecord) {
+    // Not written yet: the insert carries the new path.
+    if (this.add.has(c.id)) this.add.set(c.id, c);
+    else this.update.set(c.id, c);
+    this.schedule();
+  }
+
+  removed(id: string) {
+    this.update.delete(id);
+    // Made and ended within one batch: never written.
+    if (!this.add.delete(id)) this.remove.add(id);
+    this.schedule();
+  }
+
+  private schedule() {
+    if (this.timer) return;
+    this.timer = setTimeout(() => void this.flush(), FLUSH_MS);
+    this.timer.unref();
+  }
+
+  async flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flushing;
+    const added = [...this.add.values()];
+    const updated = [...this.update.values()];
+    const removed = [...this.remove];
+    this.add.clear();
+    this.update.clear();
+    this.remove.clear();
+    if (!added.length && !updated.length && !removed.length) return;
+    this.flushing = recordCircuits(this.ctx, this.controllerId, added, updated, removed).catch((e) => this.log.warn({ err: String(e) }, 'fabric: could not record circuits'));
+    await this.flushing;
+  }
+}

@@ -1,0 +1,80 @@
+// The fabric's live state in the store (links, circuits, routers' link listeners), written by the data
+// plane as it changes and read by the Fabric API (/fabric/v1) and `ztc fabric`. Rows name the controller
+// that wrote them: a controller's rows are its routers' and go when it restarts (they died with it).
+import { iso } from './clock.js';
+import type { Ctx } from './context.js';
+
+export interface LinkRecord {
+  id: string;
+  srcRouterId: string;
+  dstRouterId: string;
+  protocol: string;
+  dialAddress: string;
+  iteration: number;
+  staticCost: number;
+}
+
+export interface CircuitRecord {
+  id: string;
+  serviceId: string;
+  clientId: string;
+  hostId: string;
+  terminatorId: string;
+  routerIds: string[];
+  linkIds: string[];
+}
+
+/** At start: what a previous run of this controller left (its routers' links and circuits ended with it). */
+export async function clearFabricState(ctx: Ctx, controllerId: string) {
+  await ctx.store.db.deleteFrom('links').where('controllerId', '=', controllerId).execute();
+  await ctx.store.db.deleteFrom('circuits').where('controllerId', '=', controllerId).execute();
+}
+
+export async function putLink(ctx: Ctx, controllerId: string, l: LinkRecord) {
+  const now = iso(ctx.clock.now());
+  await ctx.store.write(async (tx) => {
+    await tx.deleteFrom('links').where('id', '=', l.id).execute();
+    await tx.insertInto('links').values({ ...l, createdAt: now, updatedAt: now, tags: '{}', controllerId }).execute();
+  });
+}
+
+export async function removeLinks(ctx: Ctx, ids: string[]) {
+  for (let i = 0; i < ids.length; i += 500) await ctx.store.db.deleteFrom('links').where('id', 'in', ids.slice(i, i + 500)).execute();
+}
+
+/** Circuits made and ended since the last call, in one transaction (the recorder batches them). */
+export async function recordCircuits(ctx: Ctx, controllerId: string, added: CircuitRecord[], updated: CircuitRecord[], removed: string[]) {
+  const now = iso(ctx.clock.now());
+  await ctx.store.write(async (tx) => {
+    for (let i = 0; i < removed.length; i += 500) await tx.deleteFrom('circuits').where('id', 'in', removed.slice(i, i + 500)).execute();
+    const rows = added.map((c) => ({ ...c, routerIds: JSON.stringify(c.routerIds), linkIds: JSON.stringify(c.linkIds), createdAt: now, updatedAt: now, tags: '{}', controllerId }));
+    for (let i = 0; i < rows.length; i += 100) await tx.insertInto('circuits').values(rows.slice(i, i + 100)).execute();
+    for (const c of updated) await tx.updateTable('circuits').set({ routerIds: JSON.stringify(c.routerIds), linkIds: JSON.stringify(c.linkIds), updatedAt: now }).where('id', '=', c.id).execute();
+  });
+}
+
+/** The link listeners a router's hello announced: what the Fabric API shows as its listener addresses. */
+export async function setRouterLinkListeners(ctx: Ctx, routerId: string, listeners: { address: string; protocol: string }[]) {
+  await ctx.store.db.updateTable('routers').set({ linkListeners: JSON.stringify(listeners) }).where('id', '=', routerId).execute();
+}
+
+export interface RouterCosts {
+  cost: number;
+  noTraversal: boolean;
+}
+
+/** What path finding needs of routers: their cost and whether they carry others' traffic. */
+export async function routerCosts(ctx: Ctx, ids: string[]): Promise<Map<string, RouterCosts>> {
+  const out = new Map<string, RouterCosts>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await ctx.store.db.selectFrom('routers').select(['id', 'cost', 'noTraversal']).where('id', 'in', ids.slice(i, i + 500)).execute();
+    for (const r of rows) out.set(r.id, { cost: Number(r.cost), noTraversal: !!Number(r.noTraversal) });
+  }
+  return out;
+}
+
+/** The fingerprint a router enrolled with, for VerifyRouter (a link's listening side asks who dialed it). */
+export async function routerFingerprint(ctx: Ctx, routerId: string): Promise<string | null> {
+  const r = await ctx.store.db.selectFrom('routers').select('fingerprint').where('id', '=', routerId).executeTakeFirst();
+  return r?.fingerprint?.toLowerCase() ?? null;
+}

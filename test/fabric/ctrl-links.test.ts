@@ -1,0 +1,180 @@
+// Several upstream routers on the control channel (ctrl-channel-1.1.md sections 2.6, 2.7 and 4.2), each a
+// test router written from the reference: peers told of each other, links verified and reported, a
+// circuit routed across a link (ingress, transit and egress Routes), rerouted when its link fails,
+// ended when no path is left, and the Fabric API's view of it all. (By hand: two `ziti router run`
+// 1.1.10 linked through ztc carried the C SDK's echo; README, Routers.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decode, encode } from '../../src/fabric/channel/protobuf.js';
+import { DestType, FaultSubject, PeerState, Schemas } from '../../src/fabric/ctrl/messages.js';
+import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
+import { bytesMap, connectRouter, enrollRouter, fp, readBytesMap, strings, T, type EnrolledRouter } from '../peers/ctrl-router.js';
+import { le32, type EdgePeer, type Frame } from '../peers/edge-sdk.js';
+
+let n: TestNetwork;
+let port: number;
+const r: Record<'a' | 'b' | 'c', EnrolledRouter> = {} as never;
+const p: Record<'a' | 'b' | 'c', EdgePeer> = {} as never;
+let host: Member;
+let client: Member;
+let service: string;
+
+const changes = (f: Frame) => decode(Schemas.PeerStateChanges, f.body).changes as { id: string; state?: number; version?: string; listeners: { address: string }[] }[];
+const fabric = async (path: string) => (await n.c.call('GET', `/fabric/v1${path}`, { token: n.admin })).body;
+const routeOf = (f: Frame) => decode(Schemas.Route, f.body);
+const ok = (circuitId: string, attempt: number, extra: [number, Buffer][] = []): [number, Buffer][] => [[1101, le32(attempt)], [1102, Buffer.from([1])], ...extra];
+const report = (from: EdgePeer, id: string, dest: EnrolledRouter, iteration = 1) =>
+  from.send(T.RouterLinks, [], encode(Schemas.RouterLinks, { links: [{ id, destRouterId: dest.id, linkProtocol: 'tls', dialAddress: `tls:${dest.name}:14001`, iteration }] }));
+
+beforeAll(async () => {
+  n = await startNetwork();
+  port = n.c.running.fabric!.ctrlPort!;
+  for (const k of ['a', 'b', 'c'] as const) r[k] = await enrollRouter(n, `links-${k}`);
+  service = await n.service('links-echo', { encryptionRequired: true });
+  host = await n.identity('links-host', ['links-echo-hosts']);
+  client = await n.identity('links-client', ['links-echo-clients']);
+}, 60_000);
+afterAll(() => n.close());
+
+describe('routers that link', () => {
+  it('are told of each other: the new one of every connected peer, the others of it, with listeners and version', async () => {
+    p.a = (await connectRouter(port, r.a, { managesLinks: true, listeners: [{ address: 'tls:links-a:14001', protocol: 'tls', groups: ['default'] }] })).p;
+    p.b = (await connectRouter(port, r.b, { managesLinks: true })).p;
+    const toB = changes(await p.b.next((f) => f.type === T.PeerStateChanges));
+    expect(toB).toEqual([{ id: r.a.id, version: 'v1.1.10', listeners: [expect.objectContaining({ address: 'tls:links-a:14001', protocol: 'tls', groups: ['default'] })] }]);
+    const toA = changes(await p.a.next((f) => f.type === T.PeerStateChanges));
+    expect(toA).toEqual([expect.objectContaining({ id: r.b.id, version: 'v1.1.10', listeners: [] })]);
+    // proto3 leaves Healthy (0) out.
+    expect(toA[0].state ?? PeerState.Healthy).toBe(PeerState.Healthy);
+    const listed = (await fabric(`/routers/${r.a.id}`)).data;
+    expect(listed).toMatchObject({ connected: true, listenerAddresses: [{ address: 'tls:links-a:14001', protocol: 'tls' }] });
+  });
+
+  it('answer VerifyRouter with a Result: success for the enrolled certificate, failure otherwise', async () => {
+    const good = p.a.send(T.VerifyRouter, [], encode(Schemas.VerifyRouter, { routerId: r.b.id, fingerprints: [fp(r.b.cert)] }));
+    const yes = await p.a.replyTo(good);
+    expect(yes.type).toBe(T.Result);
+    expect(yes.headers.get(2)).toEqual(Buffer.from([1]));
+    const bad = p.a.send(T.VerifyRouter, [], encode(Schemas.VerifyRouter, { routerId: r.b.id, fingerprints: [fp(r.a.cert)] }));
+    const no = await p.a.replyTo(bad);
+    expect(no.headers.get(2)).toEqual(Buffer.from([0]));
+    expect(no.body.toString()).toMatch(/not its enrolled/);
+    const unknown = await p.a.replyTo(p.a.send(T.VerifyRouter, [], encode(Schemas.VerifyRouter, { routerId: 'nobody', fingerprints: ['00'] })));
+    expect(unknown.headers.get(2)).toEqual(Buffer.from([0]));
+  });
+
+  it('record the links routers report, shown under /fabric/v1/links', async () => {
+    report(p.b, 'link-ba', r.a);
+    await expect.poll(async () => (await fabric('/links')).data, { timeout: 3000 }).toEqual([
+      expect.objectContaining({ id: 'link-ba', protocol: 'tls', dialAddress: 'tls:links-a:14001', iteration: 1, state: 'Connected', sourceRouter: expect.objectContaining({ id: r.b.id, name: 'links-b' }), destRouter: expect.objectContaining({ id: r.a.id, name: 'links-a' }) }),
+    ]);
+  });
+
+  let terminator: string;
+  let circuitId: string;
+  let ingress: string;
+  let egress: string;
+  it('route a dial across the link: the ingress forwards to the link, the egress from it to the host', async () => {
+    terminator = 'term-' + Math.random().toString(36).slice(2);
+    const bind = await n.session(host, service, 'Bind');
+    const made = await p.a.replyTo(p.a.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: terminator, sessionToken: bind, fingerprints: [fp(host.cert)], peerData: { 1003: Buffer.alloc(32, 5) } })));
+    expect(decode(Schemas.CreateTerminatorV2Response, made.body).result ?? 0).toBe(0);
+
+    const dial = await n.session(client, service, 'Dial');
+    const seq = p.b.send(T.CreateCircuitV2, [[11, Buffer.from(dial)], [12, strings([fp(client.cert)])], [10, bytesMap([[1003, Buffer.alloc(32, 6)]])]]);
+    const atB = routeOf(await p.b.next((f) => f.type === T.Route));
+    const atA = routeOf(await p.a.next((f) => f.type === T.Route));
+    circuitId = atB.circuitId;
+    expect(atA.circuitId).toBe(circuitId);
+    expect(atB.egress).toBeUndefined();
+    ingress = atB.forwards[0].srcAddress;
+    egress = atA.egress.address;
+    // proto3 leaves Start (0) out of the second forward.
+    expect(atB.forwards).toEqual([
+      { srcAddress: ingress, dstAddress: 'link-ba', dstType: DestType.Link },
+      { srcAddress: 'link-ba', dstAddress: ingress },
+    ]);
+    expect(atA.forwards).toEqual([
+      { srcAddress: egress, dstAddress: 'link-ba', dstType: DestType.Link },
+      { srcAddress: 'link-ba', dstAddress: egress, dstType: DestType.End },
+    ]);
+    expect(atA.egress).toMatchObject({ binding: 'edge', destination: terminator });
+    // No answer to the ingress until every router of the path has built its part.
+    p.b.send(T.RouteResult, ok(circuitId, 0), Buffer.from(circuitId));
+    await expect(p.b.replyTo(seq, 400)).rejects.toThrow(/no matching frame/);
+    p.a.send(T.RouteResult, ok(circuitId, 0, [[1500, Buffer.from('from-host')]]), Buffer.from(circuitId));
+    const answer = await p.b.replyTo(seq);
+    expect(answer.type).toBe(T.CreateCircuitV2Response);
+    expect(answer.headers.get(11)!.toString()).toBe(circuitId);
+    expect(answer.headers.get(12)!.toString()).toBe(ingress);
+    const peerData = readBytesMap(answer.headers.get(10)!);
+    expect(peerData.get(1003)).toEqual(Buffer.alloc(32, 5));
+    expect(peerData.get(1500)?.toString()).toBe('from-host');
+    await expect.poll(async () => (await fabric(`/circuits/${circuitId}`)).data, { timeout: 3000 }).toMatchObject({
+      clientId: client.id,
+      service: { id: service },
+      terminator: { id: terminator },
+      path: { nodes: [{ id: r.b.id, name: 'links-b' }, { id: r.a.id, name: 'links-a' }], links: [{ id: 'link-ba' }] },
+    });
+  });
+
+  it('move a circuit to another path when its link fails: through a transit router, egress left as it is', async () => {
+    p.c = (await connectRouter(port, r.c, { managesLinks: true })).p;
+    // a and b hear of c.
+    for (const k of ['a', 'b'] as const) expect(changes(await p[k].next((f) => f.type === T.PeerStateChanges && changes(f)[0].id === r.c.id))[0].id).toBe(r.c.id);
+    report(p.c, 'link-cb', r.b);
+    report(p.c, 'link-ca', r.a);
+    await expect.poll(async () => (await fabric('/links')).meta.pagination.totalCount, { timeout: 3000 }).toBe(3);
+    p.b.send(T.Fault, [], encode(Schemas.Fault, { subject: FaultSubject.LinkFault, id: 'link-ba', iteration: 1 }));
+    const atB = routeOf(await p.b.next((f) => f.type === T.Route));
+    const atC = routeOf(await p.c.next((f) => f.type === T.Route));
+    const atA = routeOf(await p.a.next((f) => f.type === T.Route));
+    for (const x of [atA, atB, atC]) expect(x).toMatchObject({ circuitId, attempt: 99969996 });
+    expect(atB.forwards[0]).toEqual({ srcAddress: ingress, dstAddress: 'link-cb', dstType: DestType.Link });
+    expect(atC.forwards).toEqual([
+      { srcAddress: 'link-cb', dstAddress: 'link-ca', dstType: DestType.Link },
+      { srcAddress: 'link-ca', dstAddress: 'link-cb', dstType: DestType.Link },
+    ]);
+    expect(atA.egress).toBeUndefined();
+    expect(atA.forwards[1]).toEqual({ srcAddress: 'link-ca', dstAddress: egress, dstType: DestType.End });
+    for (const k of ['a', 'b', 'c'] as const) p[k].send(T.RouteResult, ok(circuitId, 99969996), Buffer.from(circuitId));
+    await expect.poll(async () => (await fabric(`/circuits/${circuitId}`)).data.path.links.map((l: { id: string }) => l.id), { timeout: 3000 }).toEqual(['link-cb', 'link-ca']);
+    expect((await fabric('/links')).data.map((l: { id: string }) => l.id).sort()).toEqual(['link-ca', 'link-cb']);
+  });
+
+  it('end a circuit when its transit router goes and no path is left; its peers hear it is unhealthy', async () => {
+    p.c.close();
+    for (const k of ['a', 'b'] as const) {
+      const down = changes(await p[k].next((f) => f.type === T.PeerStateChanges && changes(f)[0].id === r.c.id));
+      expect(down).toEqual([{ id: r.c.id, state: PeerState.Unhealthy, listeners: [] }]);
+      expect(decode(Schemas.Unroute, (await p[k].next((f) => f.type === T.Unroute)).body)).toMatchObject({ circuitId, now: true });
+    }
+    await expect.poll(async () => (await fabric('/circuits')).data, { timeout: 3000 }).toEqual([]);
+    // The links c dialed went with it.
+    expect((await fabric('/links')).data).toEqual([]);
+    expect((await fabric(`/routers/${r.c.id}`)).data.connected).toBe(false);
+  });
+
+  it('refuse a dial when the service\'s terminators are on routers the ingress cannot reach', async () => {
+    const dial = await n.session(client, service, 'Dial');
+    const err = await p.b.replyTo(p.b.send(T.CreateCircuitV2, [[11, Buffer.from(dial)], [12, strings([fp(client.cert)])], [10, bytesMap([[1003, Buffer.alloc(32, 6)]])]]));
+    expect(err.type).toBe(T.Error);
+    expect(err.body.toString()).toMatch(/none on a router reachable from router 'links-b'/);
+  });
+
+  it('retry a route that failed on one router, after unrouting what the others built', async () => {
+    report(p.b, 'link-ba-2', r.a, 2);
+    await expect.poll(async () => (await fabric('/links')).data.length, { timeout: 3000 }).toBe(1);
+    const dial = await n.session(client, service, 'Dial');
+    const seq = p.b.send(T.CreateCircuitV2, [[11, Buffer.from(dial)], [12, strings([fp(client.cert)])], [10, bytesMap([[1003, Buffer.alloc(32, 6)]])]]);
+    const first = routeOf(await p.a.next((f) => f.type === T.Route));
+    await p.b.next((f) => f.type === T.Route);
+    p.b.send(T.RouteResult, ok(first.circuitId, 0), Buffer.from(first.circuitId));
+    p.a.send(T.RouteResult, [[1101, le32(0)], [1103, Buffer.from('the host did not answer')], [1104, Buffer.from([3])]], Buffer.from(first.circuitId));
+    expect(decode(Schemas.Unroute, (await p.b.next((f) => f.type === T.Unroute)).body).circuitId).toBe(first.circuitId);
+    const again = routeOf(await p.a.next((f) => f.type === T.Route));
+    expect(again.attempt).toBe(1);
+    await p.b.next((f) => f.type === T.Route);
+    for (const k of ['a', 'b'] as const) p[k].send(T.RouteResult, ok(again.circuitId, 1), Buffer.from(again.circuitId));
+    expect((await p.b.replyTo(seq)).type).toBe(T.CreateCircuitV2Response);
+  });
+});
