@@ -86,6 +86,7 @@ export const COMMANDS: CommandEntry[] = [
   },
   { name: 'terminator', description: "Terminators: the router, binding and address where a service's traffic leaves the network", load: resource('terminators') },
   { name: 'session', description: 'Sessions: permissions to dial or bind a service, each tied to an API session', load: resource('sessions') },
+  { name: 'fabric', description: 'routers, links, circuits and terminators as the routers report them (the Fabric API)', load: async () => (await import('./commands/fabric.js')).fabricCommand() },
   { name: 'controller', description: "Controllers serving this network's database, with their API addresses and certificates", load: resource('controllers') },
   { name: 'admin', description: 'recover administrator access on the controller host: reset a password, create an admin', load: async () => (await import('./commands/admin.js')).adminCommand() },
   { name: 'policy-advisor', description: 'why an identity can or cannot dial or bind a service: policies, edge routers, enrollment, posture, MFA', load: async () => (await import('./commands/policy-advisor.js')).policyAdvisorCommand() },

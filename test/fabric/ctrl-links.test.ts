@@ -3,9 +3,14 @@
 // circuit routed across a link (ingress, transit and egress Routes), rerouted when its link fails,
 // ended when no path is left, and the Fabric API's view of it all. (By hand: two `ziti router run`
 // 1.1.10 linked through ztc carried the C SDK's echo; README, Routers.)
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { DestType, FaultSubject, PeerState, Schemas } from '../../src/fabric/ctrl/messages.js';
+import { ADMIN } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { bytesMap, connectRouter, enrollRouter, fp, readBytesMap, strings, T, type EnrolledRouter } from '../peers/ctrl-router.js';
 import { le32, type EdgePeer, type Frame } from '../peers/edge-sdk.js';
@@ -25,6 +30,15 @@ const ok = (circuitId: string, attempt: number, extra: [number, Buffer][] = []):
 const report = (from: EdgePeer, id: string, dest: EnrolledRouter, iteration = 1) =>
   from.send(T.RouterLinks, [], encode(Schemas.RouterLinks, { links: [{ id, destRouterId: dest.id, linkProtocol: 'tls', dialAddress: `tls:${dest.name}:14001`, iteration }] }));
 
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
+function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [path.resolve('bin/ztc'), ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: '' }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
 beforeAll(async () => {
   n = await startNetwork();
   port = n.c.running.fabric!.ctrlPort!;
@@ -33,7 +47,10 @@ beforeAll(async () => {
   host = await n.identity('links-host', ['links-echo-hosts']);
   client = await n.identity('links-client', ['links-echo-clients']);
 }, 60_000);
-afterAll(() => n.close());
+afterAll(async () => {
+  await n.close();
+  fs.rmSync(home, { recursive: true, force: true });
+});
 
 describe('routers that link', () => {
   it('are told of each other: the new one of every connected peer, the others of it, with listeners and version', async () => {
@@ -139,6 +156,17 @@ describe('routers that link', () => {
     for (const k of ['a', 'b', 'c'] as const) p[k].send(T.RouteResult, ok(circuitId, 99969996), Buffer.from(circuitId));
     await expect.poll(async () => (await fabric(`/circuits/${circuitId}`)).data.path.links.map((l: { id: string }) => l.id), { timeout: 3000 }).toEqual(['link-cb', 'link-ca']);
     expect((await fabric('/links')).data.map((l: { id: string }) => l.id).sort()).toEqual(['link-ca', 'link-cb']);
+  });
+
+  it('shows the same through the built CLI: ztc fabric links|circuits|routers, as a table and as JSON', async () => {
+    expect((await ztc('login', n.c.running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes')).code).toBe(0);
+    const links = await ztc('fabric', 'links');
+    expect(links.code, links.stderr).toBe(0);
+    expect(links.stdout).toMatch(/link-cb\s+links-c\s+links-b\s+tls/);
+    const circuits = JSON.parse((await ztc('fabric', 'circuits', '-o', 'json')).stdout);
+    expect(circuits.map((c: { id: string; path: { nodes: { name: string }[] } }) => [c.id, c.path.nodes.map((x) => x.name)])).toEqual([[circuitId, ['links-b', 'links-c', 'links-a']]]);
+    const routers = await ztc('fabric', 'routers', 'name contains "links-"');
+    expect(routers.stdout).toMatch(/links-a\s+true/);
   });
 
   it('end a circuit when its transit router goes and no path is left; its peers hear it is unhealthy', async () => {

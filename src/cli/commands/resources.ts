@@ -257,6 +257,51 @@ export async function resolveId(t: Transport, decl: CliResource, ref: string): P
   });
 }
 
+/** `list [filter]` for a resource at `base`: a page as a table, or every row as JSON/YAML for scripts. */
+export function listCommand(command: Command, decl: Pick<CliResource, 'plural' | 'columns'>, base: string): Command {
+  return targetOptions(command)
+    .argument('[filter]', 'filter expression')
+    .option('--limit <n>', 'this many rows (the table shows 10 unless asked; -o json|yaml: all unless asked)')
+    .option('--offset <n>', 'skip this many')
+    .option('--all', 'every matching row, in the table too')
+    .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string; all?: boolean }) => {
+      const format = parseFormat(opts.output);
+      // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
+      const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
+      const page = (offset: number, limit?: string) => {
+        const q = new URLSearchParams();
+        if (filter) q.set('filter', filter);
+        if (limit) q.set('limit', limit);
+        if (offset) q.set('offset', String(offset));
+        return q;
+      };
+      const { rows, p } = await withTransport(opts, async (t) => {
+        const get = async (q: URLSearchParams) => {
+          const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
+          return { rows: (body?.data as unknown[]) ?? [], p: body?.meta?.pagination as { offset: number; totalCount: number } | undefined };
+        };
+        const fetched = await (async () => {
+          if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
+          const all: unknown[] = [];
+          for (;;) {
+            const r = await get(page(all.length, String(PAGE)));
+            all.push(...r.rows);
+            if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
+          }
+        })();
+        // Scripts get the API's rows as they are; people get names where the API gives ids.
+        return format === 'table' ? { ...fetched, rows: await namesForIds(t, fetched.rows, decl.columns) } : fetched;
+      });
+      let footer: string | undefined;
+      if (p) {
+        footer = `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}`;
+        const next = Math.min(500, Math.max(50, rows.length * 5));
+        if (p.offset + rows.length < p.totalCount) footer += `: --limit ${next}, --offset ${p.offset + rows.length} or --all for more`;
+      }
+      await print(rows, format, { columns: decl.columns, footer });
+    });
+}
+
 /**
  * `defaults` fill required fields a person rarely wants to type (a function: computed per call).
  * `onCreated` may act on the new entity (e.g. write its enrollment JWT) and decide what is printed.
@@ -276,49 +321,7 @@ export function resourceCommand(
   const base = `${API}/${decl.plural}`;
   const has = (op: CliResource['ops'][number]) => decl.ops.includes(op);
 
-  if (has('list')) {
-    targetOptions(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`))
-      .argument('[filter]', 'filter expression')
-      .option('--limit <n>', 'this many rows (the table shows 10 unless asked; -o json|yaml: all unless asked)')
-      .option('--offset <n>', 'skip this many')
-      .option('--all', 'every matching row, in the table too')
-      .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string; all?: boolean }) => {
-        const format = parseFormat(opts.output);
-        // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
-        const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
-        const page = (offset: number, limit?: string) => {
-          const q = new URLSearchParams();
-          if (filter) q.set('filter', filter);
-          if (limit) q.set('limit', limit);
-          if (offset) q.set('offset', String(offset));
-          return q;
-        };
-        const { rows, p } = await withTransport(opts, async (t) => {
-          const get = async (q: URLSearchParams) => {
-            const body = expectOk(await t.request('GET', `${base}?${q}`), `Listing ${decl.plural}`);
-            return { rows: (body?.data as unknown[]) ?? [], p: body?.meta?.pagination as { offset: number; totalCount: number } | undefined };
-          };
-          const fetched = await (async () => {
-            if (!everything) return get(page(Number(opts.offset ?? 0), opts.limit));
-            const all: unknown[] = [];
-            for (;;) {
-              const r = await get(page(all.length, String(PAGE)));
-              all.push(...r.rows);
-              if (!r.rows.length || !r.p || all.length >= r.p.totalCount) return { rows: all, p: r.p && { offset: 0, totalCount: r.p.totalCount } };
-            }
-          })();
-          // Scripts get the API's rows as they are; people get names where the API gives ids.
-          return format === 'table' ? { ...fetched, rows: await namesForIds(t, fetched.rows, decl.columns) } : fetched;
-        });
-        let footer: string | undefined;
-        if (p) {
-          footer = `${rows.length ? `${p.offset + 1}-${p.offset + rows.length}` : '0'} of ${p.totalCount}`;
-          const next = Math.min(500, Math.max(50, rows.length * 5));
-          if (p.offset + rows.length < p.totalCount) footer += `: --limit ${next}, --offset ${p.offset + rows.length} or --all for more`;
-        }
-        await print(rows, format, { columns: decl.columns, footer });
-      });
-  }
+  if (has('list')) listCommand(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`), decl, base);
   if (has('get')) {
     targetOptions(cmd.command('get').description(`show one ${decl.name}`))
       .argument('<id-or-name>')
