@@ -119,6 +119,30 @@ describe('an upstream router on the control channel', () => {
     expect(err.headers.get(1014)!.readUInt32LE(0)).toBe(11);
   });
 
+  it('takes the legacy forms too: CreateTerminatorRequest (answered with our id, routed to hosted:<token>) and CreateCircuitRequest', async () => {
+    const bind = await n.session(host, service, 'Bind');
+    const made = await p.replyTo(p.send(20207, [], encode(Schemas.CreateTerminatorRequest, { sessionToken: bind, fingerprints: [fp(host.cert)], peerData: { 1003: Buffer.alloc(32, 7) }, instanceId: 'legacy' })));
+    expect(made.type).toBe(20208);
+    const id = made.body.toString();
+    // The store lists it by id; the Bind token stays out of the API.
+    expect((await n.api('GET', `/terminators/${id}`)).body.data).toMatchObject({ routerId, address: id, identity: 'legacy' });
+    const dial = await n.session(client, service, 'Dial');
+    const seq = p.send(20205, [], encode(Schemas.CreateCircuitRequest, { sessionToken: dial, fingerprints: [fp(client.cert)], terminatorInstanceId: 'legacy', peerData: { 1003: Buffer.alloc(32, 8) } }));
+    const route = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    expect(route.egress.destination).toBe(`hosted:${bind}`);
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(route.circuitId));
+    const answer = await p.replyTo(seq);
+    expect(answer.type).toBe(20206);
+    const body = decode(Schemas.CreateCircuitResponse, answer.body);
+    expect(body).toMatchObject({ circuitId: route.circuitId, tags: { serviceId: service, clientId: client.id, hostId: host.id } });
+    expect(body.peerData['1003']).toEqual(Buffer.alloc(32, 7));
+    expect(route.forwards.find((f: { dstType?: number }) => f.dstType === 1).srcAddress).toBe(body.address);
+    // Refusals are the same Error (20002) as for the V2 forms.
+    const refused = await p.replyTo(p.send(20207, [], encode(Schemas.CreateTerminatorRequest, { sessionToken: dial, fingerprints: [fp(client.cert)] })));
+    expect(refused.type).toBe(T.Error);
+    expect(refused.body.toString()).toMatch(/incorrect session type/);
+  });
+
   it('tells the router of ended sessions and API sessions; removes terminators it asks to', async () => {
     const sessions = (await n.api('GET', `/sessions?filter=${encodeURIComponent(`identityId = "${host.id}"`)}`)).body.data as { id: string; token: string }[];
     for (const s of sessions) await n.api('DELETE', `/sessions/${s.id}`);

@@ -25,6 +25,8 @@ const PUBLIC_KEY = 1003;
 
 export interface UpstreamTerminator {
   id: string;
+  /** Where the egress router finds it: the id (V2), or `hosted:<bind token>` (the legacy form). */
+  address: string;
   routerId: string;
   serviceId: string;
   hostId: string;
@@ -97,6 +99,7 @@ export class RouterNetwork {
   /** A Bind's terminator, from any router; a router that reconnects sends its terminators again (same id). */
   async addTerminator(t: UpstreamTerminator) {
     if (this.terminators.has(t.id)) await removeTerminators(this.ctx, [t.id]);
+    // The store shows the id as address: a legacy address holds the Bind token, which never leaves memory.
     await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
     this.terminators.set(t.id, t);
   }
@@ -169,7 +172,7 @@ export class RouterNetwork {
       t.dials++;
       const circuit: UpstreamCircuit = { id, serviceId: r.serviceId, clientId: r.clientId, terminator: t, sessionId: r.sessionId, token: r.token, ingressId: randomUUID(), egressId: randomUUID(), path: choice.path! };
       const tags = { serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId };
-      const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: 'edge', address: circuit.egressId, destination: t.id, peerData: r.peerData });
+      const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: 'edge', address: circuit.egressId, destination: t.address, peerData: r.peerData });
       const results = await Promise.all(steps.map((s) => this.routers.get(s.routerId)?.route(circuit.id, attempt, s, tags, ROUTE_TIMEOUT_MS) ?? Promise.resolve(undefined)));
       const failed = results.findIndex((m) => !m?.headers.has(CtrlHeader.RouteSuccess));
       if (failed < 0) {

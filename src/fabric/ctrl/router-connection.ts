@@ -1,6 +1,7 @@
 // One upstream OpenZiti router on the control channel (ctrl-channel-1.1.md sections 2 and 4): what it
 // asks (terminators, circuits, link verification), what it reports (links, faults), and the heartbeats it
 // expects echoed. The network it belongs to (network.ts) holds terminators, links and circuits across routers.
+import { randomUUID } from 'node:crypto';
 import type { Channel } from '../channel/channel.js';
 import { bool, message, readUint, str, u32, type Message } from '../channel/codec.js';
 import { ContentType, EdgeError, Header } from '../channel/messages.js';
@@ -65,6 +66,10 @@ export class RouterConn {
         return void this.createTerminator(m).catch(failed('terminator'));
       case CtrlType.CreateCircuitV2Request:
         return void this.createCircuit(m).catch(failed('circuit'));
+      case CtrlType.CreateTerminatorRequest:
+        return void this.createTerminatorV1(m).catch(failed('terminator'));
+      case CtrlType.CreateCircuitRequest:
+        return void this.createCircuitV1(m).catch(failed('circuit'));
       case CtrlType.RouteResult: {
         const key = `${m.body.toString('utf8')}/${readUint(m.headers.get(CtrlHeader.RouteAttempt))}`;
         this.routeWaiters.get(key)?.(m);
@@ -100,38 +105,54 @@ export class RouterConn {
     const req = decode(Schemas.CreateTerminatorV2Request, m.body);
     const answer = (result: number, msg = '') => this.channel.reply(m, message(CtrlType.CreateTerminatorV2Response, [], encode(Schemas.CreateTerminatorV2Response, { terminatorId: req.address, result, msg })));
     if (!req.address) return answer(TerminatorResult.FailedOther, 'no terminator address');
-    let s;
     try {
-      s = await checkServiceSession(this.ctx, req.sessionToken ?? '', 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId);
+      await this.storeTerminator(req.address, req.address, req);
+      answer(TerminatorResult.Success);
     } catch (e) {
-      return answer(e instanceof Refused && e.code !== EdgeError.Internal ? TerminatorResult.FailedInvalidSession : TerminatorResult.FailedOther, (e as Error).message);
+      answer(e instanceof Refused && e.code !== EdgeError.Internal ? TerminatorResult.FailedInvalidSession : TerminatorResult.FailedOther, (e as Error).message);
     }
+  }
+
+  /** The legacy CreateTerminatorRequest: we name the terminator; the router reaches it as `hosted:<token>`. */
+  private async createTerminatorV1(m: Message) {
+    const req = decode(Schemas.CreateTerminatorRequest, m.body);
+    try {
+      const id = randomUUID();
+      await this.storeTerminator(id, `hosted:${req.sessionToken ?? ''}`, req);
+      this.channel.reply(m, message(CtrlType.CreateTerminatorResponse, [], str(id)));
+    } catch (e) {
+      this.refuse(m, (e as Error).message, e instanceof Refused ? e.code : EdgeError.Internal);
+    }
+  }
+
+  private async storeTerminator(id: string, address: string, req: Record<string, unknown>) {
+    const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId);
+    if (Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.Internal);
     await this.network.addTerminator({
-      id: req.address,
+      id,
+      address,
       routerId: this.routerId,
       serviceId: s.serviceId,
       hostId: s.identityId,
-      instanceId: req.instanceId ?? '',
+      instanceId: String(req.instanceId ?? ''),
       cost: Number(req.cost ?? 0),
       precedence: PRECEDENCE[Number(req.precedence ?? 0)] ?? 'default',
       sessionId: s.id,
-      token: req.sessionToken,
+      token: String(req.sessionToken),
       peerData: new Map(Object.entries((req.peerData ?? {}) as Record<string, Buffer>).map(([k, v]) => [Number(k), v])),
       dials: 0,
     });
-    answer(TerminatorResult.Success);
   }
 
-  /** CreateCircuitV2 (section 2.6): checks, then the network routes it (across routers when it must). */
+  /** CreateCircuitV2 (section 2.6): everything in headers; the answer too. */
   private async createCircuit(m: Message) {
-    const token = m.headers.get(CtrlHeader.CircuitSessionToken)?.toString('utf8') ?? '';
-    const fingerprints = decodeStrings(m.headers.get(CtrlHeader.CircuitFingerprints)).map((f) => f.toLowerCase());
-    const instanceId = m.headers.get(CtrlHeader.CircuitTerminatorInstanceId)?.toString('utf8') || undefined;
-    const peerData = decodeBytesMap(m.headers.get(CtrlHeader.CircuitPeerData));
     try {
-      const s = await checkServiceSession(this.ctx, token, 'Dial', fingerprints, this.routerId);
-      if (s.encryptionRequired && !peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
-      const routed = await this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, token, instanceId, encryptionRequired: s.encryptionRequired, peerData });
+      const routed = await this.routeCircuit({
+        token: m.headers.get(CtrlHeader.CircuitSessionToken)?.toString('utf8') ?? '',
+        fingerprints: decodeStrings(m.headers.get(CtrlHeader.CircuitFingerprints)),
+        instanceId: m.headers.get(CtrlHeader.CircuitTerminatorInstanceId)?.toString('utf8') || undefined,
+        peerData: decodeBytesMap(m.headers.get(CtrlHeader.CircuitPeerData)),
+      });
       this.channel.reply(
         m,
         message(CtrlType.CreateCircuitV2Response, [
@@ -144,6 +165,26 @@ export class RouterConn {
     } catch (e) {
       this.refuse(m, (e as Error).message, e instanceof Refused ? e.code : EdgeError.Internal);
     }
+  }
+
+  /** The legacy CreateCircuitRequest: the same circuit, request and answer as protobuf bodies. */
+  private async createCircuitV1(m: Message) {
+    const req = decode(Schemas.CreateCircuitRequest, m.body);
+    try {
+      const peerData = new Map(Object.entries((req.peerData ?? {}) as Record<string, Buffer>).map(([k, v]) => [Number(k), v]));
+      const routed = await this.routeCircuit({ token: req.sessionToken ?? '', fingerprints: req.fingerprints as string[], instanceId: req.terminatorInstanceId || undefined, peerData });
+      const body = encode(Schemas.CreateCircuitResponse, { circuitId: routed.circuit.id, address: routed.circuit.ingressId, peerData: routed.peerData, tags: routed.tags });
+      this.channel.reply(m, message(CtrlType.CreateCircuitResponse, [], body));
+    } catch (e) {
+      this.refuse(m, (e as Error).message, e instanceof Refused ? e.code : EdgeError.Internal);
+    }
+  }
+
+  /** Both forms: the Dial session's checks, then the network routes it (across routers when it must). */
+  private async routeCircuit(r: { token: string; fingerprints: string[]; instanceId?: string; peerData: Map<number, Buffer> }) {
+    const s = await checkServiceSession(this.ctx, r.token, 'Dial', r.fingerprints.map((f) => f.toLowerCase()), this.routerId);
+    if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
+    return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
   }
 
   /** Send this router its part of a circuit's path and wait for its RouteResult for that attempt. */
