@@ -53,9 +53,9 @@ export async function recordCircuits(ctx: Ctx, controllerId: string, added: Circ
   });
 }
 
-/** The link listeners a router's hello announced: what the Fabric API shows as its listener addresses. */
-export async function setRouterLinkListeners(ctx: Ctx, routerId: string, listeners: { address: string; protocol: string }[]) {
-  await ctx.store.db.updateTable('routers').set({ linkListeners: JSON.stringify(listeners) }).where('id', '=', routerId).execute();
+/** What a router's hello announced: its link listeners (the Fabric API's listener addresses) and its build. */
+export async function setRouterHello(ctx: Ctx, routerId: string, listeners: { address: string; protocol: string }[], versionInfo: string) {
+  await ctx.store.db.updateTable('routers').set({ linkListeners: JSON.stringify(listeners), versionInfo: versionInfo.slice(0, 512) }).where('id', '=', routerId).execute();
 }
 
 export interface RouterCosts {

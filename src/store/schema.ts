@@ -191,6 +191,8 @@ export interface RouterRow extends BaseRow {
   controllerId: string | null;
   /** JSON: the link listeners an upstream router's hello announced (ctrl_pb.Listener objects). */
   linkListeners: string;
+  /** The version header of its last control-channel hello: Version|Revision|BuildDate|OS|Arch. */
+  versionInfo: string | null;
 }
 
 export interface LinkRow extends BaseRow {

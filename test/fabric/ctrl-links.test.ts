@@ -53,9 +53,14 @@ afterAll(async () => {
 });
 
 describe('routers that link', () => {
-  it('are told of each other: the new one of every connected peer, the others of it, with listeners and version', async () => {
+  it('are told of each other once each is up: the new one of every connected peer, the others of it, with listeners and version', async () => {
     p.a = (await connectRouter(port, r.a, { managesLinks: true, listeners: [{ address: 'tls:links-a:14001', protocol: 'tls', groups: ['default'] }] })).p;
+    p.a.send(T.RouterLinks, [], Buffer.alloc(0));
     p.b = (await connectRouter(port, r.b, { managesLinks: true })).p;
+    // Not before b speaks: its side of the channel may not be up yet (it could not verify a's link dial).
+    await expect(p.a.next((f) => f.type === T.PeerStateChanges, 400)).rejects.toThrow(/no matching frame/);
+    // As a router does on every connect: its dialed links, none yet.
+    p.b.send(T.RouterLinks, [], Buffer.alloc(0));
     const toB = changes(await p.b.next((f) => f.type === T.PeerStateChanges));
     expect(toB).toEqual([{ id: r.a.id, version: 'v1.1.10', listeners: [expect.objectContaining({ address: 'tls:links-a:14001', protocol: 'tls', groups: ['default'] })] }]);
     const toA = changes(await p.a.next((f) => f.type === T.PeerStateChanges));
@@ -64,6 +69,8 @@ describe('routers that link', () => {
     expect(toA[0].state ?? PeerState.Healthy).toBe(PeerState.Healthy);
     const listed = (await fabric(`/routers/${r.a.id}`)).data;
     expect(listed).toMatchObject({ connected: true, listenerAddresses: [{ address: 'tls:links-a:14001', protocol: 'tls' }] });
+    // The edge router shows the build its hello named, as upstream's controller does.
+    expect((await n.api('GET', `/edge-routers/${r.a.id}`)).body.data).toMatchObject({ version: 'v1.1.10', revision: 'a11e8b4b', os: 'linux', arch: 'amd64', versionInfo: { version: 'v1.1.10', buildDate: '2024-09-04' } });
   });
 
   it('answer VerifyRouter with a Result: success for the enrolled certificate, failure otherwise', async () => {
@@ -136,6 +143,7 @@ describe('routers that link', () => {
 
   it('move a circuit to another path when its link fails: through a transit router, egress left as it is', async () => {
     p.c = (await connectRouter(port, r.c, { managesLinks: true })).p;
+    p.c.send(T.RouterLinks, [], Buffer.alloc(0));
     // a and b hear of c.
     for (const k of ['a', 'b'] as const) expect(changes(await p[k].next((f) => f.type === T.PeerStateChanges && changes(f)[0].id === r.c.id))[0].id).toBe(r.c.id);
     report(p.c, 'link-cb', r.b);

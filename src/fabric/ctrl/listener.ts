@@ -13,7 +13,7 @@ import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import type { FabricLog } from '../fabric.js';
-import { setRouterLinkListeners } from '../../model/fabric-state.js';
+import { setRouterHello } from '../../model/fabric-state.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, LINK_MANAGEMENT, PeerState, Schemas } from './messages.js';
 import { RouterNetwork } from './network.js';
@@ -35,6 +35,8 @@ export interface CtrlOptions {
 const SYNC_MS = 1000;
 const LEASE_MS = 30_000;
 const CHUNK = 100;
+/** The longest a router's peers wait to hear of it when it says nothing after its hello. */
+const PEER_WAIT_MS = 5000;
 
 export class CtrlServer {
   readonly routers = new Map<string, RouterConn>();
@@ -132,10 +134,14 @@ export class CtrlServer {
     channel.send(result);
     this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString() }, 'ctrl: router connected');
     await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
-    await setRouterLinkListeners(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') }))).catch(() => {});
+    await setRouterHello(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') })), conn.hello.versionInfo).catch(() => {});
     await this.network.refreshCosts().catch(() => {});
-    // Its peers learn of it and it of them: routers dial their links themselves (section 2.7).
-    this.peersChanged(conn, PeerState.Healthy);
+    // Its peers learn of it and it of them (routers dial their links themselves, section 2.7), once it is
+    // up on its side: it answers ServerHello and reports its links at once; a router that says nothing
+    // still gets there after a few seconds.
+    void Promise.race([conn.ready, new Promise((r) => setTimeout(r, PEER_WAIT_MS).unref())]).then(() => {
+      if (!conn.closed && this.routers.get(routerId) === conn) this.peersChanged(conn, PeerState.Healthy);
+    });
     // Its edge listeners' addresses (what SDKs are given), then every live API session, in chunks.
     void channel
       .request(message(CtrlType.ServerHello, [], encode(Schemas.ServerHello, { version: o.version })), 10_000)
@@ -236,7 +242,7 @@ function readHello(hello: Message): RouterHello {
   } catch {
     // A malformed optional header: the router is still let in, as one without links.
   }
-  return { version, listeners, managesLinks: capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]) };
+  return { version, versionInfo: hello.headers.get(Header.HelloVersion)?.toString('utf8') ?? '', listeners, managesLinks: capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]) };
 }
 
 /** Upstream's version rule: a development build (v0.0.0) or anything unparseable counts as new enough. */

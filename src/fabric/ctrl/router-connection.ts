@@ -20,8 +20,9 @@ const PUBLIC_KEY = 1003;
 
 /** What a router's hello says of it (headers 4, 10, 11). */
 export interface RouterHello {
-  /** Its version (the first field of header 4). */
+  /** Its version (the first field of header 4), and the whole header (Version|Revision|BuildDate|OS|Arch). */
   version: string;
+  versionInfo: string;
   /** Its link listeners, as its peers are told them (ctrl_pb.Listener). */
   listeners: Record<string, unknown>[];
   /** Whether it manages its own links (upstream: version 0.32.1 or later, or a development build). */
@@ -31,6 +32,14 @@ export interface RouterHello {
 export class RouterConn {
   private routeWaiters = new Map<string, (m: Message) => void>();
   closed = false;
+  private heard?: () => void;
+  /**
+   * Resolves at the router's first message after our hello reply (or when it closes): only then is its
+   * side of the channel up, so it can verify the links its peers dial to it. Told of peers earlier, a
+   * peer's link dial arrives first and is refused ("unable to verify link ... no controller available";
+   * seen by hand with two `ziti router run` 1.1.10, 40 ms apart).
+   */
+  readonly ready = new Promise<void>((resolve) => (this.heard = resolve));
 
   constructor(
     readonly server: CtrlServer,
@@ -53,6 +62,7 @@ export class RouterConn {
   }
 
   handle(m: Message) {
+    this.heard?.();
     // Heartbeats ride on any message (header 5); the router marks us unresponsive without the echo.
     const beat = m.headers.get(Header.Heartbeat);
     if (beat) this.channel.send(message(ContentType.Heartbeat, [[Header.HeartbeatResponse, beat]]));
@@ -263,6 +273,7 @@ export class RouterConn {
   /** The connection ended: waiting routes fail at once; the network forgets what lived on this router. */
   ended() {
     this.closed = true;
+    this.heard?.();
     for (const w of [...this.routeWaiters.values()]) w(message(CtrlType.RouteResult, [[CtrlHeader.RouteError, str('the router disconnected')]]));
   }
 }

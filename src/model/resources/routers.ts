@@ -97,6 +97,16 @@ export const edgeRouterClientView = (r: Row) => ({
   syncStatus: isSet(r.isVerified) ? 'SYNC_DONE' : 'SYNC_NEW',
 });
 
+/**
+ * What the router's control-channel hello said of its build (Version|Revision|BuildDate|OS|Arch), kept
+ * from its last connection; blank for a router that never connected.
+ */
+function versionOf(r: Row) {
+  const [version = '', revision = '', buildDate = '', os = '', arch = ''] = String(r.versionInfo ?? '').split('|');
+  const info = { os, arch, version, revision, buildDate };
+  return { versionInfo: info, ...info };
+}
+
 /** Online while the controller running the router keeps its lease in the future (fabric/ refreshes it). */
 export const isOnline = (r: Row) => !!r.onlineUntil && Date.parse(r.onlineUntil) > Date.now();
 
@@ -190,12 +200,7 @@ export const edgeRouters = defineResource({
     roleAttributes: fromJson(r.roleAttributes, []),
     isTunnelerEnabled: isSet(r.isTunnelerEnabled),
     certPem: r.certPem ?? null,
-    versionInfo: { os: '', arch: '', version: '', revision: '', buildDate: '' },
-    os: '',
-    arch: '',
-    version: '',
-    revision: '',
-    buildDate: '',
+    ...versionOf(r),
   }),
   toRow: async (input, mode) => routerRow(input, mode, true),
   hooks: { afterCreate },

@@ -4,11 +4,12 @@ import { baseEntity } from './columns.js';
 // What the control channel knows of upstream routers, kept where every controller on the database and
 // the Fabric API can read it: the links routers report between them, the circuits routed across them
 // (each row names the controller that routed it: its rows go when it restarts), and each router's link
-// listeners (what its peers are told to dial).
+// listeners (what its peers are told to dial) and build (its hello's version header).
 export const fabricState = (): Migration => ({
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   async up(db: Kysely<any>) {
     await db.schema.alterTable('routers').addColumn('link_listeners', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+    await db.schema.alterTable('routers').addColumn('version_info', 'varchar(512)').execute();
     await baseEntity(db.schema.createTable('links'))
       .addColumn('src_router_id', 'varchar(64)', (c) => c.notNull())
       .addColumn('dst_router_id', 'varchar(64)', (c) => c.notNull())
