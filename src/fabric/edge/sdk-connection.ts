@@ -128,7 +128,7 @@ export class EdgeConn {
       if (s.encryptionRequired && !m.headers.has(Header.PublicKey)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
       const instance = m.headers.get(Header.TerminatorIdentity)?.toString('utf8') || undefined;
       const t = this.fabric.terminators.pick(s.serviceId, instance);
-      if (!t) throw new Refused(`service '${s.serviceName}' has no terminator${instance ? ` for instance '${instance}'` : ''} on this router: no host has bound it here`, EdgeError.InvalidTerminator);
+      if (!t) throw new Refused(`service '${s.serviceName}' has no terminator${instance ? ` for instance '${instance}'` : ''} on this router: no host has bound it here (this router does not link with upstream routers: its dialers reach hosts bound through it)`, EdgeError.InvalidTerminator);
       if (dialer.closed || this.closed) return;
       t.dials++;
       circuit = { id: randomUUID(), serviceId: s.serviceId, terminatorId: t.id, dialer, host: endpoint(t.conn, 0, t.sessionId), createdAt: Date.now() };
