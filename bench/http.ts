@@ -19,6 +19,8 @@ export interface Server {
   url: string;
   pid: number;
   child: ChildProcess;
+  /** Where routers' control channels connect (bench/server.ts says). */
+  ctrlPort?: number;
 }
 
 export function tempDir() {
@@ -34,11 +36,12 @@ export async function startServer(dir: string, db = '', kind: 'ztc' | 'ztc-limit
   const flags = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...flags, path.join(here, 'server.js'), kind, String(port), dir, db], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+  const ready = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve(d.toString()));
     child.on('exit', (code) => reject(new Error(`controller exited with ${code}`)));
   });
-  return { url: `https://127.0.0.1:${port}`, pid: child.pid!, child };
+  const ports = JSON.parse(/ready (\{.*\})/.exec(ready)?.[1] ?? '{}') as { ctrlPort?: number };
+  return { url: `https://127.0.0.1:${port}`, pid: child.pid!, child, ctrlPort: ports.ctrlPort };
 }
 
 export async function stopServer(s: Server) {

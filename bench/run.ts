@@ -15,6 +15,7 @@ import { openDataDir } from '../src/server/controller.js';
 import { measureCliStartup } from './cli-startup.js';
 import { scaleRows } from './scale.js';
 import { relayRows } from './relay.js';
+import { ctrlRows } from './ctrl.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -276,9 +277,9 @@ async function measureMixed(label: string, url: string, token: string, base: { h
 
 try {
   console.error(`ztc benchmarks: ${os.cpus().length} cores, ${SECONDS}s per measure`);
-  // BENCH_ONLY=relay: only the data plane's rows (a quick look while working on the router).
-  if (process.env.BENCH_ONLY === 'relay') {
-    const rows = await relayRows();
+  // BENCH_ONLY=relay|ctrl: only the embedded router's or the control channel's rows (a quick look while working on the router).
+  if (process.env.BENCH_ONLY === 'relay' || process.env.BENCH_ONLY === 'ctrl') {
+    const rows = process.env.BENCH_ONLY === 'relay' ? await relayRows() : await ctrlRows();
     const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);
@@ -296,6 +297,7 @@ try {
   else console.error('(no PostgreSQL server: run `npm run bench` as root or with PostgreSQL installed to add its figures)');
   rows.push(...(await scaleRows(process.env.ZTC_TEST_DB)));
   rows.push(...(await relayRows()));
+  rows.push(...(await ctrlRows()));
 
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`${'measure'.padEnd(w[0])}  ${'result'.padEnd(w[1])}  ratio to baseline`);

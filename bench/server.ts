@@ -7,7 +7,9 @@ import tls from 'node:tls';
 import fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { loadOrCreatePki } from '../src/model/pki/pki.js';
-import { startController } from '../src/server/controller.js';
+import { startController, type Running } from '../src/server/controller.js';
+
+let running: Running | undefined;
 
 const [kind, port, dataDir, db] = process.argv.slice(2);
 if (kind === 'hello') {
@@ -22,7 +24,8 @@ if (kind === 'hello') {
 } else {
   // A limit low enough to be reached within one measure, so the flood meets it.
   const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 };
-  await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}));
+  running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}));
 }
-process.stdout.write('ready\n');
+// The ports the OS gave the data plane, for benches that play routers (bench/ctrl.ts).
+process.stdout.write(`ready ${JSON.stringify({ ctrlPort: running?.fabric?.ctrlPort })}\n`);
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));

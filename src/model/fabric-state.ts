@@ -34,8 +34,13 @@ export async function putLink(ctx: Ctx, controllerId: string, l: LinkRecord) {
   const now = iso(ctx.clock.now());
   await ctx.store.write(async (tx) => {
     await tx.deleteFrom('links').where('id', '=', l.id).execute();
-    await tx.insertInto('links').values({ ...l, createdAt: now, updatedAt: now, tags: '{}', controllerId }).execute();
+    await tx.insertInto('links').values({ ...l, cost: l.staticCost, srcLatency: 0, dstLatency: 0, createdAt: now, updatedAt: now, tags: '{}', controllerId }).execute();
   });
+}
+
+/** A link's measured latencies (ns) and the cost they make. */
+export async function setLinkLatency(ctx: Ctx, id: string, srcLatency: number, dstLatency: number, cost: number) {
+  await ctx.store.db.updateTable('links').set({ srcLatency: Math.round(srcLatency), dstLatency: Math.round(dstLatency), cost, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
 }
 
 export async function removeLinks(ctx: Ctx, ids: string[]) {

@@ -202,6 +202,9 @@ export interface LinkRow extends BaseRow {
   dialAddress: string;
   iteration: number;
   staticCost: number;
+  srcLatency: number;
+  dstLatency: number;
+  cost: number;
   /** The controller whose router reported it. */
   controllerId: string;
 }

@@ -213,4 +213,13 @@ describe('routers that link', () => {
     for (const k of ['a', 'b'] as const) p[k].send(T.RouteResult, ok(again.circuitId, 1), Buffer.from(again.circuitId));
     expect((await p.b.replyTo(seq)).type).toBe(T.CreateCircuitV2Response);
   });
+
+  it('cost links by the latency their routers measure (metrics: link.<id>.latency + queue_time means, ns)', async () => {
+    const histogram = (mean: number) => encode(Schemas.Histogram, { count: 10n, mean });
+    const metrics = (from: 'a' | 'b', latencyNs: number) =>
+      p[from].send(1007, [], encode(Schemas.Metrics, { sourceId: r[from].id, histograms: { 'link.link-ba-2.latency': histogram(latencyNs), 'link.link-ba-2.queue_time': histogram(1_000_000), 'link.other.latency': histogram(9e9) } }));
+    metrics('b', 4_000_000);
+    metrics('a', 2_500_000);
+    await expect.poll(async () => (await fabric('/links/link-ba-2')).data, { timeout: 3000 }).toMatchObject({ sourceLatency: 5_000_000, destLatency: 3_500_000, staticCost: 1, cost: 1 + 5 + 3 });
+  });
 });

@@ -26,6 +26,14 @@ describe('protobuf wire format', () => {
     expect(decode(Schemas.ApiSessionAdded, body)).toEqual({ isFullState: true, apiSessions: [{ token: 't', certFingerprints: ['f'], id: 'i' }] });
   });
 
+  it('encodes and decodes a double (wire type 1, little-endian IEEE 754) and packed repeated enums', () => {
+    const bytes = encode(Schemas.Histogram, { count: 2n, mean: 1.5 });
+    expect(bytes.toString('hex')).toBe('0802' + '19' + '000000000000f83f');
+    expect(decode(Schemas.Histogram, bytes)).toEqual({ count: 2n, mean: 1.5 });
+    // RouterMetadata{capabilities:[1, 2]} as proto3 writes it: one length-delimited run.
+    expect(decode(Schemas.RouterMetadata, Buffer.from('0a020102', 'hex'))).toEqual({ capabilities: [1, 2] });
+  });
+
   it('refuses a field that runs past the message', () => {
     expect(() => decode(Schemas.Unroute, Buffer.from('0a0561', 'hex'))).toThrow(ProtobufError);
   });

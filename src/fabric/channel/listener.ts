@@ -53,6 +53,9 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     const n = perAddress.get(address) ?? 0;
     if (o.maxPerAddress && n >= o.maxPerAddress) return void socket.destroy();
     perAddress.set(address, n + 1);
+    // Frames are written whole: Nagle's algorithm would hold a small reply (a Route, a StateConnected)
+    // behind an unacknowledged one for a delayed ACK, 40 ms here. Upstream's Go sockets disable it too.
+    socket.setNoDelay(true);
     const deadline = setTimeout(() => socket.destroy(), o.helloTimeoutMs);
     deadline.unref();
     deadlines.set(socket, deadline);

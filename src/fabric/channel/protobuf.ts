@@ -2,7 +2,7 @@
 // (varints, length-delimited fields, maps as repeated key/value entries): a few dozen messages need no
 // generated code. A schema is data: field number -> name and type; unknown fields are skipped on decode.
 
-export type FieldType = 'string' | 'bytes' | 'bool' | 'uint32' | 'uint64' | 'int32' | 'enum' | { message: Schema } | { map: [key: 'string' | 'uint32', value: 'string' | 'bytes'] };
+export type FieldType = 'string' | 'bytes' | 'bool' | 'uint32' | 'uint64' | 'int32' | 'enum' | 'double' | { message: Schema } | { map: [key: 'string' | 'uint32', value: 'string' | 'bytes'] };
 
 export interface Field {
   n: number;
@@ -58,6 +58,13 @@ function encodeValue(f: Field, v: Value, out: number[]) {
   if (typeof t === 'object') return lengthDelimited(f.n, encode(t.message, v), out);
   if (t === 'string') return lengthDelimited(f.n, Buffer.from(String(v)), out);
   if (t === 'bytes') return lengthDelimited(f.n, Buffer.from(v as Buffer), out);
+  if (t === 'double') {
+    tag(f.n, 1, out);
+    const b = Buffer.alloc(8);
+    b.writeDoubleLE(Number(v));
+    for (const x of b) out.push(x);
+    return;
+  }
   if (scalarIsVarint(t)) {
     tag(f.n, 0, out);
     varint(t === 'bool' ? (v ? 1 : 0) : typeof v === 'bigint' ? v : Number(v), out);
@@ -142,6 +149,10 @@ export function decode(schema: Schema, b: Buffer): Record<string, Value> {
         out[name].push(t === 'bool' ? x !== 0n : t === 'uint64' ? x : t === 'int32' ? Number(BigInt.asIntN(32, x)) : Number(x));
       }
       continue;
+    } else if (t === 'double' && wire === 1) {
+      if (r.at + 8 > b.length) throw new ProtobufError('field runs past the message');
+      v = b.readDoubleLE(r.at);
+      r.at += 8;
     } else if (wire === 0) {
       const x = r.varint();
       v = t === 'bool' ? x !== 0n : t === 'uint64' ? x : t === 'int32' ? Number(BigInt.asIntN(32, x)) : Number(x);

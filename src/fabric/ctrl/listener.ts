@@ -35,6 +35,8 @@ export interface CtrlOptions {
 const SYNC_MS = 1000;
 const LEASE_MS = 30_000;
 const CHUNK = 100;
+/** API sessions checked for liveness each second (see nextSlice). */
+const LIVENESS_SLICE = 5000;
 /** The longest a router's peers wait to hear of it when it says nothing after its hello. */
 const PEER_WAIT_MS = 5000;
 
@@ -45,6 +47,7 @@ export class CtrlServer {
   private newest = '';
   private timers: NodeJS.Timeout[] = [];
   private syncing = false;
+  private cursor = 0;
   server?: tls.Server;
   network!: RouterNetwork;
 
@@ -198,12 +201,21 @@ export class CtrlServer {
       if (added.newest) this.newest = added.newest;
       for (const s of fresh) this.known.set(s.id, s.token);
       const conns = [...this.routers.values()];
-      if (fresh.length) for (const c of conns) c.send(CtrlType.ApiSessionAdded, encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: fresh }));
+      // In chunks, as the full sync: a burst of logins is many small messages, never one unbounded one.
+      for (let i = 0; i < fresh.length; i += CHUNK) {
+        const body = encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: fresh.slice(i, i + CHUNK) });
+        for (const c of conns) c.send(CtrlType.ApiSessionAdded, body);
+      }
       const sessionIds = [...new Set(this.network.sessionIds())];
-      const live = await stillLive(this.ctx, [...this.known.keys()], sessionIds);
-      const gone = [...this.known].filter(([id]) => !live.apiSessions.has(id));
+      const checked = this.nextSlice();
+      const live = await stillLive(this.ctx, checked, sessionIds);
+      const gone = checked.filter((id) => !live.apiSessions.has(id) && this.known.has(id)).map((id) => [id, this.known.get(id)!] as const);
       for (const [id] of gone) this.known.delete(id);
-      if (gone.length) for (const c of conns) c.send(CtrlType.ApiSessionRemoved, encode(Schemas.ApiSessionRemoved, { tokens: gone.map(([, t]) => t), ids: gone.map(([id]) => id) }));
+      for (let i = 0; i < gone.length; i += CHUNK) {
+        const some = gone.slice(i, i + CHUNK);
+        const body = encode(Schemas.ApiSessionRemoved, { tokens: some.map(([, t]) => t), ids: some.map(([id]) => id) });
+        for (const c of conns) c.send(CtrlType.ApiSessionRemoved, body);
+      }
       const ended = new Set(sessionIds.filter((id) => !live.sessions.has(id)));
       if (ended.size) {
         const tokens = await this.network.sessionsEnded(ended);
@@ -214,6 +226,20 @@ export class CtrlServer {
     } finally {
       this.syncing = false;
     }
+  }
+
+  /**
+   * The API sessions whose liveness this second's sync checks: all of them up to LIVENESS_SLICE, else
+   * the next slice in turn (100,000 sessions checked every second would be 200 queries a second; in
+   * slices an ended session reaches the routers within known/LIVENESS_SLICE seconds).
+   */
+  private nextSlice(): string[] {
+    const ids = [...this.known.keys()];
+    if (ids.length <= LIVENESS_SLICE) return ids;
+    if (this.cursor >= ids.length) this.cursor = 0;
+    const slice = ids.slice(this.cursor, this.cursor + LIVENESS_SLICE);
+    this.cursor += LIVENESS_SLICE;
+    return slice;
   }
 
   private async renewLeases() {

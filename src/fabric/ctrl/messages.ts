@@ -130,6 +130,9 @@ export const Schemas = {
   Fault: { subject: { n: 1, type: 'enum' }, id: { n: 2, type: 'string' }, iteration: { n: 3, type: 'uint32' } },
   RemoveTerminatorsRequest: { terminatorIds: { n: 1, type: 'string', repeated: true } },
   CircuitConfirmation: { circuitIds: { n: 1, type: 'string', repeated: true } },
+  /** metrics_pb.MetricsMessage, only what path costs read: histograms by name (each a Histogram, below). */
+  Metrics: { sourceId: { n: 2, type: 'string' }, histograms: { n: 8, type: { map: ['string', 'bytes'] } } },
+  Histogram: { count: { n: 1, type: 'uint64' }, mean: { n: 3, type: 'double' } },
   /** Hello header 10 and 11. */
   Listeners: { listeners: { n: 1, type: { message: Listener }, repeated: true } },
   RouterMetadata: { capabilities: { n: 1, type: 'enum', repeated: true } },

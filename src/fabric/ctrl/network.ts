@@ -3,7 +3,7 @@
 // them: the cheapest path from the router a dial arrives at to a router hosting the service, a Route to
 // every router on it, and a new path for circuits whose link fails.
 import { randomUUID } from 'node:crypto';
-import { putLink, removeLinks, routerCosts, type RouterCosts } from '../../model/fabric-state.js';
+import { putLink, removeLinks, routerCosts, setLinkLatency, type RouterCosts } from '../../model/fabric-state.js';
 import { addTerminator, removeTerminators } from '../../model/data-plane.js';
 import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
@@ -43,6 +43,10 @@ export interface Link extends PathLink {
   protocol: string;
   dialAddress: string;
   iteration: number;
+  /** 1 unless an admin says otherwise; `cost` adds each end's measured latency in ms, as upstream. */
+  staticCost: number;
+  srcLatencyNs: number;
+  dstLatencyNs: number;
 }
 
 export interface UpstreamCircuit {
@@ -120,9 +124,21 @@ export class RouterNetwork {
     const known = this.links.get(l.id);
     if (known && known.iteration > l.iteration) return;
     this.links.set(l.id, l);
-    await putLink(this.ctx, this.controllerId, { id: l.id, srcRouterId: l.src, dstRouterId: l.dst, protocol: l.protocol, dialAddress: l.dialAddress, iteration: l.iteration, staticCost: l.cost }).catch((e) =>
+    await putLink(this.ctx, this.controllerId, { id: l.id, srcRouterId: l.src, dstRouterId: l.dst, protocol: l.protocol, dialAddress: l.dialAddress, iteration: l.iteration, staticCost: l.staticCost }).catch((e) =>
       this.log.warn({ err: String(e) }, 'ctrl: could not record a link'),
     );
+  }
+
+  linksOf(routerId: string): Link[] {
+    return [...this.links.values()].filter((l) => l.src === routerId || l.dst === routerId);
+  }
+
+  /** A router's measured latency over one of its links (its metrics): the link's cost follows. */
+  async linkLatency(l: Link, routerId: string, ns: number) {
+    if (l.src === routerId) l.srcLatencyNs = ns;
+    else l.dstLatencyNs = ns;
+    l.cost = l.staticCost + Math.floor(l.srcLatencyNs / 1e6) + Math.floor(l.dstLatencyNs / 1e6);
+    await setLinkLatency(this.ctx, l.id, l.srcLatencyNs, l.dstLatencyNs, l.cost).catch(() => {});
   }
 
   /** A link failed or lost a duplicate race: forget it and move the circuits that crossed it. */

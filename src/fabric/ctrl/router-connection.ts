@@ -95,13 +95,15 @@ export class RouterConn {
         return void this.verifyRouter(m).catch(failed('router verification'));
       case CtrlType.CircuitConfirmation:
         return this.confirmCircuits(m);
+      case CtrlType.Metrics:
+        return void this.metrics(m).catch(failed('metrics'));
       case CtrlType.ApiSessionHeartbeat: {
         const { tokens } = decode(Schemas.ApiSessionHeartbeat, m.body);
         void touchApiSessions(this.ctx, this.server.idsOfTokens(tokens as string[])).catch(() => {});
         return;
       }
       default:
-        // Metrics, the reconnecting dialer's probe (-33), newer types: dropped, as upstream drops what it does not know.
+        // The reconnecting dialer's probe (-33), traces, newer types: dropped, as upstream drops what it does not know.
         return;
     }
   }
@@ -249,6 +251,9 @@ export class RouterConn {
         protocol: String(l.linkProtocol ?? ''),
         dialAddress: String(l.dialAddress ?? ''),
         iteration: Number(l.iteration ?? 0),
+        staticCost: 1,
+        srcLatencyNs: 0,
+        dstLatencyNs: 0,
         cost: 1,
       });
     }
@@ -262,6 +267,23 @@ export class RouterConn {
     const text = ok ? 'router verified' : known ? `router ${routerId} presented a certificate that is not its enrolled one` : `no enrolled router ${routerId}`;
     if (!ok) this.server.log.info({ router: this.name, peer: routerId, reason: text }, 'ctrl: refused a link');
     this.channel.reply(m, message(ContentType.Result, [[Header.ResultSuccess, bool(ok)]], str(text)));
+  }
+
+  /**
+   * Metrics (every `metrics.reportInterval`, a minute by default): of all a router measures, path costs
+   * use its links' latency, as upstream's do (`link.<id>.latency` plus `queue_time`, means in ns).
+   */
+  private async metrics(m: Message) {
+    const { histograms } = decode(Schemas.Metrics, m.body);
+    const mean = (name: string) => {
+      const h = (histograms as Record<string, Buffer>)[name];
+      return h ? Number(decode(Schemas.Histogram, h).mean ?? 0) : undefined;
+    };
+    for (const link of this.network.linksOf(this.routerId)) {
+      const latency = mean(`link.${link.id}.latency`);
+      if (latency === undefined) continue;
+      await this.network.linkLatency(link, this.routerId, latency + (mean(`link.${link.id}.queue_time`) ?? 0));
+    }
   }
 
   /** CircuitConfirmation: idle circuits the router still forwards; those this controller does not know end there. */

@@ -17,6 +17,10 @@ export const fabricState = (): Migration => ({
       .addColumn('dial_address', 'varchar(1024)', (c) => c.notNull())
       .addColumn('iteration', 'integer', (c) => c.notNull().defaultTo(0))
       .addColumn('static_cost', 'integer', (c) => c.notNull().defaultTo(1))
+      // Latencies the routers at each end measure (ns, from their metrics) and the cost they make.
+      .addColumn('src_latency', 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn('dst_latency', 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn('cost', 'integer', (c) => c.notNull().defaultTo(1))
       .addColumn('controller_id', 'varchar(64)', (c) => c.notNull())
       .execute();
     await baseEntity(db.schema.createTable('circuits'))
