@@ -40,7 +40,7 @@ export const COMMANDS: CommandEntry[] = [
       return cmd;
     },
   },
-  { name: 'identity-type', description: 'Kinds of identity (User, Device, Service, Router, Default)', load: resource('identity-types') },
+  { name: 'identity-type', description: 'Kinds of identity (Default, Router)', load: resource('identity-types') },
   { name: 'authenticator', description: 'Authenticators: the username/password or certificate an identity logs in with', load: resource('authenticators') },
   { name: 'ca', description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)', load: async () => (await import('./commands/pki.js')).caCommand() },
   {

@@ -153,7 +153,7 @@ describe('third-party CAs', () => {
     const r = await c.call('POST', `${CLIENT}/enroll/ca`, { cert: device.certPem, key: device.keyPem });
     expect(r.status, r.text).toBe(200);
     const made = (await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('name = "AutoCA-laptop-7"')}`, { token: admin })).body.data[0];
-    expect(made).toMatchObject({ roleAttributes: ['partner', 'auto'], typeId: 'Device' });
+    expect(made).toMatchObject({ roleAttributes: ['partner', 'auto'], typeId: 'Default' });
     expect((await c.call('GET', `${MGMT}/identities?roleFilter=%23partner`, { token: admin })).body.data.map((i: { id: string }) => i.id)).toContain(made.id);
     expectError(await c.call('POST', `${CLIENT}/enroll/ca`, { cert: device.certPem, key: device.keyPem }), 409, 'CERT_IN_USE');
     expect((await certLogin(device.certPem, device.keyPem)).status).toBe(200);

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kysely } from 'kysely';
+import { identityTypesDefault } from '../../src/store/migrations/0012-identity-types-default.js';
 import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
 let c: TestController;
@@ -25,7 +27,8 @@ describe('identities', () => {
     const got = await c.call('GET', `${MGMT}/identities/${id}`, { token: admin });
     expect(got.status).toBe(200);
     expect(got.body.data).toMatchObject({
-      id, name: 'web-01', typeId: 'Device', type: { id: 'Device', name: 'Device', entity: 'identity-types' }, isAdmin: false, isDefaultAdmin: false,
+      // As upstream 1.x: Device (and User, Service) are accepted and stored as Default.
+      id, name: 'web-01', typeId: 'Default', type: { id: 'Default', name: 'Default', entity: 'identity-types' }, isAdmin: false, isDefaultAdmin: false,
       roleAttributes: ['web', 'prod'], tags: { env: 'prod', managed: true, note: null }, defaultHostingCost: 10, defaultHostingPrecedence: 'required',
       serviceHostingCosts: { svc1: 5 }, serviceHostingPrecedences: { svc1: 'failed' }, appData: { team: { lead: 'x' } }, externalId: 'ext-1',
       authPolicyId: 'default', authPolicy: { id: 'default', name: 'Default' }, authenticators: {}, disabled: false, hasApiSession: false,
@@ -36,7 +39,7 @@ describe('identities', () => {
     expect(put.body.data).toEqual({});
     const replaced = (await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data;
     // Replace resets what it does not name.
-    expect(replaced).toMatchObject({ name: 'web-02', typeId: 'User', isAdmin: true, roleAttributes: [], tags: {}, defaultHostingCost: 0, externalId: null });
+    expect(replaced).toMatchObject({ name: 'web-02', typeId: 'Default', isAdmin: true, roleAttributes: [], tags: {}, defaultHostingCost: 0, externalId: null });
     expect(Date.parse(replaced.updatedAt)).toBeGreaterThanOrEqual(Date.parse(replaced.createdAt));
 
     expect((await c.call('PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { roleAttributes: ['db'], tags: { a: 'b' } } })).status).toBe(200);
@@ -122,12 +125,40 @@ describe('identities', () => {
     expectError(await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('colour = "red"')}`, { token: admin }), 400, 'INVALID_FILTER');
   });
 
-  it('lists the identity types', async () => {
+  it('lists the identity types as upstream 1.x: Default and Router, the old names stored as Default', async () => {
     const r = await c.call('GET', `${MGMT}/identity-types`, { token: admin });
-    expect(r.body.data.map((t: { id: string }) => t.id).sort()).toEqual(['Default', 'Device', 'Router', 'Service', 'User']);
+    expect(r.body.data.map((t: { id: string }) => t.id).sort()).toEqual(['Default', 'Router']);
+    for (const type of ['User', 'Device', 'Service', 'Default', 'Router']) {
+      const made = await create({ name: `typed-${type}`, type, isAdmin: false });
+      expect(made.status).toBe(201);
+      const got = (await c.call('GET', `${MGMT}/identities/${made.body.data.id}`, { token: admin })).body.data;
+      const stored = type === 'Router' ? 'Router' : 'Default';
+      expect(got).toMatchObject({ typeId: stored, type: { id: stored, name: stored } });
+    }
+    const patched = (await create({ name: 'typed-patch', type: 'Router', isAdmin: false })).body.data.id;
+    expect((await c.call('PATCH', `${MGMT}/identities/${patched}`, { token: admin, body: { type: 'Service' } })).status).toBe(200);
+    expect((await c.call('GET', `${MGMT}/identities/${patched}`, { token: admin })).body.data.typeId).toBe('Default');
+    const filtered = (await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('type = "Default" and name contains "typed-"')}&limit=100`, { token: admin })).body.data;
+    expect(filtered.map((i: { name: string }) => i.name).sort()).toEqual(['typed-Default', 'typed-Device', 'typed-Service', 'typed-User', 'typed-patch']);
+    const me = (await c.call('GET', `${CLIENT}/current-identity`, { token: admin })).body.data;
+    expect(me.typeId).toBe('Default');
     expect((await c.call('GET', `${MGMT}/identity-types/Router`, { token: admin })).body.data.name).toBe('Router');
     expectError(await c.call('GET', `${MGMT}/identity-types/Robot`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await c.call('GET', `${MGMT}/identity-types/Device`, { token: admin }), 404, 'NOT_FOUND');
     expectError(await c.call('POST', `${MGMT}/identity-types`, { token: admin, body: { name: 'x' } }), 405, 'METHOD_NOT_ALLOWED');
+  });
+});
+
+describe('identity types of a database made before upstream 1.x types', () => {
+  it('moves User, Device and Service identities to Default and drops those types', async () => {
+    const db = c.opened.ctx.store.db as unknown as Kysely<any>;
+    const now = new Date().toISOString();
+    for (const old of ['User', 'Device', 'Service']) await db.insertInto('identity_types').values({ id: old, name: old, created_at: now, updated_at: now, tags: '{}' }).execute();
+    const legacy = (await create({ name: 'legacy-device', type: 'Default', isAdmin: false })).body.data.id;
+    await db.updateTable('identities').set({ type_id: 'Device' }).where('id', '=', legacy).execute();
+    await identityTypesDefault().up(db);
+    expect((await c.call('GET', `${MGMT}/identities/${legacy}`, { token: admin })).body.data.typeId).toBe('Default');
+    expect((await c.call('GET', `${MGMT}/identity-types`, { token: admin })).body.data.map((t: { id: string }) => t.id).sort()).toEqual(['Default', 'Router']);
   });
 });
 

@@ -80,7 +80,7 @@ describe('lists', () => {
   it('filters every declared list, including the caller’s own authenticators', async () => {
     const r = await c.call('GET', `${MGMT}/authenticators?${q('method = "updb" and username = "admin"')}`, { token: admin });
     expect(r.body.data).toHaveLength(1);
-    expect((await c.call('GET', `${MGMT}/identity-types?${q('name contains "ev" sort by name')}`, { token: admin })).body.data.map((t: { id: string }) => t.id)).toEqual(['Device']);
+    expect((await c.call('GET', `${MGMT}/identity-types?${q('name contains "ou" sort by name')}`, { token: admin })).body.data.map((t: { id: string }) => t.id)).toEqual(['Router']);
     expect((await c.call('GET', `${CLIENT}/current-identity/authenticators?${q('method = "cert"')}`, { token: admin })).body.data).toEqual([]);
     expectError(await c.call('GET', `${CLIENT}/current-identity/authenticators?${q('nope = 1')}`, { token: admin }), 400, 'INVALID_FILTER');
   });

@@ -52,7 +52,7 @@ describe('names in tables', { timeout: 180_000 }, () => {
 
   it('get shows nested references by name, never JSON with links', async () => {
     const out = await run('identity', 'get', 'laptop-01');
-    expect(out).toMatch(/^type\s+User$/m);
+    expect(out).toMatch(/^type\s+Default$/m);
     expect(out).toMatch(/^authPolicy\s+Default$/m);
     expect(out).not.toMatch(/_links|"id"/);
   });

@@ -119,7 +119,7 @@ export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
     const roles = fromJson<string[]>(ca.identityRoles, []);
     await tx
       .insertInto('identities')
-      .values({ id, name, typeId: 'Device', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
+      .values({ id, name, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
       .execute();
     await indexRoleAttributes(tx, id, roles);
     await evaluateEntity(tx, 'identity', id, roles);

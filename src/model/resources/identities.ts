@@ -9,11 +9,11 @@ import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Ro
 import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
-import { IDENTITY_TYPES } from './identity-types.js';
+import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
-const IdentityTypeName = Type.Union(IDENTITY_TYPES.map((t) => Type.Literal(t)));
+const IdentityTypeName = Type.Union(IDENTITY_TYPE_INPUTS.map((t) => Type.Literal(t)));
 const ClientInfo = Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: { type: 'string' } });
 
 const writable = {
@@ -103,7 +103,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existin
   for (const [field, store] of Object.entries(plain)) {
     if (mode !== 'patch' || field in input) out[field] = store(input[field]);
   }
-  if (mode !== 'patch' || 'type' in input) out.typeId = input.type;
+  if (mode !== 'patch' || 'type' in input) out.typeId = storedIdentityType(input.type as string);
   if (mode !== 'patch' || 'isAdmin' in input) {
     if (existing && isSet(existing.isDefaultAdmin) && input.isAdmin === false) {
       throw invalidField('isAdmin', 'the default admin must stay an admin', false);

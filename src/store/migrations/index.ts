@@ -12,6 +12,7 @@ import { sessionTokens } from './0008-session-tokens.js';
 import { integrityRunOwner } from './0009-integrity-run-owner.js';
 import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 import { dataPlane } from './0011-data-plane.js';
+import { identityTypesDefault } from './0012-identity-types-default.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -26,5 +27,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0009-integrity-run-owner': integrityRunOwner(),
     '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
     '0011-data-plane': dataPlane(),
+    '0012-identity-types-default': identityTypesDefault(),
   };
 }
