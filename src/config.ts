@@ -36,6 +36,12 @@ export interface Config {
   zacDir: string;
   /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
   corsOrigins: string[];
+  /**
+   * Enforce the auth policies' updb password rules (minPasswordLength, requireNumberChar, ...) on every
+   * password set. Off by default, as upstream: it stores the rules but accepts any password the API
+   * document allows (5 to 100 characters on change, any on create).
+   */
+  enforcePasswordPolicy: boolean;
   /** Run the embedded edge router (SDKs connect, bind and dial through it). */
   router: boolean;
   /** Its TLS port (0: any free port). */
@@ -68,6 +74,7 @@ export const defaults = (): Config => ({
   adminPasswordFile: '',
   zacDir: '',
   corsOrigins: [],
+  enforcePasswordPolicy: false,
   router: true,
   routerPort: 3022,
   routerAddress: '',
@@ -97,6 +104,7 @@ const ENV: Record<keyof Config, string> = {
   adminPasswordFile: 'ZTC_ADMIN_PASSWORD_FILE',
   zacDir: 'ZTC_ZAC_DIR',
   corsOrigins: 'ZTC_CORS_ORIGINS',
+  enforcePasswordPolicy: 'ZTC_ENFORCE_PASSWORD_POLICY',
   router: 'ZTC_ROUTER',
   routerPort: 'ZTC_ROUTER_PORT',
   routerAddress: 'ZTC_ROUTER_ADDRESS',

@@ -41,6 +41,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--no-router', 'do not run the embedded edge router (env ZTC_ROUTER=false)')
     .option('--ctrl-port <port>', 'TLS port where upstream OpenZiti routers connect their control channel (env ZTC_CTRL_PORT; default 6262)')
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
+    .option('--enforce-password-policy', 'refuse passwords that break their auth policy\'s updb rules (env ZTC_ENFORCE_PASSWORD_POLICY; default off, as upstream)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
@@ -67,6 +68,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     logLevel: opts.logLevel,
     zacDir: opts.zacDir,
     corsOrigins: opts.corsOrigins,
+    enforcePasswordPolicy: (opts as Record<string, unknown>).enforcePasswordPolicy === true ? true : undefined,
     routerPort: opts.routerPort,
     routerAddress: opts.routerAddress,
     // commander sets router=true unless --no-router: only the "no" is the user's.

@@ -10,7 +10,7 @@ import { ApiError, conflict } from '../errors.js';
 import { hashSecret, newId } from '../ids.js';
 import { hashPassword } from '../auth/password.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/identities.js';
-import { checkPassword, policyOf } from '../resources/auth-policies.js';
+import { checkPasswordPolicy } from '../resources/auth-policies.js';
 import { indexRoleAttributes } from '../../store/entity-index.js';
 import { evaluateEntity } from '../policy/membership.js';
 import { fromJson } from '../../store/json.js';
@@ -76,7 +76,7 @@ export async function enrollUpdb(ctx: Ctx, token: unknown, password: string) {
   const passwordHash = await hashPassword(password);
   await writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['updb']);
-    checkPassword(await policyOf(tx, e.identityId!), password);
+    await checkPasswordPolicy(ctx, tx, e.identityId!, password);
     const now = iso(ctx.clock.now());
     await tx
       .insertInto('authenticators')

@@ -4,19 +4,21 @@ import type { Tx } from '../../store/db.js';
 import { isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
 import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
-import { checkPassword, policyOf } from './auth-policies.js';
+import { checkPasswordPolicy } from './auth-policies.js';
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
-import { baseFields, EntityRef, Nullable, Password, Tags, Username } from '../schemas/common.js';
+import { baseFields, EntityRef, FreePassword, FreeUsername, Nullable, Password, Tags, Username } from '../schemas/common.js';
 
 export const authenticatorCreate = Type.Object(
   {
     identityId: Type.String({ minLength: 1, maxLength: 64 }),
     method: Type.Union([Type.Literal('updb'), Type.Literal('cert')]),
-    username: Type.Optional(Username),
-    password: Type.Optional(Password),
+    // The document gives create's username and password no length limits (replace and patch have them),
+    // and upstream accepts any non-empty pair (bounded only as the index needs: MAX_USERNAME_CHARS).
+    username: Type.Optional(FreeUsername),
+    password: Type.Optional(FreePassword),
     certPem: Type.Optional(Type.String({ minLength: 1, maxLength: 65536 })),
     tags: Type.Optional(Tags),
   },
@@ -84,7 +86,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     const same = await tx.selectFrom('authenticators').select('id').where('identityId', '=', input.identityId).where('method', '=', input.method).executeTakeFirst();
     if (same) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', `The identity already has a ${input.method} authenticator`);
     if (input.method === 'updb') {
-      checkPassword(await policyOf(tx, input.identityId), input.password);
+      await checkPasswordPolicy(ctx, tx, input.identityId, input.password);
       await usernameFree(tx, input.username);
       return { identityId: input.identityId, method: 'updb', username: input.username, passwordHash: input.passwordHash, isIssuedByNetwork: 0 };
     }
@@ -103,7 +105,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     out.username = input.username;
   }
   if (typeof input.passwordHash === 'string') {
-    checkPassword(await policyOf(tx, existing.identityId), input.password);
+    await checkPasswordPolicy(ctx, tx, existing.identityId, input.password);
     out.passwordHash = input.passwordHash;
   }
   return out;

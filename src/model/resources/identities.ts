@@ -7,7 +7,7 @@ import { tokenOf } from '../pki/jwt.js';
 import { insertEnrollment } from './enrollments.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import {
-  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
+  AnyMap, Attributes, baseFields, Cost, EntityRef, FreeUsername, MapOf, Name, Nullable, Precedence, Tags,
 } from '../schemas/common.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 
@@ -32,7 +32,8 @@ const Enrollment = Type.Object(
   {
     ott: Type.Optional(Type.Boolean()),
     ottca: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    updb: Type.Optional(Username),
+    // A plain string in the document (no length limits), as the username of authenticator create.
+    updb: Type.Optional(FreeUsername),
   },
   { additionalProperties: false },
 );

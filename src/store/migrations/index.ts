@@ -13,6 +13,7 @@ import { integrityRunOwner } from './0009-integrity-run-owner.js';
 import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 import { dataPlane } from './0011-data-plane.js';
 import { identityTypesDefault } from './0012-identity-types-default.js';
+import { longUsernames } from './0013-long-usernames.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -28,5 +29,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
     '0011-data-plane': dataPlane(),
     '0012-identity-types-default': identityTypesDefault(),
+    '0013-long-usernames': longUsernames(dialect),
   };
 }
