@@ -90,7 +90,11 @@ describe('certificate authentication', () => {
     const next = ecCsr('cert-extend');
     const pwSession = admin;
     expectError(await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: pwSession, body: { clientCertCsr: next.csrPem } }), 401);
-    const ext = await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, body: { clientCertCsr: next.csrPem } });
+    // As upstream: the session token alone is not enough, the current certificate must be on the connection.
+    expectError(await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, body: { clientCertCsr: next.csrPem } }), 401, 'UNAUTHORIZED');
+    const other = await enrolled('cert-extend-other');
+    expectError(await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, cert: other.cert, key: other.key, body: { clientCertCsr: next.csrPem } }), 401, 'UNAUTHORIZED');
+    const ext = await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, cert: e.cert, key: e.key, body: { clientCertCsr: next.csrPem } });
     expect(ext.status, ext.text).toBe(200);
     expect(new X509Certificate(ext.body.data.clientCert).subject).toContain(`CN=${e.id}`);
     expect((await certLogin(e.cert, e.key)).status).toBe(200);
