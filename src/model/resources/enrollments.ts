@@ -71,15 +71,18 @@ export async function insertEnrollment(tx: Tx, ctx: Ctx, id: string, e: NewEnrol
   await tx.insertInto('enrollments').values({ id, createdAt: now, updatedAt: now, tags: '{}', ...(await enrollmentValues(tx, ctx, e)) } as never).execute();
 }
 
-/** New token, JWT and window for an enrollment; the old token stops working at once. */
+/**
+ * A new expiry for an enrollment, as upstream: the token stays the same, so a JWT already handed out
+ * works again until the new expiry; the JWT is signed again to carry it.
+ */
 export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
   await ctx.store.db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('enrollments').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw new ApiError(404, 'NOT_FOUND', `The enrollment with id '${id}' was not found`);
     if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
-    const token = randomUUID();
+    const token = tokenOf(ctx.sealer.open(row.jwt));
     const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId, username: row.username });
-    await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
+    await tx.updateTable('enrollments').set({ jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
   });
 }
 
