@@ -99,7 +99,8 @@ describe('admin authenticators', () => {
     expect(expectError(await post({ identityId: id, method: 'updb', username: 'dave', password: '' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('password');
     expect(expectError(await post({ identityId: id, method: 'otp', username: 'dave', password: 'dave-pass' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('method');
     expectError(await post({ identityId: id, method: 'cert', certPem: 'not a certificate' }), 400, 'COULD_NOT_PARSE_BODY');
-    expect(expectError(await post({ identityId: 'nope', method: 'updb', username: 'dave', password: 'dave-pass' }), 400, 'INVALID_FIELD').cause.field).toBe('identityId');
+    // As upstream: an unknown identity is 404.
+    expectError(await post({ identityId: 'nope', method: 'updb', username: 'dave', password: 'dave-pass' }), 404, 'NOT_FOUND');
     expect(expectError(await post({ identityId: id, method: 'updb', username: 'admin', password: 'dave-pass' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('username');
     expect((await post({ identityId: id, method: 'updb', username: 'dave', password: 'dave-pass' })).status).toBe(201);
     expectError(await post({ identityId: id, method: 'updb', username: 'dave-2', password: 'dave-pass' }), 409, 'MAX_AUTHENTICATOR_METHODS_REACHED');

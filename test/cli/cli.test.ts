@@ -131,7 +131,9 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(check.stdout).toMatch(/no problems found/);
     const snap = await ztc('db', 'snapshot', '-d', dir, '-o', 'json');
     expect(snap.code, snap.stderr).toBe(0);
+    // Locally the CLI completes the file name the API gives with the data dir.
     const file = JSON.parse(snap.stdout).path as string;
+    expect(file).toBe(path.join(dir, 'snapshots', JSON.parse(snap.stdout).name));
     if (!localDb) expect(fs.existsSync(file)).toBe(true);
     const fix = await ztc('db', 'fix', '-d', dir);
     expect(fix.code, fix.stderr).toBe(0);

@@ -6,7 +6,7 @@ import { hashPassword } from '../auth/password.js';
 import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
 import { checkPasswordPolicy } from './auth-policies.js';
 import type { Ctx } from '../context.js';
-import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
+import { ApiError, conflict, couldNotValidate, invalidField, notFound } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, FreePassword, FreeUsername, Nullable, Password, Tags, Username } from '../schemas/common.js';
@@ -82,7 +82,8 @@ async function usernameFree(tx: Tx, username: string, self?: string) {
 async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
   if (mode === 'create') {
     const identity = await tx.selectFrom('identities').select('id').where('id', '=', input.identityId).executeTakeFirst();
-    if (!identity) throw invalidField('identityId', `no identity has the id '${input.identityId}'`, input.identityId);
+    // 404 as upstream (the identity named in the body is the resource not found), not a field error.
+    if (!identity) throw notFound('identity', input.identityId);
     const same = await tx.selectFrom('authenticators').select('id').where('identityId', '=', input.identityId).where('method', '=', input.method).executeTakeFirst();
     if (same) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', `The identity already has a ${input.method} authenticator`);
     if (input.method === 'updb') {
