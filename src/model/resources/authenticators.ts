@@ -6,7 +6,7 @@ import { hashPassword } from '../auth/password.js';
 import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
 import { checkPasswordPolicy } from './auth-policies.js';
 import type { Ctx } from '../context.js';
-import { ApiError, conflict, couldNotValidate, invalidField, notFound } from '../errors.js';
+import { ApiError, conflict, couldNotValidate, notFound } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, FreePassword, FreeUsername, Nullable, Password, Tags, Username } from '../schemas/common.js';
