@@ -239,8 +239,17 @@ describe('the service-change indicator', () => {
 describe('controllers, protocols, counts and traces', () => {
   it('answer', async () => {
     expect((await cl('GET', '/protocols', { token: undefined })).body.data.https.address).toMatch(/^https:\/\/localhost:/);
+    // Upstream's keys: one per store it keeps, its edge sub-stores as routers.edge and services.edge.
     const counts = (await mg('GET', '/summary')).body.data;
-    expect(counts).toMatchObject({ services: expect.any(Number), identities: expect.any(Number), edgeRouters: 1, routers: 1 });
+    expect(Object.keys(counts)).toEqual([
+      'apiSessionCertificates', 'apiSessions', 'authPolicies', 'authenticators', 'cas', 'configTypes', 'configs', 'controllers', 'edgeRouterPolicies',
+      'enrollments', 'eventualEvents', 'externalJwtSigners', 'identities', 'identityTypes', 'mfas', 'postureCheckTypes', 'postureChecks', 'revocations',
+      'routers', 'routers.edge', 'serviceEdgeRouterPolicies', 'servicePolicies', 'services', 'services.edge', 'sessions', 'terminators',
+    ]);
+    expect(counts).toMatchObject({ 'routers.edge': 1, routers: 1, identityTypes: 2, postureCheckTypes: 5, revocations: 0, eventualEvents: 0 });
+    expect(counts['services.edge']).toBe(counts.services);
+    // One controller alone is not HA: 0, as upstream outside HA.
+    expect(counts.controllers).toBe(0);
     expect(counts.identities).toBeGreaterThanOrEqual(4);
     expectError(await cl('GET', '/summary'.replace('', '')), 404);
     const trace = await mg('PUT', `/identities/${user}/trace`, { enabled: true, duration: '5m', traceId: 't-1', channels: ['dial'] });

@@ -119,7 +119,7 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(await ok('edge-router', 're-enroll', 'er-cli')).toMatch(/^edge router \S+\ney/);
     // Any other operation goes through `ztc api`, with the same transport and output.
     expect((await ok('api', 'GET', '/service-role-attributes')).split('\n')).toContain('web');
-    expect(JSON.parse(await ok('api', 'GET', '/summary', '-o', 'json'))).toMatchObject({ services: 1, edgeRouters: 1 });
+    expect(JSON.parse(await ok('api', 'GET', '/summary', '-o', 'json'))).toMatchObject({ services: 1, 'routers.edge': 1 });
     const refused = await ztc('api', 'GET', '/identities/nope/services', '-d', dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/not found \[NOT_FOUND, HTTP 404\]/);

@@ -91,3 +91,10 @@ export async function registerController(ctx: Ctx): Promise<() => void> {
   beat.unref();
   return () => clearInterval(beat);
 }
+
+/** How many controllers serve this database now (seen within the last few heartbeats). */
+export async function onlineControllerCount(ctx: Ctx): Promise<number> {
+  const since = new Date(ctx.clock.now().getTime() - ONLINE_WITHIN_MS).toISOString();
+  const row = await ctx.store.db.selectFrom('controllers').select((eb) => eb.fn.countAll<number | string>().as('n')).where('lastSeenAt', '>', since).executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
