@@ -78,7 +78,7 @@ export const COMMANDS: CommandEntry[] = [
     description: 'Service policies: which identities may dial or bind which services, under which posture checks',
     load: resource('service-policies', { semantic: 'AnyOf' }),
   },
-  { name: 'posture-check-type', description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC, MFA)', load: resource('posture-check-types') },
+  { name: 'posture-check-type', description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC)', load: resource('posture-check-types') },
   {
     name: 'posture-check',
     description: 'Posture checks: conditions on the client device (OS, running processes, domain, MAC address, MFA) that service policies can require',
