@@ -1,7 +1,7 @@
 import { randomUUID, X509Certificate } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
@@ -108,7 +108,7 @@ export const cas = defineResource({
     name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
     // The token is only of use (and only shown) until the CA is verified.
     ...(isSet(r.isVerified) ? {} : { verificationToken: r.verificationToken }),
-    identityRoles: fromJson(r.identityRoles, []), identityNameFormat: r.identityNameFormat,
+    identityRoles: sortedStrings(r.identityRoles), identityNameFormat: r.identityNameFormat,
     // Absent rather than null when unset, as upstream (its definition is not nullable).
     ...(r.externalIdClaim ? { externalIdClaim: fromJson(r.externalIdClaim, {}) } : {}),
     isAutoCaEnrollmentEnabled: isSet(r.isAutoCaEnrollmentEnabled), isOttCaEnrollmentEnabled: isSet(r.isOttCaEnrollmentEnabled), isAuthEnabled: isSet(r.isAuthEnabled),

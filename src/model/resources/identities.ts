@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import { cannotDelete, invalidField } from '../errors.js';
 import { newId } from '../ids.js';
 import { tokenOf } from '../pki/jwt.js';
@@ -186,7 +186,7 @@ export const identities = defineResource({
     defaultHostingPrecedence: r.defaultHostingPrecedence,
     serviceHostingCosts: fromJson(r.serviceHostingCosts, {}),
     serviceHostingPrecedences: fromJson(r.serviceHostingPrecedences, {}),
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
     envInfo: fromJson(r.envInfo, {}),
     sdkInfo: fromJson(r.sdkInfo, {}),
     externalId: r.externalId ?? null,

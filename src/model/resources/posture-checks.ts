@@ -3,7 +3,7 @@
 import { Value } from 'typebox/value';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { fromJson } from '../../store/json.js';
+import { fromJson, sortedStrings } from '../../store/json.js';
 import { invalidField } from '../errors.js';
 import { aliases, baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, Name, Tags } from '../schemas/common.js';
@@ -107,7 +107,7 @@ export const postureChecks = defineResource({
     name: r.name,
     typeId: r.typeId,
     version: Number(r.version),
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
   }),
   toRow: async (input: Row, mode: WriteMode, _tx: Tx, _ctx, existing?: Row) => {
     const typeId = (input.typeId ?? existing?.typeId) as CheckType;

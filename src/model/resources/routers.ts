@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
-import { bit, fromJson, isSet } from '../../store/json.js';
+import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { hashSecret, newId } from '../ids.js';
@@ -187,7 +187,7 @@ export const edgeRouters = defineResource({
     }),
     ...edgeRouterClientView(r),
     ...routerStamps(r, ctx),
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
     isTunnelerEnabled: isSet(r.isTunnelerEnabled),
     certPem: r.certPem ?? null,
     versionInfo: { os: '', arch: '', version: '', revision: '', buildDate: '' },

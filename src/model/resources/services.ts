@@ -2,7 +2,7 @@
 // service_configs; the client view adds the caller's permissions, merged configs and posture queries.
 import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
-import { bit, fromJson, isSet } from '../../store/json.js';
+import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
 import { grantsFor } from '../policy/access.js';
@@ -158,7 +158,7 @@ export const services = defineResource({
     encryptionRequired: isSet(r.encryptionRequired),
     maxIdleTimeMillis: Number(r.maxIdleTimeMillis),
     terminatorStrategy: r.terminatorStrategy,
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
     configs: r.configIds ?? [],
     config: r.config ?? {},
     permissions: r.permissions ?? [],
