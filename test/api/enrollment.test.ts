@@ -2,7 +2,8 @@
 import { verify, X509Certificate } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT, expectError, MGMT } from '../helpers/controller.js';
+import { CLIENT, expectError, MGMT, startTestController } from '../helpers/controller.js';
+import { registerController } from '../../src/model/resources/controllers.js';
 import { ecCsr, rsaCsr } from '../helpers/certs.js';
 import { startTlsController, type TlsController } from '../helpers/tls.js';
 
@@ -161,5 +162,26 @@ describe('updb enrollment and the enrollments API', () => {
     expect(Object.keys(after.enrollment).sort()).toEqual(['ott', 'updb']);
     expect((await c.call('GET', `${MGMT}/enrollments/${after.enrollment.updb.id}`, { token: admin })).body.data.username).toBe('re-enroll-user');
     expect((await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 're-enroll-user', password: 'first-pass' } })).status).toBe(401);
+  });
+});
+
+describe('the advertised API address (upstream\'s edge.api.address)', () => {
+  it('is the issuer of enrollment JWTs, the /protocols address and the controllers\' API addresses', async () => {
+    const other = await startTestController({ config: { apiAddress: 'ctrl.example.com:8441' } });
+    try {
+      const root = await other.login();
+      const made = await other.call('POST', `${MGMT}/identities`, { token: root, body: { name: 'advertised', type: 'Default', isAdmin: false, enrollment: { ott: true } } });
+      const jwt = (await other.call('GET', `${MGMT}/identities/${made.body.data.id}`, { token: root })).body.data.enrollment.ott.jwt;
+      // The identity file `ztc enroll` (and upstream's tools) write names this controller: the JWT's iss.
+      expect(decodeJwt(jwt).iss).toBe('https://ctrl.example.com:8441');
+      expect((await other.call('GET', `${CLIENT}/protocols`)).body.data.https.address).toBe('https://ctrl.example.com:8441');
+      const stop = await registerController(other.opened.ctx);
+      stop();
+      const listed = (await other.call('GET', `${MGMT}/controllers`, { token: root })).body.data[0];
+      expect(listed.apiAddresses['edge-client'][0].url).toBe('https://ctrl.example.com:8441/edge/client/v1');
+      expect(decodeJwt((await other.call('GET', `${CLIENT}/network-jwts`)).body.data[0].token).iss).toBe('https://ctrl.example.com:8441/');
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -25,6 +25,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--db <url>', 'postgres://user:pass@host:port/db to use PostgreSQL instead of the data dir\'s SQLite file (env ZTC_DB)')
     .option('--bind <address>', 'address to listen on (env ZTC_BIND; default 0.0.0.0)')
     .option('--hostnames <names>', 'comma-separated names for the server certificate (env ZTC_HOSTNAMES)')
+    .option('--api-address <host:port>', 'the address clients reach the APIs at, put in enrollment JWTs (env ZTC_API_ADDRESS; default: the first of --hostnames and --port)')
     .option('--admin-username <name>', 'default admin username at first start (default admin)')
     .option('--admin-password <password>', 'default admin password at first start (generated when absent; visible in ps: prefer the file or env ZTC_ADMIN_PASSWORD)')
     .option('--admin-password-file <file>', 'read the default admin password from the first line of a file (env ZTC_ADMIN_PASSWORD_FILE)')
@@ -55,6 +56,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     db: opts.db,
     bind: opts.bind,
     hostnames: opts.hostnames,
+    apiAddress: opts.apiAddress,
     adminUsername: opts.adminUsername,
     adminPassword: opts.adminPassword,
     adminPasswordFile: opts.adminPasswordFile,
