@@ -29,7 +29,7 @@ describe('identities', () => {
     expect(got.body.data).toMatchObject({
       // As upstream 1.x: Device (and User, Service) are accepted and stored as Default.
       id, name: 'web-01', typeId: 'Default', type: { id: 'Default', name: 'Default', entity: 'identity-types' }, isAdmin: false, isDefaultAdmin: false,
-      roleAttributes: ['web', 'prod'], tags: { env: 'prod', managed: true, note: null }, defaultHostingCost: 10, defaultHostingPrecedence: 'required',
+      roleAttributes: ['prod', 'web'], tags: { env: 'prod', managed: true, note: null }, defaultHostingCost: 10, defaultHostingPrecedence: 'required',
       serviceHostingCosts: { svc1: 5 }, serviceHostingPrecedences: { svc1: 'failed' }, appData: { team: { lead: 'x' } }, externalId: 'ext-1',
       authPolicyId: 'default', authPolicy: { id: 'default', name: 'Default' }, authenticators: {}, disabled: false, hasApiSession: false,
     });

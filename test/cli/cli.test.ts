@@ -51,7 +51,7 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(json.code).toBe(0);
     const rows = JSON.parse(json.stdout);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id, name: 'web-01', typeId: 'Default', roleAttributes: ['web', 'prod'], tags: { env: 'prod' } });
+    expect(rows[0]).toMatchObject({ id, name: 'web-01', typeId: 'Default', roleAttributes: ['prod', 'web'], tags: { env: 'prod' } });
 
     const yaml = await ztc('identity', 'get', 'web-01', '-d', dir, '-o', 'yaml');
     expect(yaml.stdout).toMatch(new RegExp(`^id: ${id}$`, 'm'));

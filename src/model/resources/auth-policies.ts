@@ -61,6 +61,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existin
 export const authPolicies = defineResource({
   name: 'auth policy',
   plural: 'auth-policies',
+  conflictsOn: ['delete'],
   table: 'authPolicies',
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],

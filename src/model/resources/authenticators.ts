@@ -116,6 +116,7 @@ export const authenticators = defineResource({
   name: 'authenticator',
   plural: 'authenticators',
   table: 'authenticators',
+  conflictsOn: ['create', 'update'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Authenticators: the username/password or certificate an identity logs in with',

@@ -71,7 +71,8 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
     parseCaCert(input.certPem);
     const fingerprint = fingerprintOf(input.certPem);
     const dup = await tx.selectFrom('cas').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
-    if (dup) throw new ApiError(409, 'CERT_IN_USE', `This certificate is already the CA '${dup.id}'`);
+    // 400 as upstream (the document allows only 400 here; go-swagger clients cannot read a 409).
+    if (dup) throw new ApiError(400, 'COULD_NOT_VALIDATE', `certPem: this certificate is already the CA '${dup.id}'`, { field: 'certPem', reason: `already the CA '${dup.id}'` });
     Object.assign(out, { certPem: input.certPem, fingerprint, verificationToken: randomUUID(), isVerified: 0 });
   }
   set('name', input.name);

@@ -43,6 +43,7 @@ export const configTypes = defineResource({
   name: 'config type',
   plural: 'config-types',
   table: 'configTypes',
+  conflictsOn: ['update', 'delete'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
@@ -98,6 +99,7 @@ function checkData(schemaText: string, data: unknown) {
 export const configs = defineResource({
   name: 'config',
   plural: 'configs',
+  conflictsOn: ['delete'],
   touchesServices: true,
   table: 'configs',
   apis: ['management'],

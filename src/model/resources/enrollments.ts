@@ -103,6 +103,7 @@ export const enrollments = defineResource({
   name: 'enrollment',
   plural: 'enrollments',
   table: 'enrollments',
+  conflictsOn: ['create'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'delete'],
   description: 'Outstanding enrollments: one-time tokens (as JWTs) that let an identity obtain its certificate or password',
