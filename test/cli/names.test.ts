@@ -35,7 +35,7 @@ describe('names in tables', { timeout: 180_000 }, () => {
   it('policy roles read as @name, not @id', async () => {
     const out = await run('service-policy', 'list');
     expect(out).toMatch(/^ID\s+NAME\s+TYPE\s+SEMANTIC\s+IDENTITY ROLES\s+SERVICE ROLES\s+POSTURE CHECK ROLES$/m);
-    expect(out).toMatch(/\s@laptop-01, #staff\s+@web$/m);
+    expect(out).toMatch(/\s#staff, @laptop-01\s+@web$/m);
   });
 
   it("a service's configs and an enrollment's identity or router read as names", async () => {

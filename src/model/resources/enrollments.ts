@@ -8,11 +8,11 @@ import { ApiError, conflict, invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
-import { baseFields, DateTime, EntityRef, FreeUsername, MapOf, Nullable } from '../schemas/common.js';
+import { baseFields, DateTime, EntityRef, MapOf, Nullable, Username } from '../schemas/common.js';
 
 const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
 export const enrollmentCreate = Type.Object(
-  { identityId: Type.String({ minLength: 1, maxLength: 64 }), method: Method, expiresAt: DateTime, caId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))), username: Type.Optional(Nullable(FreeUsername)) },
+  { identityId: Type.String({ minLength: 1, maxLength: 64 }), method: Method, expiresAt: DateTime, caId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))), username: Type.Optional(Nullable(Username)) },
   { additionalProperties: false },
 );
 export const enrollmentRefresh = Type.Object({ expiresAt: DateTime }, { additionalProperties: false });

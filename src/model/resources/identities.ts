@@ -7,7 +7,7 @@ import { tokenOf } from '../pki/jwt.js';
 import { insertEnrollment } from './enrollments.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import {
-  AnyMap, Attributes, baseFields, Cost, EntityRef, FreeUsername, MapOf, Name, Nullable, Precedence, Tags,
+  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 
@@ -32,8 +32,9 @@ const Enrollment = Type.Object(
   {
     ott: Type.Optional(Type.Boolean()),
     ottca: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    // A plain string in the document (no length limits), as the username of authenticator create.
-    updb: Type.Optional(FreeUsername),
+    // A plain string in the document; kept to login's 4 to 100 characters, since the enrollment's only
+    // use is to log in with it and authenticate's body refuses any other length (docs/compatibility.md).
+    updb: Type.Optional(Username),
   },
   { additionalProperties: false },
 );
