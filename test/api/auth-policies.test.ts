@@ -132,14 +132,17 @@ describe('identity disable and enable', () => {
 });
 
 describe('API sessions (admin)', () => {
-  it('lists, reads and deletes sessions without exposing tokens', async () => {
+  it('lists, reads and deletes sessions, showing admins their tokens as upstream', async () => {
     await c.user('session-user');
     const token = await c.login('session-user', 'password1');
     const me = (await c.call('GET', `${CLIENT}/current-api-session`, { token })).body.data;
     const list = await c.call('GET', `${MGMT}/api-sessions?filter=${encodeURIComponent(`identityId = "${me.identityId}"`)}`, { token: admin });
     expect(list.body.data.map((s: { id: string }) => s.id)).toEqual([me.id]);
     const one = (await c.call('GET', `${MGMT}/api-sessions/${me.id}`, { token: admin })).body.data;
-    expect(one).toMatchObject({ id: me.id, identity: { name: 'session-user' }, token: '' });
+    expect(one).toMatchObject({ id: me.id, identity: { name: 'session-user' }, token });
+    expect(list.body.data[0].token).toBe(token);
+    // Only admins: the management API refuses anyone else, and a user's own view is its own session.
+    expectError(await c.call('GET', `${MGMT}/api-sessions/${me.id}`, { token }), 401);
     expect((await c.call('DELETE', `${MGMT}/api-sessions/${me.id}`, { token: admin })).status).toBe(200);
     expectError(await c.call('GET', `${CLIENT}/current-identity`, { token }), 401);
     expectError(await c.call('GET', `${MGMT}/api-sessions`, { token }), 401);
