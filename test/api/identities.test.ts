@@ -23,6 +23,22 @@ describe('identities', () => {
     expect(made.status).toBe(201);
     const id = made.body.data.id;
     expect(made.body.data._links.self.href).toBe(`./identities/${id}`);
+    // The links upstream puts on an identity, on its detail and on references to it.
+    const links = {
+      self: { href: `./identities/${id}` }, 'edge-router-policies': { href: `./identities/${id}/edge-routers` },
+      'service-policies': { href: `./identities/${id}/service-policies` }, 'posture-data': { href: `./identities/${id}/posture-data` },
+      'failed-service-requests': { href: `./identities/${id}/failed-service-requests` }, authenticators: { href: `./identities/${id}/authenticators` },
+      enrollments: { href: `./identities/${id}/enrollments` },
+    };
+    expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data._links).toEqual({ ...links, 'auth-policies': { href: './auth-policies/default' } });
+    for (const rel of Object.values(links)) expect((await c.call('GET', `${MGMT}${rel.href.slice(1)}`, { token: admin })).status).toBe(200);
+    await c.call('POST', `${MGMT}/authenticators`, { token: admin, body: { identityId: id, method: 'updb', username: 'web-01-login', password: 'web-01-pass' } });
+    const session = await c.login('web-01-login', 'web-01-pass');
+    const listed = (await c.call('GET', `${MGMT}/api-sessions?filter=${encodeURIComponent(`identityId = "${id}"`)}`, { token: admin })).body.data[0];
+    expect(listed.identity._links).toEqual(links);
+    // The current identity links its MFA, as upstream's does.
+    expect((await c.call('GET', `${CLIENT}/current-identity`, { token: session })).body.data._links.mfa).toEqual({ href: './current-identity/mfa' });
+    await c.call('DELETE', `${MGMT}/api-sessions/${listed.id}`, { token: admin });
 
     const got = await c.call('GET', `${MGMT}/identities/${id}`, { token: admin });
     expect(got.status).toBe(200);

@@ -5,10 +5,11 @@ import { isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
 import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
 import { checkPasswordPolicy } from './auth-policies.js';
+import { identityRef } from './identity-links.js';
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, couldNotValidate, notFound } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
-import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, FreePassword, FreeUsername, Nullable, Password, Tags, Username } from '../schemas/common.js';
 
 export const authenticatorCreate = Type.Object(
@@ -146,7 +147,7 @@ export const authenticators = defineResource({
     ...baseDetail('authenticators', r),
     method: r.method,
     identityId: r.identityId,
-    identity: entityRef('identities', r.identityId, r.identityName),
+    identity: identityRef(r.identityId, r.identityName),
     ...(r.method === 'updb' ? { username: r.username ?? '' } : { certPem: r.certPem ?? '', fingerprint: r.fingerprint ?? '' }),
     isIssuedByNetwork: isSet(r.isIssuedByNetwork),
   }),

@@ -8,6 +8,7 @@ import { ApiError, conflict, invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
+import { identityRef } from './identity-links.js';
 import { baseFields, DateTime, EntityRef, MapOf, Nullable, Username } from '../schemas/common.js';
 
 const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
@@ -91,7 +92,7 @@ export function enrollmentDetailOf(r: Row, ctx: Ctx) {
   return {
     ...baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }),
     method: r.method, token: tokenOf(jwt), jwt, expiresAt: r.expiresAt, details: {},
-    ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
+    ...(r.identityId ? { identityId: r.identityId, identity: identityRef(r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
     ...(r.username ? { username: r.username } : {}),
     ...(r.routerId && isSet(r.routerIsEdge) ? { edgeRouterId: r.routerId, edgeRouter: entityRef('edge-routers', r.routerId, r.routerName ?? '') } : {}),

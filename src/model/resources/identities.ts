@@ -9,6 +9,7 @@ import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Ro
 import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
+import { identityLinks } from './identity-links.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
@@ -164,7 +165,7 @@ export const identities = defineResource({
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
   toDetail: (r, ctx) => ({
-    ...baseDetail('identities', r, { authenticators: { href: `./identities/${r.id}/authenticators` } }),
+    ...baseDetail('identities', r, identityLinks(r.id, r.authPolicyId)),
     name: r.name,
     type: entityRef('identity-types', r.typeId, r.typeName),
     typeId: r.typeId,
