@@ -153,6 +153,12 @@ const afterCreate = async (tx: Tx, id: string, _input: Row, ctx: Ctx) => {
   await insertRouterEnrollment(tx, ctx, id);
 };
 
+/** An edge router's links beyond self, as upstream gives them wherever it shows one (the current identity's list too). */
+export const edgeRouterLinks = (id: string) => ({
+  'edge-router-policies': { href: `./edge-routers/${id}/edge-router-policies` },
+  'service-edge-router-policies': { href: `./edge-routers/${id}/service-edge-router-policies` },
+});
+
 export const edgeRouters = defineResource({
   name: 'edge router',
   plural: 'edge-routers',
@@ -181,10 +187,7 @@ export const edgeRouters = defineResource({
   source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,
   detailQuery: detailQuery(true),
   toDetail: (r, ctx) => ({
-    ...baseDetail('edge-routers', r, {
-      'edge-router-policies': { href: `./edge-routers/${r.id}/edge-router-policies` },
-      'service-edge-router-policies': { href: `./edge-routers/${r.id}/service-edge-router-policies` },
-    }),
+    ...baseDetail('edge-routers', r, edgeRouterLinks(r.id)),
     ...edgeRouterClientView(r),
     ...routerStamps(r, ctx),
     roleAttributes: sortedStrings(r.roleAttributes),

@@ -1,6 +1,7 @@
 // Services: what identities dial and bind. Their configs (one per config type) are kept in
 // service_configs; the client view adds the caller's permissions, merged configs and posture queries.
 import { Type } from 'typebox';
+import { serviceLinks } from './service-links.js';
 import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
@@ -148,12 +149,7 @@ export const services = defineResource({
   },
   expand: (db, rows, ctx) => expandServices(db, rows, ctx.clock.now()),
   toDetail: (r) => ({
-    ...baseDetail('services', r, {
-      configs: { href: `./services/${r.id}/configs` },
-      'service-edge-router-policies': { href: `./services/${r.id}/service-edge-router-policies` },
-      'service-policies': { href: `./services/${r.id}/service-policies` },
-      terminators: { href: `./services/${r.id}/terminators` },
-    }),
+    ...baseDetail('services', r, serviceLinks(r.id)),
     name: r.name,
     encryptionRequired: isSet(r.encryptionRequired),
     maxIdleTimeMillis: Number(r.maxIdleTimeMillis),
