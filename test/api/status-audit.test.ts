@@ -38,7 +38,7 @@ const KNOWN_GAPS: Record<string, string> = {
   'client enrollErOtt 409': `CERT_IN_USE: ${UPSTREAM_409}`,
   'client enrollOttCa 404': 'an unknown token: NOT_FOUND, as every other enroll operation declares',
   'client enrollErOtt 404': 'an unknown token: NOT_FOUND, as every other enroll operation declares',
-  'management deleteAuthPolicy 409': 'in use by identities: CONFLICT_CANNOT_MODIFY_REFERENCED; upstream\'s answer to this refusal not yet established',
+  'management deleteAuthPolicy 409': 'in use by identities: CONFLICT_CANNOT_MODIFY_REFERENCED, the code the document gives under 409 for the other deletes of referenced entities (config types, configs, ...)',
   'management deleteExternalJwtSigner 409': 'named by an auth policy: as deleteAuthPolicy',
   'management updateConfigType 409': 'the new schema rejects existing configs: upstream\'s answer not yet established',
   'management patchConfigType 409': 'as updateConfigType',
