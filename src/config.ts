@@ -13,6 +13,12 @@ export interface Config {
   port: number;
   /** Names the server certificate carries and clients use to reach us (localhost and 127.0.0.1 are always added). */
   hostnames: string[];
+  /**
+   * The address clients use to reach the APIs, host:port (upstream's edge.api.address): the issuer of
+   * enrollment JWTs (and so the controller of identity files), /protocols and the controllers list.
+   * Empty: the first of hostnames with port. Its host is added to the server certificate's names.
+   */
+  apiAddress: string;
   adminUsername: string;
   adminPassword: string;
   sessionTimeoutMinutes: number;
@@ -36,6 +42,12 @@ export interface Config {
   zacDir: string;
   /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
   corsOrigins: string[];
+  /**
+   * Enforce the auth policies' updb password rules (minPasswordLength, requireNumberChar, ...) on every
+   * password set. Off by default, as upstream: it stores the rules but accepts any password the API
+   * document allows (5 to 100 characters on change, any on create).
+   */
+  enforcePasswordPolicy: boolean;
   /** Run the embedded edge router (SDKs connect, bind and dial through it). */
   router: boolean;
   /** Its TLS port (0: any free port). */
@@ -54,6 +66,7 @@ export const defaults = (): Config => ({
   bind: '0.0.0.0',
   port: 1280,
   hostnames: [os.hostname()],
+  apiAddress: '',
   adminUsername: 'admin',
   adminPassword: '',
   sessionTimeoutMinutes: 30,
@@ -68,6 +81,7 @@ export const defaults = (): Config => ({
   adminPasswordFile: '',
   zacDir: '',
   corsOrigins: [],
+  enforcePasswordPolicy: false,
   router: true,
   routerPort: 3022,
   routerAddress: '',
@@ -83,6 +97,7 @@ const ENV: Record<keyof Config, string> = {
   bind: 'ZTC_BIND',
   port: 'ZTC_PORT',
   hostnames: 'ZTC_HOSTNAMES',
+  apiAddress: 'ZTC_API_ADDRESS',
   adminUsername: 'ZTC_ADMIN_USERNAME',
   adminPassword: 'ZTC_ADMIN_PASSWORD',
   sessionTimeoutMinutes: 'ZTC_SESSION_TIMEOUT_MINUTES',
@@ -97,6 +112,7 @@ const ENV: Record<keyof Config, string> = {
   adminPasswordFile: 'ZTC_ADMIN_PASSWORD_FILE',
   zacDir: 'ZTC_ZAC_DIR',
   corsOrigins: 'ZTC_CORS_ORIGINS',
+  enforcePasswordPolicy: 'ZTC_ENFORCE_PASSWORD_POLICY',
   router: 'ZTC_ROUTER',
   routerPort: 'ZTC_ROUTER_PORT',
   routerAddress: 'ZTC_ROUTER_ADDRESS',
@@ -174,6 +190,26 @@ function webOrigin(text: string): string {
   return url.origin;
 }
 
+/** host[:port] as upstream's edge.api.address takes it (a scheme and a trailing slash are forgiven). */
+function apiAddressOf(text: string): string {
+  const bare = text.trim().replace(/^https:\/\//i, '').replace(/\/$/, '');
+  let url: URL | undefined;
+  try {
+    url = new URL(`https://${bare}`);
+  } catch {
+    url = undefined;
+  }
+  if (!url || url.pathname !== '/' || url.search || url.hash || url.username || url.password || !url.hostname) {
+    throw new ConfigError(`apiAddress: '${text}' must be host:port, such as ctrl.example.com:1280`);
+  }
+  return url.host;
+}
+
+/** The https URL clients reach the APIs at: apiAddress, or the first host name and the port served. */
+export function advertisedApiUrl(config: Pick<Config, 'apiAddress' | 'hostnames' | 'port'>): string {
+  return `https://${config.apiAddress || `${config.hostnames[0] ?? 'localhost'}:${config.port}`}`;
+}
+
 /** Merge layers; `flags` holds only what the user typed. */
 export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.ProcessEnv = process.env): Config {
   const envRaw = fromEnv(env);
@@ -200,6 +236,12 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   cfg.dataDir = path.resolve(cfg.dataDir);
   if (cfg.zacDir) cfg.zacDir = path.resolve(cfg.zacDir);
   cfg.corsOrigins = cfg.corsOrigins.map(webOrigin);
+  if (cfg.apiAddress) {
+    cfg.apiAddress = apiAddressOf(cfg.apiAddress);
+    // The certificate must name the host clients are told to use.
+    const host = new URL(`https://${cfg.apiAddress}`).hostname.replace(/^\[|\]$/g, '');
+    if (!cfg.hostnames.includes(host)) cfg.hostnames = [...cfg.hostnames, host];
+  }
   if (cfg.port > 65535) throw new ConfigError(`port must be at most 65535, got ${cfg.port}`);
   if (cfg.routerPort > 65535) throw new ConfigError(`routerPort must be at most 65535, got ${cfg.routerPort}`);
   if (cfg.ctrlPort > 65535) throw new ConfigError(`ctrlPort must be at most 65535, got ${cfg.ctrlPort}`);

@@ -82,7 +82,7 @@ export async function main(argv = process.argv) {
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.unknownOption' && argv.some((a) => a === '--filter' || a.startsWith('--filter='))) {
-        process.stderr.write(`hint: a filter is the list's argument, not an option: ztc ${argv[2] ?? 'identity'} list 'type = "Device"' (see docs/filters.md)\n`);
+        process.stderr.write(`hint: a filter is the list's argument, not an option: ztc ${argv[2] ?? 'identity'} list 'type = "Default"' (see docs/filters.md)\n`);
       }
       process.exit(err.exitCode);
     }

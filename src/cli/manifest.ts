@@ -49,8 +49,11 @@ const REFERENCES: Record<string, string> = {
   transitRouterId: 'transit-routers',
   apiSessionId: 'api-sessions',
 };
-/** `typeId` names a different resource in each. */
-const TYPE_REFERENCES: Record<string, string> = { identities: 'identity-types', 'posture-checks': 'posture-check-types' };
+/**
+ * `typeId` names a different resource in each. Not posture checks': their types are an enum the server
+ * checks, and MFA is a type upstream takes without listing it at /posture-check-types.
+ */
+const TYPE_REFERENCES: Record<string, string> = { identities: 'identity-types' };
 
 export function describeResource(decl: ResourceDecl): CliResource {
   const json = (s: unknown) => (s ? (JSON.parse(JSON.stringify(s)) as JsonSchema) : undefined);
@@ -70,7 +73,8 @@ const MODULES = () => [
   import('../model/resources/api-sessions.js'), import('../model/resources/auth-policies.js'), import('../model/resources/authenticators.js'),
   import('../model/resources/cas.js'), import('../model/resources/configs.js'), import('../model/resources/controllers.js'),
   import('../model/resources/enrollments.js'), import('../model/resources/fabric.js'), import('../model/resources/external-jwt-signers.js'), import('../model/resources/identities.js'),
-  import('../model/resources/identity-types.js'), import('../model/resources/policies.js'), import('../model/resources/posture-checks.js'),
+  import('../model/resources/identity-types.js'), import('../model/resources/policies.js'), import('../model/resources/posture-check-types.js'),
+  import('../model/resources/posture-checks.js'),
   import('../model/resources/routers.js'), import('../model/resources/services.js'), import('../model/resources/sessions.js'),
   import('../model/resources/terminators.js'),
 ];

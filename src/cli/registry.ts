@@ -40,7 +40,7 @@ export const COMMANDS: CommandEntry[] = [
       return cmd;
     },
   },
-  { name: 'identity-type', description: 'Kinds of identity (User, Device, Service, Router, Default)', load: resource('identity-types') },
+  { name: 'identity-type', description: 'Kinds of identity (Default, Router)', load: resource('identity-types') },
   { name: 'authenticator', description: 'Authenticators: the username/password or certificate an identity logs in with', load: resource('authenticators') },
   { name: 'ca', description: 'Third-party certificate authorities whose certificates may enroll and authenticate (after verification)', load: async () => (await import('./commands/pki.js')).caCommand() },
   {
@@ -78,7 +78,7 @@ export const COMMANDS: CommandEntry[] = [
     description: 'Service policies: which identities may dial or bind which services, under which posture checks',
     load: resource('service-policies', { semantic: 'AnyOf' }),
   },
-  { name: 'posture-check-type', description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC, MFA)', load: resource('posture-check-types') },
+  { name: 'posture-check-type', description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC)', load: resource('posture-check-types') },
   {
     name: 'posture-check',
     description: 'Posture checks: conditions on the client device (OS, running processes, domain, MAC address, MFA) that service policies can require',

@@ -69,7 +69,7 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     await db.transaction().execute(async (tx) => {
     await tx
       .insertInto('identities')
-      .values({ id, name: 'Default Admin', typeId: 'User', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 1, isDefaultAdmin: 1, ...base } as never)
+      .values({ id, name: 'Default Admin', typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 1, isDefaultAdmin: 1, ...base } as never)
       .execute();
     await tx
       .insertInto('authenticators')

@@ -218,5 +218,6 @@ export async function deleteIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string)
   await forgetEntity(tx, id);
   if (decl.touchesServices || decl.policySide) await touchServices(tx, ctx);
   const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
-  if (Number(res.numDeletedRows) !== 1) throw new ApiError(409, 'CONFLICT', `The ${decl.name} '${id}' changed while it was being deleted; try again`);
+  // Another transaction deleted it first: it is gone, as a later request would be told.
+  if (Number(res.numDeletedRows) !== 1) throw notFound(decl.name, id);
 }

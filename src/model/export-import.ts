@@ -230,6 +230,10 @@ function toBody(k: Kind, item: Item, names: Names, where: string): Item {
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(normalise(a)) === JSON.stringify(normalise(b));
+/** Role attributes and policy roles are sets (the API returns them sorted): their order is no change. */
+const isSetField = (field: string) => field === 'roleAttributes' || field.endsWith('Roles');
+const asSet = (v: unknown) => (Array.isArray(v) ? [...v].sort() : v);
+const sameField = (field: string, a: unknown, b: unknown) => (isSetField(field) ? same(asSet(a), asSet(b)) : same(a, b));
 function normalise(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalise);
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, normalise(x)]));
@@ -272,7 +276,7 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
         return;
       }
       const now = toDocItem(k, there, names);
-      const changes = Object.keys(wanted).filter((f) => !same(now[f], wanted[f])).map((f) => ({ field: f, from: now[f] ?? null, to: wanted[f] }));
+      const changes = Object.keys(wanted).filter((f) => !sameField(f, now[f], wanted[f])).map((f) => ({ field: f, from: now[f] ?? null, to: wanted[f] }));
       const fixed = changes.find((c) => k.fixed?.includes(c.field));
       if (fixed) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: the ${fixed.field} of ${k.decl.name} '${name}' cannot change (${JSON.stringify(fixed.from)} to ${JSON.stringify(fixed.to)}): delete it, or rename it in the document`);
       if (changes.length) work.push({ k, step: { action: 'update', kind: k.key, name, changes }, where, item: wanted, id: String(there.id) });

@@ -103,6 +103,12 @@ export interface ResourceDecl {
    * sends them capitalised (server/case-fold.ts): the schema that names the keys at every depth.
    */
   caseInsensitiveKeys?: TSchema;
+  /**
+   * The writes that can answer 409 (a state the request alone cannot fix: a second authenticator of a
+   * method, a schema its configs break, a delete of what others use). Only these declare 409, so the OpenAPI document does not
+   * promise statuses upstream's document lacks (update covers PUT and PATCH).
+   */
+  conflictsOn?: ('create' | 'update' | 'delete')[];
   /** Rows to filter, count and sort: the table aliased `e` plus any joins the filterable fields need. */
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */

@@ -70,13 +70,14 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
     });
   }
   // Keys upstream's Go decoding would match whatever their case: renamed before validation.
+  const conflicts = (op: 'create' | 'update' | 'delete') => (decl.conflictsOn?.includes(op) ? [409] : []);
   const keys = decl.caseInsensitiveKeys;
   const folding = keys ? { preValidation: async (req: { body: unknown }) => void (req.body = foldKeys(req.body, keys)) } : {};
   if (has('create') && decl.schemas.create) {
     app.post(base, {
       ...folding,
       config: config('create'),
-      schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: withIgnored(decl, decl.schemas.create), response: { 201: Envelope(CreateLocation), ...errors(400, 401, 409) } },
+      schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: withIgnored(decl, decl.schemas.create), response: { 201: Envelope(CreateLocation), ...errors(400, 401, ...conflicts('create')) } },
       handler: async (req, reply) => {
         const created = await createResource(ctx, decl, req.body as Row);
         reply.code(201);
@@ -102,7 +103,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       config: config(mode),
       schema: {
         operationId: ids[mode], tags, summary: mode === 'update' ? `Replace every field of ${article(decl.name)}` : `Change the given fields of ${article(decl.name)}`,
-        params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) },
+        params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404, ...conflicts('update')) },
       },
       handler: async (req) => {
         await assertVisible(ctx, decl, (req.params as { id: string }).id, opts.scope?.(req));
@@ -114,7 +115,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
   if (has('delete')) {
     app.delete(`${base}/:id`, {
       config: config('delete'),
-      schema: { operationId: ids.delete, tags, summary: `Delete ${article(decl.name)}`, params: IdParams, response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) } },
+      schema: { operationId: ids.delete, tags, summary: `Delete ${article(decl.name)}`, params: IdParams, response: { 200: Envelope(Empty), ...errors(400, 401, 404, ...conflicts('delete')) } },
       handler: async (req) => {
         await assertVisible(ctx, decl, (req.params as { id: string }).id, opts.scope?.(req));
         await deleteResource(ctx, decl, (req.params as { id: string }).id);

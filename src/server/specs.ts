@@ -14,7 +14,7 @@ export class SpecRegistry {
   }
 
   list() {
-    return [...this.docs].map(([id, d]) => ({ id, name: d.name, _links: selfLink('specs', id), createdAt: this.started, updatedAt: this.started, tags: {} }));
+    return [...this.docs].map(([id, d]) => ({ id, name: d.name, _links: { ...selfLink('specs', id), spec: { href: `./specs/${id}/spec` } }, createdAt: this.started, updatedAt: this.started, tags: {} }));
   }
 
   document(id: string) {

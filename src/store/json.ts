@@ -12,3 +12,9 @@ export const toJson = (value: unknown, fallback: unknown = {}): string => JSON.s
 
 export const bit = (b: boolean | null | undefined): number => (b ? 1 : 0);
 export const isSet = (n: unknown): boolean => n === 1 || n === true || n === '1';
+
+/**
+ * A JSON list of strings, sorted: role attributes and policy roles are sets, and upstream returns
+ * them in sorted order whatever order they were written in.
+ */
+export const sortedStrings = (text: string | null | undefined): string[] => [...fromJson<string[]>(text, [])].sort();

@@ -90,7 +90,8 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
 
   let ids = base.select(sql.ref('e.id').as('id'));
   for (const s of compiled.sort) ids = ids.orderBy(s.ref, s.desc ? 'desc' : 'asc');
-  ids = ids.orderBy(sql.ref('e.created_at'), 'asc').orderBy(sql.ref('e.id'), 'asc');
+  // Without a sort (and after it, to break ties) by id, as upstream lists its stores in key order.
+  ids = ids.orderBy(sql.ref('e.id'), 'asc');
 
   const fetch = async (n: number, from: number): Promise<Row[]> => {
     let q = ids.limit(n);

@@ -51,15 +51,31 @@ describe('auth policies', () => {
     expectError(await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name: 'x', type: 'User', isAdmin: false, authPolicyId: id } }), 400, 'INVALID_FIELD');
   });
 
-  it('enforces password rules on authenticators and their changes', async () => {
+  it('stores password rules without enforcing them by default, as upstream', async () => {
     const id = (await c.call('POST', `${MGMT}/auth-policies`, { token: admin, body: policy({ primary: { ...policy().primary, updb: { ...policy().primary.updb, minPasswordLength: 10, requireNumberChar: true, requireMixedCase: true, requireSpecialChar: true } } }) })).body.data.id;
-    const { auth } = await userWithPolicy('rules-user', id, 'short');
-    const e = expectError(auth, 400, 'INVALID_FIELD');
-    expect(e.message).toMatch(/at least 10 characters, a digit, a special character, upper and lower case letters/);
-    const { auth: ok } = await userWithPolicy('rules-user-2', id, 'Long-enough-1');
-    expect(ok.status).toBe(201);
-    const token = (await login('rules-user-2', 'Long-enough-1')).body.data.token;
-    expectError(await c.call('PATCH', `${CLIENT}/current-identity/authenticators/${ok.body.data.id}`, { token, body: { password: 'weakpassword', currentPassword: 'Long-enough-1' } }), 400, 'INVALID_FIELD');
+    const { auth } = await userWithPolicy('lax-user', id, 'short');
+    expect(auth.status).toBe(201);
+    expect((await login('lax-user', 'short')).status).toBe(200);
+  });
+
+  it('enforces password rules on authenticators and their changes with enforcePasswordPolicy', async () => {
+    const strict = await startTestController({ config: { enforcePasswordPolicy: true } });
+    try {
+      const root = await strict.login();
+      const id = (await strict.call('POST', `${MGMT}/auth-policies`, { token: root, body: policy({ primary: { ...policy().primary, updb: { ...policy().primary.updb, minPasswordLength: 10, requireNumberChar: true, requireMixedCase: true, requireSpecialChar: true } } }) })).body.data.id;
+      const user = async (name: string, password: string) => {
+        const uid = (await strict.call('POST', `${MGMT}/identities`, { token: root, body: { name, type: 'Default', isAdmin: false, authPolicyId: id } })).body.data.id;
+        return strict.call('POST', `${MGMT}/authenticators`, { token: root, body: { identityId: uid, method: 'updb', username: name, password } });
+      };
+      const e = expectError(await user('rules-user', 'short'), 400, 'INVALID_FIELD');
+      expect(e.message).toMatch(/at least 10 characters, a digit, a special character, upper and lower case letters/);
+      const ok = await user('rules-user-2', 'Long-enough-1');
+      expect(ok.status).toBe(201);
+      const token = await strict.login('rules-user-2', 'Long-enough-1');
+      expectError(await strict.call('PATCH', `${CLIENT}/current-identity/authenticators/${ok.body.data.id}`, { token, body: { password: 'weakpassword', currentPassword: 'Long-enough-1' } }), 400, 'INVALID_FIELD');
+    } finally {
+      await strict.close();
+    }
   });
 
   it('refuses a method the policy does not allow', async () => {
@@ -116,14 +132,17 @@ describe('identity disable and enable', () => {
 });
 
 describe('API sessions (admin)', () => {
-  it('lists, reads and deletes sessions without exposing tokens', async () => {
+  it('lists, reads and deletes sessions, showing admins their tokens as upstream', async () => {
     await c.user('session-user');
     const token = await c.login('session-user', 'password1');
     const me = (await c.call('GET', `${CLIENT}/current-api-session`, { token })).body.data;
     const list = await c.call('GET', `${MGMT}/api-sessions?filter=${encodeURIComponent(`identityId = "${me.identityId}"`)}`, { token: admin });
     expect(list.body.data.map((s: { id: string }) => s.id)).toEqual([me.id]);
     const one = (await c.call('GET', `${MGMT}/api-sessions/${me.id}`, { token: admin })).body.data;
-    expect(one).toMatchObject({ id: me.id, identity: { name: 'session-user' }, token: '' });
+    expect(one).toMatchObject({ id: me.id, identity: { name: 'session-user' }, token });
+    expect(list.body.data[0].token).toBe(token);
+    // Only admins: the management API refuses anyone else, and a user's own view is its own session.
+    expectError(await c.call('GET', `${MGMT}/api-sessions/${me.id}`, { token }), 401);
     expect((await c.call('DELETE', `${MGMT}/api-sessions/${me.id}`, { token: admin })).status).toBe(200);
     expectError(await c.call('GET', `${CLIENT}/current-identity`, { token }), 401);
     expectError(await c.call('GET', `${MGMT}/api-sessions`, { token }), 401);

@@ -29,7 +29,7 @@ describe('password authentication and API sessions', () => {
 
       const me = await c.call('GET', `${api}/current-identity`, { token: s.token });
       expect(me.status).toBe(200);
-      expect(me.body.data).toMatchObject({ name: 'Default Admin', isAdmin: true, isDefaultAdmin: true, typeId: 'User', authPolicyId: 'default', hasApiSession: true });
+      expect(me.body.data).toMatchObject({ name: 'Default Admin', isAdmin: true, isDefaultAdmin: true, typeId: 'Default', authPolicyId: 'default', hasApiSession: true });
       expect(me.body.data.authenticators.updb.username).toBe('admin');
       expect(me.body.data.envInfo).toEqual({ os: 'linux' });
 

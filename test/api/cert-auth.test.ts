@@ -90,7 +90,11 @@ describe('certificate authentication', () => {
     const next = ecCsr('cert-extend');
     const pwSession = admin;
     expectError(await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: pwSession, body: { clientCertCsr: next.csrPem } }), 401);
-    const ext = await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, body: { clientCertCsr: next.csrPem } });
+    // As upstream: the session token alone is not enough, the current certificate must be on the connection.
+    expectError(await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, body: { clientCertCsr: next.csrPem } }), 401, 'UNAUTHORIZED');
+    const other = await enrolled('cert-extend-other');
+    expectError(await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, cert: other.cert, key: other.key, body: { clientCertCsr: next.csrPem } }), 401, 'UNAUTHORIZED');
+    const ext = await c.call('POST', `${CLIENT}/current-identity/authenticators/${authId}/extend`, { token: session.token, cert: e.cert, key: e.key, body: { clientCertCsr: next.csrPem } });
     expect(ext.status, ext.text).toBe(200);
     expect(new X509Certificate(ext.body.data.clientCert).subject).toContain(`CN=${e.id}`);
     expect((await certLogin(e.cert, e.key)).status).toBe(200);
@@ -125,8 +129,11 @@ describe('third-party CAs', () => {
     expectError(await c.call('POST', `${MGMT}/cas`, { token: admin, body: { name: 'leaf', certPem: selfSignedCert('leaf').certPem, identityRoles: [], isAuthEnabled: true, isAutoCaEnrollmentEnabled: true, isOttCaEnrollmentEnabled: true } }), 400, 'CERTIFICATE_IS_NOT_CA');
     const ca = new TestCa('Partner CA');
     const id = await addCa(ca);
+    // The same CA certificate again: 400 COULD_NOT_VALIDATE, as upstream (not 409).
+    const again = expectError(await c.call('POST', `${MGMT}/cas`, { token: admin, body: { name: 'Partner CA again', certPem: ca.pem, identityRoles: [], isAuthEnabled: true, isAutoCaEnrollmentEnabled: true, isOttCaEnrollmentEnabled: true } }), 400, 'COULD_NOT_VALIDATE');
+    expect(again.message).toMatch(/already the CA/);
     const d = (await c.call('GET', `${MGMT}/cas/${id}`, { token: admin })).body.data;
-    expect(d).toMatchObject({ name: 'Partner CA', isVerified: false, identityRoles: ['partner', 'auto'], identityNameFormat: '[caName]-[commonName]' });
+    expect(d).toMatchObject({ name: 'Partner CA', isVerified: false, identityRoles: ['auto', 'partner'], identityNameFormat: '[caName]-[commonName]' });
     expect(d.verificationToken).toMatch(/^[0-9a-f-]{36}$/);
     expectError(await c.call('POST', `${MGMT}/cas/${id}/verify`, { token: admin, body: ca.issue('wrong-cn').certPem, contentType: 'text/plain' }), 400, 'INVALID_COMMON_NAME');
     expectError(await c.call('POST', `${MGMT}/cas/${id}/verify`, { token: admin, body: new TestCa('Other').issue(d.verificationToken).certPem, contentType: 'text/plain' }), 400, 'CERT_FAILED_VALIDATION');
@@ -153,7 +160,7 @@ describe('third-party CAs', () => {
     const r = await c.call('POST', `${CLIENT}/enroll/ca`, { cert: device.certPem, key: device.keyPem });
     expect(r.status, r.text).toBe(200);
     const made = (await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('name = "AutoCA-laptop-7"')}`, { token: admin })).body.data[0];
-    expect(made).toMatchObject({ roleAttributes: ['partner', 'auto'], typeId: 'Device' });
+    expect(made).toMatchObject({ roleAttributes: ['auto', 'partner'], typeId: 'Default' });
     expect((await c.call('GET', `${MGMT}/identities?roleFilter=%23partner`, { token: admin })).body.data.map((i: { id: string }) => i.id)).toContain(made.id);
     expectError(await c.call('POST', `${CLIENT}/enroll/ca`, { cert: device.certPem, key: device.keyPem }), 409, 'CERT_IN_USE');
     expect((await certLogin(device.certPem, device.keyPem)).status).toBe(200);

@@ -45,8 +45,13 @@ describe('configs', () => {
     const d = (await c.call('GET', `${MGMT}/configs/${made.body.data.id}`, { token: admin })).body.data;
     expect(d).toMatchObject({ name: 'web-intercept', configTypeId: 'g7cIWbcGg', configType: { id: 'g7cIWbcGg', name: 'intercept.v1' }, data: good, tags: { team: 'web' } });
     const bad = expectError(await post('/configs', { name: 'bad', configTypeId: 'intercept.v1', data: { protocols: ['icmp'], addresses: ['x'], portRanges: [] } }), 400, 'COULD_NOT_VALIDATE');
-    expect(bad.cause.field).toMatch(/^data/);
-    expect(expectError(await post('/configs', { name: 'missing', configTypeId: 'intercept.v1', data: { protocols: ['tcp'] } }), 400, 'COULD_NOT_VALIDATE').message).toMatch(/addresses|portRanges/);
+    // Named inside the data, as upstream names it: `protocols.0`, never `data.protocols.0`.
+    expect(bad.cause.field).toMatch(/^protocols/);
+    const missing = expectError(await post('/configs', { name: 'missing', configTypeId: 'intercept.v1', data: { protocols: ['tcp'] } }), 400, 'COULD_NOT_VALIDATE');
+    expect(missing.message).toMatch(/addresses|portRanges/);
+    expect(missing.cause.field).toMatch(/^(addresses|portRanges)$/);
+    const port = expectError(await post('/configs', { name: 'bad-port', configTypeId: 'host.v1', data: { protocol: 'tcp', address: 'x', port: 70000 } }), 400, 'COULD_NOT_VALIDATE');
+    expect(port.cause.field).toBe('port');
     expectError(await post('/configs', { name: 'no-type', configTypeId: 'nope.v1', data: {} }), 400, 'INVALID_FIELD');
     expectError(await c.call('PATCH', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { data: { ...good, portRanges: [{ low: 70000, high: 1 }] } } }), 400, 'COULD_NOT_VALIDATE');
     expect((await c.call('PATCH', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { data: { ...good, addresses: ['*.internal'] } } })).status).toBe(200);

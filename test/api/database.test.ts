@@ -3,6 +3,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RUN_STALE_MS } from '../../src/model/maintenance/integrity.js';
@@ -89,8 +90,9 @@ describe('integrity scan', () => {
     const results = async () => (await mg('GET', '/database/data-integrity-results')).body.data;
     // Held by a live process on another host (its heartbeat is fresh).
     await hold('other-host:4242:cafe', now());
-    expectError(await mg('POST', '/database/check-data-integrity'), 409, 'DATA_INTEGRITY_CHECK_IN_PROGRESS');
-    expectError(await mg('POST', '/database/fix-data-integrity'), 409);
+    // As upstream: a second run while one runs is 429.
+    expectError(await mg('POST', '/database/check-data-integrity'), 429, 'RATE_LIMITED');
+    expectError(await mg('POST', '/database/fix-data-integrity'), 429);
     expect((await results()).inProgress).toBe(true);
     // Its heartbeat stops: the run is reported dead and taken over.
     c.clock.advance(RUN_STALE_MS + 1);
@@ -104,11 +106,11 @@ describe('integrity scan', () => {
     await finished();
     // Held by a live process of this host: refused.
     await hold(`${os.hostname()}:${process.pid}:other`, now());
-    expectError(await mg('POST', '/database/check-data-integrity'), 409);
+    expectError(await mg('POST', '/database/check-data-integrity'), 429);
     await db.updateTable('integrityRuns').set({ inProgress: 0 }).where('id', '=', 1).execute();
     // Two requests at once: one wins.
     const both = await Promise.all([mg('POST', '/database/check-data-integrity'), mg('POST', '/database/check-data-integrity')]);
-    expect(both.map((r) => r.status).sort()).toEqual([202, 409]);
+    expect(both.map((r) => r.status).sort()).toEqual([202, 429]);
     await finished();
   });
 });
@@ -130,8 +132,10 @@ describe('snapshot', () => {
     await writer;
     if (c.opened.ctx.store.file) {
       expect(snap.status, snap.text).toBe(200);
-      const file = snap.body.data.path as string;
-      expect(file.startsWith(`${c.dataDir}/snapshots/ztc-`)).toBe(true);
+      // The answer names the file, never the server's path.
+      expect(snap.text).not.toContain(c.dataDir);
+      expect(snap.body.data.name).toMatch(/^ztc-\d{8}T\d{6}Z(-\d+)?\.db$/);
+      const file = path.join(c.dataDir, 'snapshots', snap.body.data.name);
       expect(fs.statSync(file).mode & 0o777).toBe(0o600);
       const Sqlite = loadSqlite();
       const copy = new Sqlite(file, { readonly: true });
@@ -141,11 +145,24 @@ describe('snapshot', () => {
       for (const id of before) expect(ids.has(id)).toBe(true);
     } else if (snap.status === 200) {
       // PostgreSQL with pg_dump installed: the dump lists the identities table's data.
-      const listing = execFileSync('pg_restore', ['--list', snap.body.data.path]).toString();
+      expect(snap.text).not.toContain(c.dataDir);
+      const listing = execFileSync('pg_restore', ['--list', path.join(c.dataDir, 'snapshots', snap.body.data.name)]).toString();
       expect(listing).toMatch(/TABLE DATA public identities/);
     } else {
       expect(expectError(snap, 409, 'SNAPSHOT_UNAVAILABLE').message).toMatch(/pg_dump/);
     }
     void sql;
+  });
+
+  it('takes one snapshot a minute, as upstream: the next within the minute is 429', async () => {
+    c.clock.advance(61_000);
+    admin = await c.login();
+    const first = await mg('POST', '/database/snapshot');
+    if (first.status !== 200) return; // PostgreSQL without pg_dump: nothing to rate-limit (the test above checks the refusal).
+    const again = expectError(await mg('POST', '/database/snapshot'), 429, 'RATE_LIMITED');
+    expect(again.message).toMatch(/one snapshot a minute/i);
+    c.clock.advance(61_000);
+    admin = await c.login();
+    expect((await mg('POST', '/database/snapshot')).status).toBe(200);
   });
 });

@@ -2,7 +2,8 @@
 import { verify, X509Certificate } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT, expectError, MGMT } from '../helpers/controller.js';
+import { CLIENT, expectError, MGMT, startTestController } from '../helpers/controller.js';
+import { registerController } from '../../src/model/resources/controllers.js';
 import { ecCsr, rsaCsr } from '../helpers/certs.js';
 import { startTlsController, type TlsController } from '../helpers/tls.js';
 
@@ -92,18 +93,22 @@ describe('one-time-token enrollment with a CSR', () => {
     expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: ecCsr().csrPem } })).status).toBe(200);
   });
 
-  it('refuses an expired token; a refresh gives a new token and kills the old one', async () => {
+  it('refuses an expired token; a refresh keeps the token and extends it, so the JWT handed out works again', async () => {
     const id = await newIdentity('ott-expiry', { ott: true });
     const e = (await detail(id)).enrollment.ott;
     c.clock.advance(181 * 60_000);
     expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: e.token, clientCsr: ecCsr().csrPem } }), 400, 'ENROLLMENT_EXPIRED');
-    const refreshed = await c.call('POST', `${MGMT}/enrollments/${e.id}/refresh`, { token: await c.login(), body: { expiresAt: inMinutes(30) } });
+    admin = await c.login();
+    const refreshed = await c.call('POST', `${MGMT}/enrollments/${e.id}/refresh`, { token: admin, body: { expiresAt: inMinutes(30) } });
     expect(refreshed.status, refreshed.text).toBe(200);
-    expect(refreshed.body.data.token).not.toBe(e.token);
-    expect(refreshed.body.data.jwt).not.toBe(e.jwt);
-    expect(decodeJwt(refreshed.body.data.jwt).jti).toBe(refreshed.body.data.token);
+    // As upstream: the same token, a later expiry; the JWT is signed again to carry it.
+    expect(refreshed.body.data.token).toBe(e.token);
+    expect(refreshed.body.data.expiresAt).not.toBe(e.expiresAt);
+    expect(decodeJwt(refreshed.body.data.jwt)).toMatchObject({ jti: e.token, exp: Math.floor(Date.parse(refreshed.body.data.expiresAt) / 1000) });
+    expect((await detail(id)).enrollment.ott.token).toBe(e.token);
+    // The JWT handed out before the refresh enrolls.
+    expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: decodeJwt(e.jwt).jti, clientCsr: ecCsr().csrPem } })).status).toBe(200);
     expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: e.token, clientCsr: ecCsr().csrPem } }), 404, 'NOT_FOUND');
-    expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: refreshed.body.data.token, clientCsr: ecCsr().csrPem } })).status).toBe(200);
     admin = await c.login();
   });
 });
@@ -157,5 +162,26 @@ describe('updb enrollment and the enrollments API', () => {
     expect(Object.keys(after.enrollment).sort()).toEqual(['ott', 'updb']);
     expect((await c.call('GET', `${MGMT}/enrollments/${after.enrollment.updb.id}`, { token: admin })).body.data.username).toBe('re-enroll-user');
     expect((await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 're-enroll-user', password: 'first-pass' } })).status).toBe(401);
+  });
+});
+
+describe('the advertised API address (upstream\'s edge.api.address)', () => {
+  it('is the issuer of enrollment JWTs, the /protocols address and the controllers\' API addresses', async () => {
+    const other = await startTestController({ config: { apiAddress: 'ctrl.example.com:8441' } });
+    try {
+      const root = await other.login();
+      const made = await other.call('POST', `${MGMT}/identities`, { token: root, body: { name: 'advertised', type: 'Default', isAdmin: false, enrollment: { ott: true } } });
+      const jwt = (await other.call('GET', `${MGMT}/identities/${made.body.data.id}`, { token: root })).body.data.enrollment.ott.jwt;
+      // The identity file `ztc enroll` (and upstream's tools) write names this controller: the JWT's iss.
+      expect(decodeJwt(jwt).iss).toBe('https://ctrl.example.com:8441');
+      expect((await other.call('GET', `${CLIENT}/protocols`)).body.data.https.address).toBe('https://ctrl.example.com:8441');
+      const stop = await registerController(other.opened.ctx);
+      stop();
+      const listed = (await other.call('GET', `${MGMT}/controllers`, { token: root })).body.data[0];
+      expect(listed.apiAddresses['edge-client'][0].url).toBe('https://ctrl.example.com:8441/edge/client/v1');
+      expect(decodeJwt((await other.call('GET', `${CLIENT}/network-jwts`)).body.data[0].token).iss).toBe('https://ctrl.example.com:8441/');
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -22,7 +22,7 @@ const DATES = ['2021-03-01T00:00:00.000Z', '2023-06-15T12:30:00.000Z', '2025-01-
 
 const rowArb = fc.record({
   name: fc.stringMatching(/^[a-zA-Z0-9-]{1,8}$/),
-  typeId: fc.constantFrom('User', 'Device', 'Service'),
+  typeId: fc.constantFrom('Default', 'Router'),
   isAdmin: fc.boolean(),
   disabled: fc.boolean(),
   defaultHostingCost: fc.integer({ min: 0, max: 20 }),

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kysely } from 'kysely';
+import { identityTypesDefault } from '../../src/store/migrations/0012-identity-types-default.js';
 import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
 let c: TestController;
@@ -21,12 +23,29 @@ describe('identities', () => {
     expect(made.status).toBe(201);
     const id = made.body.data.id;
     expect(made.body.data._links.self.href).toBe(`./identities/${id}`);
+    // The links upstream puts on an identity, on its detail and on references to it.
+    const links = {
+      self: { href: `./identities/${id}` }, 'edge-router-policies': { href: `./identities/${id}/edge-routers` },
+      'service-policies': { href: `./identities/${id}/service-policies` }, 'posture-data': { href: `./identities/${id}/posture-data` },
+      'failed-service-requests': { href: `./identities/${id}/failed-service-requests` }, authenticators: { href: `./identities/${id}/authenticators` },
+      enrollments: { href: `./identities/${id}/enrollments` },
+    };
+    expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data._links).toEqual({ ...links, 'auth-policies': { href: './auth-policies/default' } });
+    for (const rel of Object.values(links)) expect((await c.call('GET', `${MGMT}${rel.href.slice(1)}`, { token: admin })).status).toBe(200);
+    await c.call('POST', `${MGMT}/authenticators`, { token: admin, body: { identityId: id, method: 'updb', username: 'web-01-login', password: 'web-01-pass' } });
+    const session = await c.login('web-01-login', 'web-01-pass');
+    const listed = (await c.call('GET', `${MGMT}/api-sessions?filter=${encodeURIComponent(`identityId = "${id}"`)}`, { token: admin })).body.data[0];
+    expect(listed.identity._links).toEqual(links);
+    // The current identity links its MFA, as upstream's does.
+    expect((await c.call('GET', `${CLIENT}/current-identity`, { token: session })).body.data._links.mfa).toEqual({ href: './current-identity/mfa' });
+    await c.call('DELETE', `${MGMT}/api-sessions/${listed.id}`, { token: admin });
 
     const got = await c.call('GET', `${MGMT}/identities/${id}`, { token: admin });
     expect(got.status).toBe(200);
     expect(got.body.data).toMatchObject({
-      id, name: 'web-01', typeId: 'Device', type: { id: 'Device', name: 'Device', entity: 'identity-types' }, isAdmin: false, isDefaultAdmin: false,
-      roleAttributes: ['web', 'prod'], tags: { env: 'prod', managed: true, note: null }, defaultHostingCost: 10, defaultHostingPrecedence: 'required',
+      // As upstream 1.x: Device (and User, Service) are accepted and stored as Default.
+      id, name: 'web-01', typeId: 'Default', type: { id: 'Default', name: 'Default', entity: 'identity-types' }, isAdmin: false, isDefaultAdmin: false,
+      roleAttributes: ['prod', 'web'], tags: { env: 'prod', managed: true, note: null }, defaultHostingCost: 10, defaultHostingPrecedence: 'required',
       serviceHostingCosts: { svc1: 5 }, serviceHostingPrecedences: { svc1: 'failed' }, appData: { team: { lead: 'x' } }, externalId: 'ext-1',
       authPolicyId: 'default', authPolicy: { id: 'default', name: 'Default' }, authenticators: {}, disabled: false, hasApiSession: false,
     });
@@ -36,7 +55,7 @@ describe('identities', () => {
     expect(put.body.data).toEqual({});
     const replaced = (await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data;
     // Replace resets what it does not name.
-    expect(replaced).toMatchObject({ name: 'web-02', typeId: 'User', isAdmin: true, roleAttributes: [], tags: {}, defaultHostingCost: 0, externalId: null });
+    expect(replaced).toMatchObject({ name: 'web-02', typeId: 'Default', isAdmin: true, roleAttributes: [], tags: {}, defaultHostingCost: 0, externalId: null });
     expect(Date.parse(replaced.updatedAt)).toBeGreaterThanOrEqual(Date.parse(replaced.createdAt));
 
     expect((await c.call('PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { roleAttributes: ['db'], tags: { a: 'b' } } })).status).toBe(200);
@@ -122,12 +141,40 @@ describe('identities', () => {
     expectError(await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('colour = "red"')}`, { token: admin }), 400, 'INVALID_FILTER');
   });
 
-  it('lists the identity types', async () => {
+  it('lists the identity types as upstream 1.x: Default and Router, the old names stored as Default', async () => {
     const r = await c.call('GET', `${MGMT}/identity-types`, { token: admin });
-    expect(r.body.data.map((t: { id: string }) => t.id).sort()).toEqual(['Default', 'Device', 'Router', 'Service', 'User']);
+    expect(r.body.data.map((t: { id: string }) => t.id).sort()).toEqual(['Default', 'Router']);
+    for (const type of ['User', 'Device', 'Service', 'Default', 'Router']) {
+      const made = await create({ name: `typed-${type}`, type, isAdmin: false });
+      expect(made.status).toBe(201);
+      const got = (await c.call('GET', `${MGMT}/identities/${made.body.data.id}`, { token: admin })).body.data;
+      const stored = type === 'Router' ? 'Router' : 'Default';
+      expect(got).toMatchObject({ typeId: stored, type: { id: stored, name: stored } });
+    }
+    const patched = (await create({ name: 'typed-patch', type: 'Router', isAdmin: false })).body.data.id;
+    expect((await c.call('PATCH', `${MGMT}/identities/${patched}`, { token: admin, body: { type: 'Service' } })).status).toBe(200);
+    expect((await c.call('GET', `${MGMT}/identities/${patched}`, { token: admin })).body.data.typeId).toBe('Default');
+    const filtered = (await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('type = "Default" and name contains "typed-"')}&limit=100`, { token: admin })).body.data;
+    expect(filtered.map((i: { name: string }) => i.name).sort()).toEqual(['typed-Default', 'typed-Device', 'typed-Service', 'typed-User', 'typed-patch']);
+    const me = (await c.call('GET', `${CLIENT}/current-identity`, { token: admin })).body.data;
+    expect(me.typeId).toBe('Default');
     expect((await c.call('GET', `${MGMT}/identity-types/Router`, { token: admin })).body.data.name).toBe('Router');
     expectError(await c.call('GET', `${MGMT}/identity-types/Robot`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await c.call('GET', `${MGMT}/identity-types/Device`, { token: admin }), 404, 'NOT_FOUND');
     expectError(await c.call('POST', `${MGMT}/identity-types`, { token: admin, body: { name: 'x' } }), 405, 'METHOD_NOT_ALLOWED');
+  });
+});
+
+describe('identity types of a database made before upstream 1.x types', () => {
+  it('moves User, Device and Service identities to Default and drops those types', async () => {
+    const db = c.opened.ctx.store.db as unknown as Kysely<any>;
+    const now = new Date().toISOString();
+    for (const old of ['User', 'Device', 'Service']) await db.insertInto('identity_types').values({ id: old, name: old, created_at: now, updated_at: now, tags: '{}' }).execute();
+    const legacy = (await create({ name: 'legacy-device', type: 'Default', isAdmin: false })).body.data.id;
+    await db.updateTable('identities').set({ type_id: 'Device' }).where('id', '=', legacy).execute();
+    await identityTypesDefault().up(db);
+    expect((await c.call('GET', `${MGMT}/identities/${legacy}`, { token: admin })).body.data.typeId).toBe('Default');
+    expect((await c.call('GET', `${MGMT}/identity-types`, { token: admin })).body.data.map((t: { id: string }) => t.id).sort()).toEqual(['Default', 'Router']);
   });
 });
 

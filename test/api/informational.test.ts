@@ -27,6 +27,7 @@ describe('informational routes (no session needed)', () => {
     expect((await c.call('GET', `${CLIENT}/enumerated-capabilities`)).body.data).toContain('OIDC_AUTH');
     const specs = (await c.call('GET', `${MGMT}/specs`)).body.data;
     expect(specs.map((s: { id: string }) => s.id).sort()).toEqual(['edge-client', 'edge-management', 'fabric']);
+    expect(specs.find((s: { id: string }) => s.id === 'edge-client')._links).toEqual({ self: { href: './specs/edge-client' }, spec: { href: './specs/edge-client/spec' } });
     expect((await c.call('GET', `${CLIENT}/specs/edge-client`)).body.data.name).toBe('Edge Client API');
     expectError(await c.call('GET', `${CLIENT}/specs/nope`), 404, 'NOT_FOUND');
 

@@ -27,10 +27,29 @@ const names = async (query: string) => {
   return (r.body.data as { name: string }[]).map((d) => d.name).filter((n) => n !== 'Default Admin');
 };
 const q = (filter: string) => `filter=${encodeURIComponent(filter)}`;
-/** For unsorted lists: the default order is creation time, and these share one clock tick. */
+/** For unsorted lists: the default order is by id (random), not by name. */
 const nameSet = async (query: string) => (await names(query)).sort();
 
 describe('lists', () => {
+  it('lists by id without a sort, as upstream, and returns role attributes and roles sorted', async () => {
+    const all = (await c.call('GET', `${MGMT}/identities?limit=100`, { token: admin })).body.data as { id: string }[];
+    const byId = all.map((i) => i.id);
+    expect(byId).toEqual([...byId].sort());
+    // Sorted whatever order they were written in (they are sets), on every resource that has them.
+    const made = (await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name: 'unsorted', type: 'Default', isAdmin: false, roleAttributes: ['zeta', 'Alpha', 'mid'] } })).body.data.id;
+    expect((await c.call('GET', `${MGMT}/identities/${made}`, { token: admin })).body.data.roleAttributes).toEqual(['Alpha', 'mid', 'zeta']);
+    const svc = (await c.call('POST', `${MGMT}/services`, { token: admin, body: { name: 'unsorted-svc', encryptionRequired: true, roleAttributes: ['b', 'a'] } })).body.data.id;
+    expect((await c.call('GET', `${MGMT}/services/${svc}`, { token: admin })).body.data.roleAttributes).toEqual(['a', 'b']);
+    const sp = (await c.call('POST', `${MGMT}/service-policies`, { token: admin, body: { name: 'unsorted-sp', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#zeta', `@${made}`, '#Alpha'], serviceRoles: ['#b', '#a'] } })).body.data.id;
+    const policy = (await c.call('GET', `${MGMT}/service-policies/${sp}`, { token: admin })).body.data;
+    expect(policy.identityRoles).toEqual([...['#zeta', `@${made}`, '#Alpha']].sort());
+    expect(policy.serviceRoles).toEqual(['#a', '#b']);
+    expect(policy.identityRolesDisplay.map((d: { role: string }) => d.role)).toEqual(policy.identityRoles);
+    await c.call('DELETE', `${MGMT}/service-policies/${sp}`, { token: admin });
+    await c.call('DELETE', `${MGMT}/services/${svc}`, { token: admin });
+    await c.call('DELETE', `${MGMT}/identities/${made}`, { token: admin });
+  });
+
   it('filters and sorts in SQL', async () => {
     expect(await names(q('tags.env = "prod" sort by name desc'))).toEqual(['cat', 'ann']);
     expect(await names(q('anyOf(roleAttributes) = "eu" and defaultHostingCost > 2'))).toEqual(['ann']);
@@ -80,7 +99,7 @@ describe('lists', () => {
   it('filters every declared list, including the caller’s own authenticators', async () => {
     const r = await c.call('GET', `${MGMT}/authenticators?${q('method = "updb" and username = "admin"')}`, { token: admin });
     expect(r.body.data).toHaveLength(1);
-    expect((await c.call('GET', `${MGMT}/identity-types?${q('name contains "ev" sort by name')}`, { token: admin })).body.data.map((t: { id: string }) => t.id)).toEqual(['Device']);
+    expect((await c.call('GET', `${MGMT}/identity-types?${q('name contains "ou" sort by name')}`, { token: admin })).body.data.map((t: { id: string }) => t.id)).toEqual(['Router']);
     expect((await c.call('GET', `${CLIENT}/current-identity/authenticators?${q('method = "cert"')}`, { token: admin })).body.data).toEqual([]);
     expectError(await c.call('GET', `${CLIENT}/current-identity/authenticators?${q('nope = 1')}`, { token: admin }), 400, 'INVALID_FILTER');
   });

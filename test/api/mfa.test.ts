@@ -61,6 +61,8 @@ describe('MFA enrollment', () => {
     expect(d.provisioningUrl).toMatch(/^otpauth:\/\/totp\/localhost:mfa-a\?secret=[A-Z2-7]{32}&issuer=localhost$/);
     expect(d.recoveryCodes).toHaveLength(20);
     expect(d.recoveryCodes.every((r: string) => /^[A-Z2-7]{6}$/.test(r))).toBe(true);
+    // Upstream's links: what to do next with a pending enrollment.
+    expect(d._links).toEqual({ self: { href: './current-identity/mfa' }, 'current-identity': { href: './current-identity' }, verify: { href: './current-identity/mfa/verify' }, qr: { href: './current-identity/mfa/qr-code' } });
     const qr = await c.app.inject({ method: 'GET', url: `${CLIENT}/current-identity/mfa/qr-code`, headers: { 'zt-session': token } });
     expect(qr.statusCode).toBe(200);
     expect(qr.headers['content-type']).toBe('image/png');
@@ -72,6 +74,7 @@ describe('MFA enrollment', () => {
     expectError(await c.call('GET', `${CLIENT}/current-identity/mfa/qr-code`, { token }), 404);
     const after = (await c.call('GET', `${CLIENT}/current-identity/mfa`, { token })).body.data;
     expect(after).toMatchObject({ isVerified: true, provisioningUrl: '', recoveryCodes: [] });
+    expect(after._links).toEqual({ self: { href: './current-identity/mfa' }, 'current-identity': { href: './current-identity' }, 'recovery-codes': { href: './current-identity/mfa/recovery-codes' } });
     expect((await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent('name = "mfa-a"')}`, { token: admin })).body.data[0].isMfaEnabled).toBe(true);
     // The session that verified enrollment has done its MFA.
     expect((await c.call('GET', `${CLIENT}/current-identity`, { token })).status).toBe(200);

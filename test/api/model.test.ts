@@ -62,7 +62,7 @@ describe('model export and import', () => {
     const one = (kind: string, name: string) => (doc[kind] as Record<string, unknown>[]).find((x) => x.name === name)!;
     expect(one('configs', 'web-paths')).toMatchObject({ configType: 'web.v1', data: { path: '/app' } });
     expect((one('services', 'web').configs as string[]).sort()).toEqual(['web-intercept', 'web-paths']);
-    expect(one('identities', 'laptop-01')).toMatchObject({ type: 'Device', authPolicy: 'idp-only', roleAttributes: ['staff'] });
+    expect(one('identities', 'laptop-01')).toMatchObject({ type: 'Default', authPolicy: 'idp-only', roleAttributes: ['staff'] });
     expect(one('identities', 'server-01').serviceHostingCosts).toEqual({ ssh: 10 });
     expect(one('authPolicies', 'idp-only')).toMatchObject({ primary: { extJwt: { allowedSigners: ['idp'] } } });
     expect(one('servicePolicies', 'web-dial')).toMatchObject({ identityRoles: ['@laptop-01'], serviceRoles: ['@web'], postureCheckRoles: ['@corp-domain'] });
@@ -109,7 +109,7 @@ describe('model export and import', () => {
     ]);
     expect(await count(b, tb, '/services')).toBe(2);
     const laptop = (await on(b, tb)('GET', `/identities?filter=${encodeURIComponent('name = "laptop-01"')}`)).body.data[0];
-    expect(laptop.roleAttributes).toEqual(['staff', 'eu']);
+    expect(laptop.roleAttributes).toEqual(['eu', 'staff']);
     expect(laptop.authPolicyId).not.toBe('default');
 
     const dry = await on(b, tb)('POST', '/import?prune=true&dryRun=true', doc);

@@ -129,6 +129,11 @@ describe('policies', () => {
     // The client's view of a router: its public fields, nothing of enrollment or certificates.
     const er1View = (await c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token: aliceToken })).body.data.find((r: { name: string }) => r.name === 'er-1');
     expect(er1View).toMatchObject({ name: 'er-1', cost: 10, appData: { region: 'eu' }, disabled: false, isOnline: false, noTraversal: false, syncStatus: 'SYNC_DONE', hostname: '', supportedProtocols: {}, tags: {} });
+    // Upstream's edge router links, as on the management detail.
+    expect(er1View._links).toEqual({
+      self: { href: `./edge-routers/${er1View.id}` }, 'edge-router-policies': { href: `./edge-routers/${er1View.id}/edge-router-policies` },
+      'service-edge-router-policies': { href: `./edge-routers/${er1View.id}/service-edge-router-policies` },
+    });
     expect(er1View).not.toHaveProperty('enrollmentJwt');
     expect(er1View).not.toHaveProperty('certPem');
     const serviceRouters = async (token: string, id: string) => (await c.call('GET', `${CLIENT}/services/${id}/edge-routers`, { token })).body.data.edgeRouters.map((r: { name: string }) => r.name).sort();
@@ -183,6 +188,9 @@ describe('identity service configs', () => {
     expect((await post(`/identities/${carol}/service-configs`, [{ serviceId: 'app', configId: mine }])).status).toBe(200);
     expect(await addresses()).toEqual(['app.carol']);
     const listed = (await get(`/identities/${carol}/service-configs`)).body.data;
+    // The service carries upstream's service links, as its detail does.
+    expect(listed[0].service._links).toEqual((await get(`/services/${app}`)).body.data._links);
+    expect(Object.keys(listed[0].service._links).sort()).toEqual(['configs', 'self', 'service-edge-router-policies', 'service-policies', 'terminators']);
     expect(listed).toEqual([expect.objectContaining({ serviceId: app, configId: mine, service: expect.objectContaining({ name: 'app' }), config: expect.objectContaining({ name: 'carol-intercept' }) })]);
     expectError(await post(`/identities/${carol}/service-configs`, [{ serviceId: 'nope', configId: mine }]), 400, 'INVALID_FIELD');
     expectError(await c.call('DELETE', `${MGMT}/configs/${mine}`, { token: admin }), 409);

@@ -87,9 +87,23 @@ describe('sessions', () => {
 
 describe('posture', () => {
   it('checks gate session creation; responses pass them; failures are recorded', async () => {
-    const types = (await mg('GET', '/posture-check-types')).body.data.map((t: { id: string }) => t.id);
-    expect(types.sort()).toEqual(['DOMAIN', 'MAC', 'MFA', 'OS', 'PROCESS', 'PROCESS_MULTI']);
-    expect((await mg('GET', '/posture-check-types/DOMAIN')).body.data.operatingSystems[0].type).toBe('Windows');
+    // As upstream: five types (no MFA row), listed by id, with the operating systems and versions it records.
+    const types = (await mg('GET', '/posture-check-types')).body;
+    expect(types.data.map((t: { id: string }) => t.id)).toEqual(['DOMAIN', 'MAC', 'OS', 'PROCESS', 'PROCESS_MULTI']);
+    expect(types.meta.pagination.totalCount).toBe(5);
+    const byId = Object.fromEntries(types.data.map((t: { id: string }) => [t.id, t]));
+    expect(byId.OS).toMatchObject({
+      name: 'Operating System Check',
+      operatingSystems: [
+        { type: 'Windows', versions: ['Vista', '7', '8', '10', '2000'] }, { type: 'Linux', versions: ['4.14', '4.19', '5.4', '5.9'] },
+        { type: 'Android', versions: ['9', '10', '11'] }, { type: 'macOS', versions: ['10.15', '11.0'] }, { type: 'iOS', versions: ['11', '12'] },
+      ],
+    });
+    expect(byId.PROCESS.operatingSystems.map((o: { type: string }) => o.type)).toEqual(['Windows', 'macOS', 'Linux']);
+    expect(byId.MAC).toMatchObject({ name: 'MAC Address Check', operatingSystems: [{ type: 'Windows' }, { type: 'Linux' }, { type: 'macOS' }, { type: 'Android' }] });
+    expect(byId.PROCESS_MULTI).toMatchObject({ name: 'Process Multi Check', operatingSystems: [{ type: 'Windows', versions: [] }, { type: 'macOS', versions: [] }, { type: 'Linux', versions: [] }] });
+    expect((await mg('GET', '/posture-check-types/DOMAIN')).body.data).toMatchObject({ name: 'Windows Domain Check', operatingSystems: [{ type: 'Windows', versions: ['Vista', '7', '8', '10', '2000'] }] });
+    expectError(await mg('GET', '/posture-check-types/MFA'), 404, 'NOT_FOUND');
     expectError(await mg('POST', '/posture-checks', { name: 'no-domains', typeId: 'DOMAIN', domains: [] }), 400);
     expectError(await mg('POST', '/posture-checks', { name: 'missing', typeId: 'DOMAIN' }), 400, 'INVALID_FIELD');
     // Another type's fields are ignored, as upstream decodes the body as the named type's definition.
@@ -225,8 +239,17 @@ describe('the service-change indicator', () => {
 describe('controllers, protocols, counts and traces', () => {
   it('answer', async () => {
     expect((await cl('GET', '/protocols', { token: undefined })).body.data.https.address).toMatch(/^https:\/\/localhost:/);
+    // Upstream's keys: one per store it keeps, its edge sub-stores as routers.edge and services.edge.
     const counts = (await mg('GET', '/summary')).body.data;
-    expect(counts).toMatchObject({ services: expect.any(Number), identities: expect.any(Number), edgeRouters: 1, routers: 1 });
+    expect(Object.keys(counts)).toEqual([
+      'apiSessionCertificates', 'apiSessions', 'authPolicies', 'authenticators', 'cas', 'configTypes', 'configs', 'controllers', 'edgeRouterPolicies',
+      'enrollments', 'eventualEvents', 'externalJwtSigners', 'identities', 'identityTypes', 'mfas', 'postureCheckTypes', 'postureChecks', 'revocations',
+      'routers', 'routers.edge', 'serviceEdgeRouterPolicies', 'servicePolicies', 'services', 'services.edge', 'sessions', 'terminators',
+    ]);
+    expect(counts).toMatchObject({ 'routers.edge': 1, routers: 1, identityTypes: 2, postureCheckTypes: 5, revocations: 0, eventualEvents: 0 });
+    expect(counts['services.edge']).toBe(counts.services);
+    // One controller alone is not HA: 0, as upstream outside HA.
+    expect(counts.controllers).toBe(0);
     expect(counts.identities).toBeGreaterThanOrEqual(4);
     expectError(await cl('GET', '/summary'.replace('', '')), 404);
     const trace = await mg('PUT', `/identities/${user}/trace`, { enabled: true, duration: '5m', traceId: 't-1', channels: ['dial'] });

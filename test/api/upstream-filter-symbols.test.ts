@@ -120,7 +120,7 @@ describe('upstream’s symbols filter with upstream’s meaning', () => {
 
   it('`type` on configs and identities; `configs` on services; the policies’ resolved members', async () => {
     expect(await filter(`${MGMT}/configs`, `type = "${id.interceptType}"`)).toEqual([id.config]);
-    expect(await filter(`${MGMT}/identities`, 'type = "User" and name contains "-user"')).toHaveLength(2);
+    expect(await filter(`${MGMT}/identities`, 'type = "Default" and name contains "-user"')).toHaveLength(2);
     expect(await filter(`${MGMT}/services`, `anyOf(configs) = "${id.config}"`)).toEqual([id.web]);
     expect(await filter(`${MGMT}/services`, 'isEmpty(configs) and name = "db"')).toEqual([id.db]);
     expect(await filter(`${MGMT}/service-policies`, `anyOf(identities) = "${id.ana}"`)).toEqual([id.dial]);

@@ -63,7 +63,7 @@ describe('built-in config types under upstream ids', () => {
         await tx.updateTable('configTypes').set({ name }).where('id', '=', name).execute();
       }
       // As a database of then: neither 0010 nor the later migrations ran (0011's columns go too).
-      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane')`.execute(tx);
+      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames')`.execute(tx);
       await sql`alter table routers drop column online_until`.execute(tx);
       await sql`alter table routers drop column controller_id`.execute(tx);
       await sql`alter table terminators drop column host_id`.execute(tx);

@@ -35,7 +35,7 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(first.code).toBe(0);
     expect(first.stderr).toMatch(/default admin 'admin', password \S{8,}/);
     expect(first.stdout).toMatch(/^ID\s+NAME\s+TYPE\s+IS ADMIN/m);
-    expect(first.stdout).toMatch(/Default Admin\s+User\s+true/);
+    expect(first.stdout).toMatch(/Default Admin\s+Default\s+true/);
     expect(first.stdout).toMatch(/1-1 of 1/);
     const second = await ztc('identity', 'list', '-d', dir);
     expect(second.stderr).not.toMatch(/password/);
@@ -51,7 +51,7 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(json.code).toBe(0);
     const rows = JSON.parse(json.stdout);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id, name: 'web-01', typeId: 'Device', roleAttributes: ['web', 'prod'], tags: { env: 'prod' } });
+    expect(rows[0]).toMatchObject({ id, name: 'web-01', typeId: 'Default', roleAttributes: ['prod', 'web'], tags: { env: 'prod' } });
 
     const yaml = await ztc('identity', 'get', 'web-01', '-d', dir, '-o', 'yaml');
     expect(yaml.stdout).toMatch(new RegExp(`^id: ${id}$`, 'm'));
@@ -119,7 +119,7 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(await ok('edge-router', 're-enroll', 'er-cli')).toMatch(/^edge router \S+\ney/);
     // Any other operation goes through `ztc api`, with the same transport and output.
     expect((await ok('api', 'GET', '/service-role-attributes')).split('\n')).toContain('web');
-    expect(JSON.parse(await ok('api', 'GET', '/summary', '-o', 'json'))).toMatchObject({ services: 1, edgeRouters: 1 });
+    expect(JSON.parse(await ok('api', 'GET', '/summary', '-o', 'json'))).toMatchObject({ services: 1, 'routers.edge': 1 });
     const refused = await ztc('api', 'GET', '/identities/nope/services', '-d', dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/not found \[NOT_FOUND, HTTP 404\]/);
@@ -131,7 +131,9 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     expect(check.stdout).toMatch(/no problems found/);
     const snap = await ztc('db', 'snapshot', '-d', dir, '-o', 'json');
     expect(snap.code, snap.stderr).toBe(0);
+    // Locally the CLI completes the file name the API gives with the data dir.
     const file = JSON.parse(snap.stdout).path as string;
+    expect(file).toBe(path.join(dir, 'snapshots', JSON.parse(snap.stdout).name));
     if (!localDb) expect(fs.existsSync(file)).toBe(true);
     const fix = await ztc('db', 'fix', '-d', dir);
     expect(fix.code, fix.stderr).toBe(0);
@@ -280,7 +282,7 @@ describe('ztc quickstart', () => {
       const run = (...args: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => execFile(process.execPath, [bin, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr })));
       const listed = await run('identity', 'list');
       expect(listed.code, listed.stderr).toBe(0);
-      expect(listed.stdout).toMatch(/quickstart-device\s+Device/);
+      expect(listed.stdout).toMatch(/quickstart-device\s+Default/);
       // The printed next steps carry bytes: enroll both demo identities, host the echo, dial it (the C SDK).
       expect(out).toMatch(/edge router\s+tls:\/\/localhost:\d+/);
       const steps = out.split('\n').filter((l) => /^  (ztc enroll|python3 \S+echo-demo\.py)/.test(l)).map((l) => l.trim().replace(/ &$/, ''));

@@ -39,7 +39,7 @@ describe('ztc export and import', { timeout: 180_000 }, () => {
     fs.writeFileSync(file, yaml);
     const doc = YAML.parse(yaml);
     expect(doc.ztcModel).toBe(1);
-    expect(doc.identities).toEqual([expect.objectContaining({ name: 'laptop-01', type: 'Device', roleAttributes: ['staff'] })]);
+    expect(doc.identities).toEqual([expect.objectContaining({ name: 'laptop-01', type: 'Default', roleAttributes: ['staff'] })]);
     expect(doc.servicePolicies).toEqual([expect.objectContaining({ name: 'web-dial-policy', identityRoles: ['#staff'], serviceRoles: ['@web'] })]);
     expect(JSON.parse(await ok(first.ztc('export', '-o', 'json')))).toEqual(doc);
 

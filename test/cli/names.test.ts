@@ -35,7 +35,7 @@ describe('names in tables', { timeout: 180_000 }, () => {
   it('policy roles read as @name, not @id', async () => {
     const out = await run('service-policy', 'list');
     expect(out).toMatch(/^ID\s+NAME\s+TYPE\s+SEMANTIC\s+IDENTITY ROLES\s+SERVICE ROLES\s+POSTURE CHECK ROLES$/m);
-    expect(out).toMatch(/\s@laptop-01, #staff\s+@web$/m);
+    expect(out).toMatch(/\s#staff, @laptop-01\s+@web$/m);
   });
 
   it("a service's configs and an enrollment's identity or router read as names", async () => {
@@ -52,7 +52,7 @@ describe('names in tables', { timeout: 180_000 }, () => {
 
   it('get shows nested references by name, never JSON with links', async () => {
     const out = await run('identity', 'get', 'laptop-01');
-    expect(out).toMatch(/^type\s+User$/m);
+    expect(out).toMatch(/^type\s+Default$/m);
     expect(out).toMatch(/^authPolicy\s+Default$/m);
     expect(out).not.toMatch(/_links|"id"/);
   });

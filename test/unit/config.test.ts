@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { advertisedApiUrl, ConfigError, loadConfig } from '../../src/config.js';
 import { VERSION } from '../../src/version.js';
 
 describe('configuration layers', () => {
@@ -15,6 +15,17 @@ describe('configuration layers', () => {
     expect(loadConfig({ port: '4000' }, env).port).toBe(4000);
     expect(loadConfig({}, { ZTC_DATA_DIR: dir }).port).toBe(2000);
     expect(loadConfig({}, { ZTC_DATA_DIR: dir, ZTC_HOSTNAMES: 'x.example,y.example' }).hostnames).toEqual(['x.example', 'y.example']);
+  });
+
+  it('takes the advertised API address as upstream\'s edge.api.address, and names its host in the certificate', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-cfg-'));
+    const cfg = loadConfig({ dataDir: dir, hostnames: 'vm', apiAddress: 'https://ctrl.example.com:8441/' }, {});
+    expect(cfg.apiAddress).toBe('ctrl.example.com:8441');
+    expect(cfg.hostnames).toEqual(['vm', 'ctrl.example.com']);
+    expect(advertisedApiUrl(cfg)).toBe('https://ctrl.example.com:8441');
+    expect(advertisedApiUrl(loadConfig({ dataDir: dir, hostnames: 'vm', port: '1280' }, {}))).toBe('https://vm:1280');
+    expect(loadConfig({ dataDir: dir }, { ZTC_API_ADDRESS: 'ctrl.example.com:443' }).apiAddress).toBe('ctrl.example.com');
+    expect(() => loadConfig({ dataDir: dir, apiAddress: 'ctrl.example.com/path' }, {})).toThrow(/host:port/);
   });
 
   it('explains bad settings', () => {

@@ -71,9 +71,8 @@ async function controllerUrl(t: Transport, opts: LocalOpts): Promise<string> {
   const url = latest?.apiAddresses?.['edge-management']?.[0]?.url;
   if (url) return new URL(url).origin;
   try {
-    const { loadConfig } = await import('../../config.js');
-    const config = loadConfig({ dataDir: opts.dataDir, config: opts.config });
-    return `https://${config.hostnames[0] ?? 'localhost'}:${config.port}`;
+    const { advertisedApiUrl, loadConfig } = await import('../../config.js');
+    return advertisedApiUrl(loadConfig({ dataDir: opts.dataDir, config: opts.config }));
   } catch {
     return 'URL';
   }

@@ -1,4 +1,5 @@
 // `ztc db snapshot|check|fix`: database maintenance, locally on a data dir or on a remote controller.
+import path from 'node:path';
 import { Command } from 'commander';
 import { parseFormat, print } from '../output.js';
 import { CliError, expectOk, type Transport } from '../transport.js';
@@ -38,9 +39,15 @@ export function dbCommand(): Command {
   targetOptions(cmd.command('snapshot').description('copy the live database into the data dir (snapshots/ztc-<time>.db; pg_dump on PostgreSQL)')).action(async (opts: CommonOpts) => {
     const format = parseFormat(opts.output);
     process.stderr.write('… taking a snapshot\n');
-    const data = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/database/snapshot`), 'Taking a snapshot')?.data as { path: string; sizeBytes: number });
-    if (format === 'table') process.stdout.write(`snapshot written to ${data.path} (${(data.sizeBytes / 1024).toFixed(0)} KiB)\n`);
-    else await print(data, format);
+    const { data, where } = await withTransport(opts, async (t) => ({
+      data: expectOk(await t.request('POST', `${API}/database/snapshot`), 'Taking a snapshot')?.data as { name: string; sizeBytes: number },
+      where: t.describe,
+    }));
+    // The API names the file, not the server's path: locally the data dir completes it.
+    const local = where.startsWith('data dir ') ? path.join(where.slice('data dir '.length), 'snapshots', data.name) : undefined;
+    const out = local ? { ...data, path: local } : data;
+    if (format === 'table') process.stdout.write(`snapshot written to ${local ?? `snapshots/${data.name} in the data dir of ${where}`} (${(data.sizeBytes / 1024).toFixed(0)} KiB)\n`);
+    else await print(out, format);
   });
   for (const fix of [false, true]) {
     targetOptions(cmd.command(fix ? 'fix' : 'check').description(fix ? 'scan the database and repair what is wrong, in one transaction' : 'scan the database for broken invariants (changes nothing)')).action(async (opts: CommonOpts) => {

@@ -39,7 +39,7 @@ export async function caCommand(): Promise<Command> {
 
 export async function enrollmentCommand(): Promise<Command> {
   const cmd = resourceCommand(await cliResource('enrollments'), () => ({ expiresAt: inMinutes(180) }));
-  targetOptions(cmd.command('refresh').description('new token and JWT for an enrollment (the old token stops working)'))
+  targetOptions(cmd.command('refresh').description('a new expiry for an enrollment: the token stays, so its JWT works again'))
     .argument('<id>')
     .option('--expires-at <date-time>', 'new expiry (default: 180 minutes from now)')
     .option('--minutes <n>', 'new expiry in minutes from now')

@@ -58,7 +58,7 @@ export function quickstartCommand(): Command {
       if (sample !== false) {
         for (const [name, roles] of [[SAMPLE, ['quickstart']], [HOST, ['quickstart-hosts']]] as const) {
           if (await exists('/identities', name)) continue;
-          const made = expectOk(await t.request('POST', `${M}/identities`, { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } }), `Creating ${name}`);
+          const made = expectOk(await t.request('POST', `${M}/identities`, { name, type: 'Default', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } }), `Creating ${name}`);
           const id = (made?.data as { id: string }).id;
           const detail = expectOk(await t.request('GET', `${M}/identities/${id}`), `Reading ${name}`)?.data as { enrollment: { ott?: { jwt: string } } };
           jwts[name] = path.join(config.dataDir, `${name}.jwt`);

@@ -25,6 +25,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--db <url>', 'postgres://user:pass@host:port/db to use PostgreSQL instead of the data dir\'s SQLite file (env ZTC_DB)')
     .option('--bind <address>', 'address to listen on (env ZTC_BIND; default 0.0.0.0)')
     .option('--hostnames <names>', 'comma-separated names for the server certificate (env ZTC_HOSTNAMES)')
+    .option('--api-address <host:port>', 'the address clients reach the APIs at, put in enrollment JWTs (env ZTC_API_ADDRESS; default: the first of --hostnames and --port)')
     .option('--admin-username <name>', 'default admin username at first start (default admin)')
     .option('--admin-password <password>', 'default admin password at first start (generated when absent; visible in ps: prefer the file or env ZTC_ADMIN_PASSWORD)')
     .option('--admin-password-file <file>', 'read the default admin password from the first line of a file (env ZTC_ADMIN_PASSWORD_FILE)')
@@ -41,6 +42,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--no-router', 'do not run the embedded edge router (env ZTC_ROUTER=false)')
     .option('--ctrl-port <port>', 'TLS port where upstream OpenZiti routers connect their control channel (env ZTC_CTRL_PORT; default 6262)')
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
+    .option('--enforce-password-policy', 'refuse passwords that break their auth policy\'s updb rules (env ZTC_ENFORCE_PASSWORD_POLICY; default off, as upstream)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
@@ -54,6 +56,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     db: opts.db,
     bind: opts.bind,
     hostnames: opts.hostnames,
+    apiAddress: opts.apiAddress,
     adminUsername: opts.adminUsername,
     adminPassword: opts.adminPassword,
     adminPasswordFile: opts.adminPasswordFile,
@@ -67,6 +70,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     logLevel: opts.logLevel,
     zacDir: opts.zacDir,
     corsOrigins: opts.corsOrigins,
+    enforcePasswordPolicy: (opts as Record<string, unknown>).enforcePasswordPolicy === true ? true : undefined,
     routerPort: opts.routerPort,
     routerAddress: opts.routerAddress,
     // commander sets router=true unless --no-router: only the "no" is the user's.

@@ -4,7 +4,8 @@ import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { unauthorized } from '../errors.js';
 import { hashSecret, newId, newSecret } from '../ids.js';
-import { entityRef, selfLink } from '../resource.js';
+import { identityRef } from '../resources/identity-links.js';
+import { selfLink } from '../resource.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { first, precompile } from '../../store/precompiled.js';
 import { MFA_AUTH_QUERY } from './mfa.js';
@@ -118,7 +119,7 @@ export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string
     updatedAt: s.updatedAt,
     tags: fromJson(s.tags, {}),
     token,
-    identity: entityRef('identities', s.identityId, s.identityName),
+    identity: identityRef(s.identityId, s.identityName),
     identityId: s.identityId,
     authenticatorId: s.authenticatorId,
     ipAddress: s.ipAddress,

@@ -55,10 +55,20 @@ export async function startMfa(ctx: Ctx, identityId: string) {
   return id;
 }
 
+/** As upstream: what to do next with the enrollment (verify it and read its QR code, or its recovery codes). */
+function mfaLinks(verified: boolean) {
+  const at = (p: string) => ({ href: `./current-identity/mfa${p}` });
+  return {
+    self: at(''),
+    'current-identity': { href: './current-identity' },
+    ...(verified ? { 'recovery-codes': at('/recovery-codes') } : { verify: at('/verify'), qr: at('/qr-code') }),
+  };
+}
+
 export function mfaDetail(ctx: Ctx, m: MfaRow, identityName: string) {
   const verified = isSet(m.isVerified);
   return {
-    id: m.id, _links: { ...selfLink('current-identity/mfa', m.id), qrCode: { href: './current-identity/mfa/qr-code' } }, createdAt: m.createdAt, updatedAt: m.updatedAt, tags: fromJson(m.tags, {}),
+    id: m.id, _links: mfaLinks(verified), createdAt: m.createdAt, updatedAt: m.updatedAt, tags: fromJson(m.tags, {}),
     isVerified: verified,
     // The secret and the recovery codes are shown only while enrollment is pending.
     provisioningUrl: verified ? '' : provisioningUrl(ctx, identityName, m.secret),

@@ -11,7 +11,7 @@ import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { touchServices } from '../changes.js';
 import { writeTx } from '../crud.js';
-import { conflict } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { evaluateEntity, evaluatePolicy, expectedMembers, removeRole, SIDE_TABLES, storedMembers, type Side } from '../policy/membership.js';
 import { policyShapes } from '../resources/policies.js';
 import { indexRoleAttributes, indexTags } from '../../store/entity-index.js';
@@ -241,12 +241,12 @@ export async function scan(ctx: Ctx, fix: boolean): Promise<{ findings: Finding[
   return { findings, tooMany };
 }
 
-/** Start a run in the background; 409 when one is already running (on any controller, in a live process). */
+/** Start a run in the background; 429 (as upstream) when one is already running (on any controller, in a live process). */
 export async function startRun(ctx: Ctx, fix: boolean): Promise<{ done: Promise<void> }> {
   const db = ctx.store.db;
   const now = ctx.clock.now();
   const held = await db.selectFrom('integrityRuns').select(['inProgress', 'owner', 'heartbeatAt']).where('id', '=', 1).executeTakeFirstOrThrow();
-  const busy = () => conflict('DATA_INTEGRITY_CHECK_IN_PROGRESS', 'An integrity scan or fix is already running: wait for it (GET /database/data-integrity-results) and try again');
+  const busy = () => new ApiError(429, 'RATE_LIMITED', 'An integrity scan or fix is already running: wait for it (GET /database/data-integrity-results) and try again');
   if (Number(held.inProgress) && !holderGone(held.owner, held.heartbeatAt, now)) throw busy();
   // Compare and set: only one of several claimants (or controllers) gets the row as it was read.
   const claimed = await db

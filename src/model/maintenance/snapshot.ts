@@ -5,6 +5,35 @@ import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { SnapshotUnavailable } from '../../store/db.js';
 
+/** As upstream: at most one snapshot a minute per controller, so a loop cannot fill the disk. */
+export const SNAPSHOT_INTERVAL_MS = 60_000;
+const lastSnapshot = new WeakMap<Ctx, number>();
+
+/**
+ * A snapshot as the API answers it: the file's name within the data dir's snapshots/ directory and
+ * its size, not the server's absolute path (upstream's answer is empty; the name is what an operator
+ * on the host needs). 429 within a minute of the previous one.
+ */
+export async function snapshotForApi(ctx: Ctx): Promise<{ name: string; sizeBytes: number }> {
+  const now = ctx.clock.now().getTime();
+  const last = lastSnapshot.get(ctx);
+  if (last !== undefined && now - last < SNAPSHOT_INTERVAL_MS) {
+    const seconds = Math.ceil((SNAPSHOT_INTERVAL_MS - (now - last)) / 1000);
+    throw new ApiError(429, 'RATE_LIMITED', `One snapshot a minute: try again in ${seconds} s`, undefined, { headers: { 'retry-after': String(seconds) } });
+  }
+  // Claimed before the copy starts, so two requests at once do not both copy.
+  lastSnapshot.set(ctx, now);
+  let taken: { path: string; sizeBytes: number };
+  try {
+    taken = await takeSnapshot(ctx);
+  } catch (e) {
+    // A snapshot that failed (no pg_dump, a full disk) does not count: the retry after the fix is not 429.
+    if (lastSnapshot.get(ctx) === now) lastSnapshot.delete(ctx);
+    throw e;
+  }
+  return { name: path.basename(taken.path), sizeBytes: taken.sizeBytes };
+}
+
 export async function takeSnapshot(ctx: Ctx, progress?: (fraction: number) => void): Promise<{ path: string; sizeBytes: number }> {
   const dir = path.join(ctx.config.dataDir, 'snapshots');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });

@@ -10,7 +10,7 @@ import { ApiError, conflict } from '../errors.js';
 import { hashSecret, newId } from '../ids.js';
 import { hashPassword } from '../auth/password.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/identities.js';
-import { checkPassword, policyOf } from '../resources/auth-policies.js';
+import { checkPasswordPolicy } from '../resources/auth-policies.js';
 import { indexRoleAttributes } from '../../store/entity-index.js';
 import { evaluateEntity } from '../policy/membership.js';
 import { fromJson } from '../../store/json.js';
@@ -76,7 +76,7 @@ export async function enrollUpdb(ctx: Ctx, token: unknown, password: string) {
   const passwordHash = await hashPassword(password);
   await writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['updb']);
-    checkPassword(await policyOf(tx, e.identityId!), password);
+    await checkPasswordPolicy(ctx, tx, e.identityId!, password);
     const now = iso(ctx.clock.now());
     await tx
       .insertInto('authenticators')
@@ -119,7 +119,7 @@ export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
     const roles = fromJson<string[]>(ca.identityRoles, []);
     await tx
       .insertInto('identities')
-      .values({ id, name, typeId: 'Device', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
+      .values({ id, name, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
       .execute();
     await indexRoleAttributes(tx, id, roles);
     await evaluateEntity(tx, 'identity', id, roles);

@@ -19,12 +19,20 @@ async function ownCertAuthenticator(ctx: Ctx, session: SessionWithIdentity | und
   return a;
 }
 
-export async function extendCertificate(ctx: Ctx, session: SessionWithIdentity | undefined, id: string, csrPem: string) {
-  await ownCertAuthenticator(ctx, session, id);
+/**
+ * A new certificate for the calling identity's cert authenticator. As upstream, the current certificate
+ * must be presented on this very TLS connection: a session token alone (which may have leaked) is not
+ * enough to take over the identity's certificate.
+ */
+export async function extendCertificate(ctx: Ctx, session: SessionWithIdentity | undefined, id: string, csrPem: string, presented: X509Certificate[]) {
+  const a = await ownCertAuthenticator(ctx, session, id);
   // The session must have been opened with this very certificate.
   if (!isSet(session!.isCertExtendable) || session!.authenticatorId !== id) {
     throw refuse('Authenticate with the certificate to extend (method=cert) before extending it');
   }
+  const leaf = presented[0];
+  if (!leaf) throw refuse('Present the certificate to extend on the connection (TLS client certificate)');
+  if (fingerprintOf(leaf.toString()) !== a.fingerprint) throw refuse('The certificate presented on the connection is not the one this authenticator holds');
   const { pem, fingerprint } = await signClientCsr(ctx, csrPem, session!.identityId);
   await ctx.store.db.updateTable('authenticators').set({ unverifiedCertPem: pem, unverifiedFingerprint: fingerprint, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
   return { ca: ctx.pki.caBundlePem, clientCert: pem };

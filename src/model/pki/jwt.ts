@@ -6,12 +6,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose';
+import { advertisedApiUrl } from '../../config.js';
 import type { Ctx } from '../context.js';
 
 export type EnrollMethod = 'ott' | 'ottca' | 'updb' | 'erott' | 'ca';
 
 /** The address clients enroll against: the first configured host name. */
-export const controllerUrl = (ctx: Ctx) => `https://${ctx.config.hostnames[0] ?? 'localhost'}:${ctx.config.port}`;
+/** The advertised API address (config apiAddress, as upstream's edge.api.address): the issuer of every enrollment JWT. */
+export const controllerUrl = (ctx: Ctx) => advertisedApiUrl(ctx.config);
 
 /**
  * A updb JWT also names the username the administrator chose (our extension: SDKs ignore it), so

@@ -3,7 +3,10 @@ import { hashSecret } from '../ids.js';
 import { aliases, baseFilterable, defineResource } from '../resource.js';
 import { apiSessionSchema } from '../schemas/api-session.js';
 
-/** Admin view of API sessions. Tokens are stored only as hashes, so `token` is empty here. */
+/**
+ * Admin view of API sessions. As upstream, an admin sees each session's token: it is kept sealed at rest
+ * (the routers need it back), opened here; sessions made before tokens were sealed show ''.
+ */
 export const apiSessions = defineResource({
   name: 'api session',
   plural: 'api-sessions',
@@ -27,7 +30,7 @@ export const apiSessions = defineResource({
     }),
   },
   detailQuery: (db) => db.selectFrom('apiSessions as e').innerJoin('identities as i', 'i.id', 'e.identityId').selectAll('e').select('i.name as identityName') as never,
-  toDetail: (r, ctx) => apiSessionDetail(ctx, r as never, ''),
+  toDetail: (r, ctx) => apiSessionDetail(ctx, r as never, r.tokenSealed ? ctx.sealer.open(r.tokenSealed as string) : ''),
   cli: { columns: ['id', 'identity.name', 'ipAddress', 'isMfaRequired', 'isMfaComplete', 'lastActivityAt'] },
 });
 

@@ -4,19 +4,22 @@ import type { Tx } from '../../store/db.js';
 import { isSet } from '../../store/json.js';
 import { hashPassword } from '../auth/password.js';
 import { endSessionsOf, KEEP_API_SESSION } from '../auth/revoke.js';
-import { checkPassword, policyOf } from './auth-policies.js';
+import { checkPasswordPolicy } from './auth-policies.js';
+import { identityRef } from './identity-links.js';
 import type { Ctx } from '../context.js';
-import { ApiError, conflict, couldNotValidate, invalidField } from '../errors.js';
+import { ApiError, conflict, couldNotValidate, notFound } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
-import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
-import { baseFields, EntityRef, Nullable, Password, Tags, Username } from '../schemas/common.js';
+import { aliases, baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
+import { baseFields, EntityRef, FreePassword, FreeUsername, Nullable, Password, Tags, Username } from '../schemas/common.js';
 
 export const authenticatorCreate = Type.Object(
   {
     identityId: Type.String({ minLength: 1, maxLength: 64 }),
     method: Type.Union([Type.Literal('updb'), Type.Literal('cert')]),
-    username: Type.Optional(Username),
-    password: Type.Optional(Password),
+    // The document gives create's username and password no length limits (replace and patch have them),
+    // and upstream accepts any non-empty pair (bounded only as the index needs: MAX_USERNAME_CHARS).
+    username: Type.Optional(FreeUsername),
+    password: Type.Optional(FreePassword),
     certPem: Type.Optional(Type.String({ minLength: 1, maxLength: 65536 })),
     tags: Type.Optional(Tags),
   },
@@ -80,11 +83,12 @@ async function usernameFree(tx: Tx, username: string, self?: string) {
 async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
   if (mode === 'create') {
     const identity = await tx.selectFrom('identities').select('id').where('id', '=', input.identityId).executeTakeFirst();
-    if (!identity) throw invalidField('identityId', `no identity has the id '${input.identityId}'`, input.identityId);
+    // 404 as upstream (the identity named in the body is the resource not found), not a field error.
+    if (!identity) throw notFound('identity', input.identityId);
     const same = await tx.selectFrom('authenticators').select('id').where('identityId', '=', input.identityId).where('method', '=', input.method).executeTakeFirst();
     if (same) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', `The identity already has a ${input.method} authenticator`);
     if (input.method === 'updb') {
-      checkPassword(await policyOf(tx, input.identityId), input.password);
+      await checkPasswordPolicy(ctx, tx, input.identityId, input.password);
       await usernameFree(tx, input.username);
       return { identityId: input.identityId, method: 'updb', username: input.username, passwordHash: input.passwordHash, isIssuedByNetwork: 0 };
     }
@@ -103,7 +107,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     out.username = input.username;
   }
   if (typeof input.passwordHash === 'string') {
-    checkPassword(await policyOf(tx, existing.identityId), input.password);
+    await checkPasswordPolicy(ctx, tx, existing.identityId, input.password);
     out.passwordHash = input.passwordHash;
   }
   return out;
@@ -113,6 +117,7 @@ export const authenticators = defineResource({
   name: 'authenticator',
   plural: 'authenticators',
   table: 'authenticators',
+  conflictsOn: ['create', 'update'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Authenticators: the username/password or certificate an identity logs in with',
@@ -142,7 +147,7 @@ export const authenticators = defineResource({
     ...baseDetail('authenticators', r),
     method: r.method,
     identityId: r.identityId,
-    identity: entityRef('identities', r.identityId, r.identityName),
+    identity: identityRef(r.identityId, r.identityName),
     ...(r.method === 'updb' ? { username: r.username ?? '' } : { certPem: r.certPem ?? '', fingerprint: r.fingerprint ?? '' }),
     isIssuedByNetwork: isSet(r.isIssuedByNetwork),
   }),

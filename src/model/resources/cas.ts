@@ -1,7 +1,7 @@
 import { randomUUID, X509Certificate } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
@@ -71,7 +71,8 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
     parseCaCert(input.certPem);
     const fingerprint = fingerprintOf(input.certPem);
     const dup = await tx.selectFrom('cas').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
-    if (dup) throw new ApiError(409, 'CERT_IN_USE', `This certificate is already the CA '${dup.id}'`);
+    // 400 as upstream (the document allows only 400 here; go-swagger clients cannot read a 409).
+    if (dup) throw new ApiError(400, 'COULD_NOT_VALIDATE', `certPem: this certificate is already the CA '${dup.id}'`, { field: 'certPem', reason: `already the CA '${dup.id}'` });
     Object.assign(out, { certPem: input.certPem, fingerprint, verificationToken: randomUUID(), isVerified: 0 });
   }
   set('name', input.name);
@@ -108,7 +109,7 @@ export const cas = defineResource({
     name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
     // The token is only of use (and only shown) until the CA is verified.
     ...(isSet(r.isVerified) ? {} : { verificationToken: r.verificationToken }),
-    identityRoles: fromJson(r.identityRoles, []), identityNameFormat: r.identityNameFormat,
+    identityRoles: sortedStrings(r.identityRoles), identityNameFormat: r.identityNameFormat,
     // Absent rather than null when unset, as upstream (its definition is not nullable).
     ...(r.externalIdClaim ? { externalIdClaim: fromJson(r.externalIdClaim, {}) } : {}),
     isAutoCaEnrollmentEnabled: isSet(r.isAutoCaEnrollmentEnabled), isOttCaEnrollmentEnabled: isSet(r.isOttCaEnrollmentEnabled), isAuthEnabled: isSet(r.isAuthEnabled),

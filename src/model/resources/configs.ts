@@ -43,6 +43,7 @@ export const configTypes = defineResource({
   name: 'config type',
   plural: 'config-types',
   table: 'configTypes',
+  conflictsOn: ['update', 'delete'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
@@ -88,7 +89,9 @@ function checkData(schemaText: string, data: unknown) {
   if (!validate(data)) {
     const e = validate.errors?.[0];
     const where = (e?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
-    const field = ['data', where, e?.params && 'missingProperty' in e.params ? String(e.params.missingProperty) : ''].filter(Boolean).join('.');
+    // Named inside the data, as upstream's schema validator names it (`port`, `portRanges.0.low`);
+    // an error about the whole document is upstream's `(root)`.
+    const field = [where, e?.params && 'missingProperty' in e.params ? String(e.params.missingProperty) : ''].filter(Boolean).join('.') || '(root)';
     throw new ApiError(400, 'COULD_NOT_VALIDATE', `The config data does not match its type's schema: ${field} ${e?.message ?? 'is not valid'}`, { field, reason: e?.message ?? 'invalid' });
   }
 }
@@ -96,6 +99,7 @@ function checkData(schemaText: string, data: unknown) {
 export const configs = defineResource({
   name: 'config',
   plural: 'configs',
+  conflictsOn: ['delete'],
   touchesServices: true,
   table: 'configs',
   apis: ['management'],

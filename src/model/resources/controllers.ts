@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Type } from 'typebox';
 import { fromJson } from '../../store/json.js';
 import { iso } from '../clock.js';
+import { advertisedApiUrl } from '../../config.js';
 import type { Ctx } from '../context.js';
 import { sql } from 'kysely';
 import { baseDetail, baseFilterable, defineResource } from '../resource.js';
@@ -62,8 +63,7 @@ export function controllerId(dataDir: string): string {
 }
 
 export function apiAddresses(ctx: Ctx) {
-  const host = ctx.config.hostnames[0] ?? 'localhost';
-  const at = (p: string) => [{ url: `https://${host}:${ctx.config.port}${p}`, version: 'v1' }];
+  const at = (p: string) => [{ url: `${advertisedApiUrl(ctx.config)}${p}`, version: 'v1' }];
   return { 'edge-client': at('/edge/client/v1'), 'edge-management': at('/edge/management/v1') };
 }
 
@@ -90,4 +90,11 @@ export async function registerController(ctx: Ctx): Promise<() => void> {
   }, HEARTBEAT_MS);
   beat.unref();
   return () => clearInterval(beat);
+}
+
+/** How many controllers serve this database now (seen within the last few heartbeats). */
+export async function onlineControllerCount(ctx: Ctx): Promise<number> {
+  const since = new Date(ctx.clock.now().getTime() - ONLINE_WITHIN_MS).toISOString();
+  const row = await ctx.store.db.selectFrom('controllers').select((eb) => eb.fn.countAll<number | string>().as('n')).where('lastSeenAt', '>', since).executeTakeFirst();
+  return Number(row?.n ?? 0);
 }

@@ -8,6 +8,7 @@ import { ApiError, conflict, invalidField } from '../errors.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
+import { identityRef } from './identity-links.js';
 import { baseFields, DateTime, EntityRef, MapOf, Nullable, Username } from '../schemas/common.js';
 
 const Method = Type.Union([Type.Literal('ott'), Type.Literal('ottca'), Type.Literal('updb')]);
@@ -71,15 +72,18 @@ export async function insertEnrollment(tx: Tx, ctx: Ctx, id: string, e: NewEnrol
   await tx.insertInto('enrollments').values({ id, createdAt: now, updatedAt: now, tags: '{}', ...(await enrollmentValues(tx, ctx, e)) } as never).execute();
 }
 
-/** New token, JWT and window for an enrollment; the old token stops working at once. */
+/**
+ * A new expiry for an enrollment, as upstream: the token stays the same, so a JWT already handed out
+ * works again until the new expiry; the JWT is signed again to carry it.
+ */
 export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
   await ctx.store.db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('enrollments').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw new ApiError(404, 'NOT_FOUND', `The enrollment with id '${id}' was not found`);
     if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
-    const token = randomUUID();
+    const token = tokenOf(ctx.sealer.open(row.jwt));
     const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId, username: row.username });
-    await tx.updateTable('enrollments').set({ tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
+    await tx.updateTable('enrollments').set({ jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
   });
 }
 
@@ -88,7 +92,7 @@ export function enrollmentDetailOf(r: Row, ctx: Ctx) {
   return {
     ...baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }),
     method: r.method, token: tokenOf(jwt), jwt, expiresAt: r.expiresAt, details: {},
-    ...(r.identityId ? { identityId: r.identityId, identity: entityRef('identities', r.identityId, r.identityName ?? '') } : {}),
+    ...(r.identityId ? { identityId: r.identityId, identity: identityRef(r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
     ...(r.username ? { username: r.username } : {}),
     ...(r.routerId && isSet(r.routerIsEdge) ? { edgeRouterId: r.routerId, edgeRouter: entityRef('edge-routers', r.routerId, r.routerName ?? '') } : {}),
@@ -100,6 +104,7 @@ export const enrollments = defineResource({
   name: 'enrollment',
   plural: 'enrollments',
   table: 'enrollments',
+  conflictsOn: ['create'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'delete'],
   description: 'Outstanding enrollments: one-time tokens (as JWTs) that let an identity obtain its certificate or password',

@@ -81,6 +81,7 @@ const str = (v: unknown) => (v == null ? '' : String(v));
 export const externalJwtSigners = defineResource({
   name: 'external jwt signer',
   plural: 'external-jwt-signers',
+  conflictsOn: ['delete'],
   table: 'externalJwtSigners',
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import { cannotDelete, invalidField } from '../errors.js';
 import { newId } from '../ids.js';
 import { tokenOf } from '../pki/jwt.js';
@@ -9,11 +9,12 @@ import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Ro
 import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
-import { IDENTITY_TYPES } from './identity-types.js';
+import { identityLinks } from './identity-links.js';
+import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
-const IdentityTypeName = Type.Union(IDENTITY_TYPES.map((t) => Type.Literal(t)));
+const IdentityTypeName = Type.Union(IDENTITY_TYPE_INPUTS.map((t) => Type.Literal(t)));
 const ClientInfo = Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: { type: 'string' } });
 
 const writable = {
@@ -32,6 +33,8 @@ const Enrollment = Type.Object(
   {
     ott: Type.Optional(Type.Boolean()),
     ottca: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    // A plain string in the document; kept to login's 4 to 100 characters, since the enrollment's only
+    // use is to log in with it and authenticate's body refuses any other length (docs/compatibility.md).
     updb: Type.Optional(Username),
   },
   { additionalProperties: false },
@@ -103,7 +106,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existin
   for (const [field, store] of Object.entries(plain)) {
     if (mode !== 'patch' || field in input) out[field] = store(input[field]);
   }
-  if (mode !== 'patch' || 'type' in input) out.typeId = input.type;
+  if (mode !== 'patch' || 'type' in input) out.typeId = storedIdentityType(input.type as string);
   if (mode !== 'patch' || 'isAdmin' in input) {
     if (existing && isSet(existing.isDefaultAdmin) && input.isAdmin === false) {
       throw invalidField('isAdmin', 'the default admin must stay an admin', false);
@@ -162,7 +165,7 @@ export const identities = defineResource({
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
   toDetail: (r, ctx) => ({
-    ...baseDetail('identities', r, { authenticators: { href: `./identities/${r.id}/authenticators` } }),
+    ...baseDetail('identities', r, identityLinks(r.id, r.authPolicyId)),
     name: r.name,
     type: entityRef('identity-types', r.typeId, r.typeName),
     typeId: r.typeId,
@@ -185,7 +188,7 @@ export const identities = defineResource({
     defaultHostingPrecedence: r.defaultHostingPrecedence,
     serviceHostingCosts: fromJson(r.serviceHostingCosts, {}),
     serviceHostingPrecedences: fromJson(r.serviceHostingPrecedences, {}),
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
     envInfo: fromJson(r.envInfo, {}),
     sdkInfo: fromJson(r.sdkInfo, {}),
     externalId: r.externalId ?? null,

@@ -2,7 +2,7 @@
 // write recomputes the policy's members in the same transaction (model/policy/membership.ts).
 import { Type, type TSchema } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
-import { fromJson, isSet } from '../../store/json.js';
+import { fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { cannotDelete } from '../errors.js';
 import { displayRoles, evaluatePolicy, forgetPolicy, normaliseRoles, roleNames, type PolicyKind, type PolicyShape, type Semantic, type Side } from '../policy/membership.js';
 import { sql } from 'kysely';
@@ -84,14 +84,14 @@ function policyResource(spec: PolicySpec) {
     expand: async (db: Db, rows: Row[]) => {
       for (const f of roleFields) {
         const names = await roleNames(db, spec.sides[f], rows.map((r) => fromJson<string[]>(r[f], [])));
-        for (const r of rows) r[`${f}Display`] = displayRoles(fromJson<string[]>(r[f], []), names);
+        for (const r of rows) r[`${f}Display`] = displayRoles(sortedStrings(r[f]), names);
       }
     },
     toDetail: (r) => ({
       ...baseDetail(spec.plural, r, Object.fromEntries(spec.links.map((l) => [l, { href: `./${spec.plural}/${r.id}/${l}` }]))),
       name: r.name,
       semantic: r.semantic,
-      ...Object.fromEntries(roleFields.flatMap((f) => [[f, fromJson<string[]>(r[f], [])], [`${f}Display`, r[`${f}Display`] ?? []]])),
+      ...Object.fromEntries(roleFields.flatMap((f) => [[f, sortedStrings(r[f])], [`${f}Display`, r[`${f}Display`] ?? []]])),
       ...(spec.extraDetail?.(r) ?? {}),
     }),
     toRow: async (input: Row, mode: WriteMode, tx: Tx) => {

@@ -1,10 +1,9 @@
-// Posture check types (upstream's built-ins, served from code) and posture checks: a type plus that
-// type's own fields, kept as JSON in `data`. Service policies select checks by role, like any entity.
-import { sql } from 'kysely';
+// Posture checks: a type (posture-check-types.ts lists them) plus that type's own fields, kept as JSON
+// in `data`. Service policies select checks by role, like any entity.
 import { Value } from 'typebox/value';
 import { Type } from 'typebox';
-import type { Db, Tx } from '../../store/db.js';
-import { fromJson } from '../../store/json.js';
+import type { Tx } from '../../store/db.js';
+import { fromJson, sortedStrings } from '../../store/json.js';
 import { invalidField } from '../errors.js';
 import { aliases, baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, Name, Tags } from '../schemas/common.js';
@@ -13,37 +12,6 @@ export const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 
 export const CHECK_TYPES = ['OS', 'PROCESS', 'PROCESS_MULTI', 'DOMAIN', 'MAC', 'MFA'] as const;
 export type CheckType = (typeof CHECK_TYPES)[number];
 
-const TYPE_NAMES: Record<CheckType, string> = {
-  OS: 'Operating System', PROCESS: 'Process', PROCESS_MULTI: 'Multi Process', DOMAIN: 'Windows Domain', MAC: 'MAC Address', MFA: 'MFA',
-};
-/** Which operating systems can answer each check type (as upstream lists them). */
-const TYPE_OSES: Record<CheckType, (typeof OS_TYPES)[number][]> = {
-  OS: [...OS_TYPES], PROCESS: ['Windows', 'WindowsServer', 'Linux', 'macOS'], PROCESS_MULTI: ['Windows', 'WindowsServer', 'Linux', 'macOS'],
-  DOMAIN: ['Windows', 'WindowsServer'], MAC: ['Windows', 'WindowsServer', 'Linux', 'macOS', 'Android'], MFA: [...OS_TYPES],
-};
-
-/** The built-in types as rows of a derived table, so their list takes filters like any other. */
-const TYPES_EPOCH = '2020-01-01T00:00:00.000Z';
-const typeRows = sql.join(
-  CHECK_TYPES.map((t) => sql`select ${sql.lit(t)} as id, ${sql.lit(TYPE_NAMES[t])} as name, ${sql.lit(TYPES_EPOCH)} as created_at, ${sql.lit(TYPES_EPOCH)} as updated_at, ${sql.lit('{}')} as tags, ${sql.lit(JSON.stringify(TYPE_OSES[t].map((type) => ({ type, versions: [] }))))} as operating_systems`),
-  sql` union all `,
-);
-const typeSource = (db: Db) => db.selectFrom(sql`(${typeRows})`.as('e') as never) as never;
-
-export const postureCheckTypes = defineResource({
-  name: 'posture check type',
-  plural: 'posture-check-types',
-  table: 'postureChecks',
-  apis: ['management'],
-  ops: ['list', 'get'],
-  description: 'Posture check types: what a posture check can ask of a client (OS, process, domain, MAC, MFA)',
-  schemas: { detail: Type.Object({ ...baseFields, name: Type.String(), operatingSystems: Type.Array(Type.Object({ type: Type.String(), versions: Type.Array(Type.String()) })), version: Type.String() }) },
-  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true } },
-  source: typeSource,
-  detailQuery: (db) => (typeSource(db) as unknown as { selectAll(): never }).selectAll(),
-  toDetail: (r) => ({ ...baseDetail('posture-check-types', r), name: r.name, operatingSystems: fromJson(r.operatingSystems, []), version: '1' }),
-  cli: { columns: ['id', 'name'] },
-});
 
 const OsType = Type.Union(OS_TYPES.map((t) => Type.Literal(t)));
 const Strings = (o: { minItems?: number } = {}) => Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { maxItems: 1000, ...o });
@@ -139,7 +107,7 @@ export const postureChecks = defineResource({
     name: r.name,
     typeId: r.typeId,
     version: Number(r.version),
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
   }),
   toRow: async (input: Row, mode: WriteMode, _tx: Tx, _ctx, existing?: Row) => {
     const typeId = (input.typeId ?? existing?.typeId) as CheckType;

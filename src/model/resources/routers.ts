@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
-import { bit, fromJson, isSet } from '../../store/json.js';
+import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { hashSecret, newId } from '../ids.js';
@@ -163,6 +163,12 @@ const afterCreate = async (tx: Tx, id: string, _input: Row, ctx: Ctx) => {
   await insertRouterEnrollment(tx, ctx, id);
 };
 
+/** An edge router's links beyond self, as upstream gives them wherever it shows one (the current identity's list too). */
+export const edgeRouterLinks = (id: string) => ({
+  'edge-router-policies': { href: `./edge-routers/${id}/edge-router-policies` },
+  'service-edge-router-policies': { href: `./edge-routers/${id}/service-edge-router-policies` },
+});
+
 export const edgeRouters = defineResource({
   name: 'edge router',
   plural: 'edge-routers',
@@ -191,13 +197,10 @@ export const edgeRouters = defineResource({
   source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,
   detailQuery: detailQuery(true),
   toDetail: (r, ctx) => ({
-    ...baseDetail('edge-routers', r, {
-      'edge-router-policies': { href: `./edge-routers/${r.id}/edge-router-policies` },
-      'service-edge-router-policies': { href: `./edge-routers/${r.id}/service-edge-router-policies` },
-    }),
+    ...baseDetail('edge-routers', r, edgeRouterLinks(r.id)),
     ...edgeRouterClientView(r),
     ...routerStamps(r, ctx),
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
     isTunnelerEnabled: isSet(r.isTunnelerEnabled),
     certPem: r.certPem ?? null,
     ...versionOf(r),

@@ -1,8 +1,9 @@
 // Services: what identities dial and bind. Their configs (one per config type) are kept in
 // service_configs; the client view adds the caller's permissions, merged configs and posture queries.
 import { Type } from 'typebox';
+import { serviceLinks } from './service-links.js';
 import type { Db, Tx } from '../../store/db.js';
-import { bit, fromJson, isSet } from '../../store/json.js';
+import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
 import { grantsFor } from '../policy/access.js';
@@ -148,17 +149,12 @@ export const services = defineResource({
   },
   expand: (db, rows, ctx) => expandServices(db, rows, ctx.clock.now()),
   toDetail: (r) => ({
-    ...baseDetail('services', r, {
-      configs: { href: `./services/${r.id}/configs` },
-      'service-edge-router-policies': { href: `./services/${r.id}/service-edge-router-policies` },
-      'service-policies': { href: `./services/${r.id}/service-policies` },
-      terminators: { href: `./services/${r.id}/terminators` },
-    }),
+    ...baseDetail('services', r, serviceLinks(r.id)),
     name: r.name,
     encryptionRequired: isSet(r.encryptionRequired),
     maxIdleTimeMillis: Number(r.maxIdleTimeMillis),
     terminatorStrategy: r.terminatorStrategy,
-    roleAttributes: fromJson(r.roleAttributes, []),
+    roleAttributes: sortedStrings(r.roleAttributes),
     configs: r.configIds ?? [],
     config: r.config ?? {},
     permissions: r.permissions ?? [],

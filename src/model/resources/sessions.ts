@@ -2,6 +2,7 @@
 // edge routers it may use. Only the token's hash is stored; the token is shown once, on create.
 // A session ends with its API session (foreign key, ON DELETE CASCADE).
 import { Type } from 'typebox';
+import { serviceRef } from './service-links.js';
 import type { Db } from '../../store/db.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { indexTags } from '../../store/entity-index.js';
@@ -113,7 +114,7 @@ const declFor = (withPolicies: boolean) =>
       apiSession: entityRef('api-sessions', r.apiSessionId, ''),
       apiSessionId: r.apiSessionId,
       identityId: r.identityId,
-      service: entityRef('services', r.serviceId, r.serviceName),
+      service: serviceRef(r.serviceId, r.serviceName),
       serviceId: r.serviceId,
       token: r.token ?? (r.tokenSealed ? ctx.sealer.open(r.tokenSealed) : ''),
       type: r.type,

@@ -2,6 +2,7 @@
 // Administered through the API, or made by a hosting SDK's Bind on a router (fabric/, binding "edge",
 // with the hosting identity as hostId) and removed when that host goes away.
 import { Type } from 'typebox';
+import { serviceRef } from './service-links.js';
 import type { Tx } from '../../store/db.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
@@ -72,7 +73,7 @@ export const terminators = defineResource({
     db.selectFrom('terminators as e').innerJoin('services as s', 's.id', 'e.serviceId').innerJoin('routers as r', 'r.id', 'e.routerId').selectAll('e').select(['s.name as serviceName', 'r.name as routerName']) as never,
   toDetail: (r) => ({
     ...baseDetail('terminators', r),
-    serviceId: r.serviceId, service: entityRef('services', r.serviceId, r.serviceName),
+    serviceId: r.serviceId, service: serviceRef(r.serviceId, r.serviceName),
     routerId: r.routerId, router: entityRef('routers', r.routerId, r.routerName),
     binding: r.binding, address: r.address, identity: r.identity ?? '',
     cost: Number(r.cost), dynamicCost: Number(r.cost), precedence: r.precedence,

@@ -24,6 +24,14 @@ export const Cost = Type.Integer({ minimum: 0, maximum: 65535 });
 export const Precedence = Type.Union([Type.Literal('default'), Type.Literal('required'), Type.Literal('failed')]);
 export const Username = Type.String({ minLength: 4, maxLength: 100 });
 export const Password = Type.String({ minLength: 5, maxLength: 100 });
+/**
+ * Where the document sets no limit (authenticator create, identity and enrollment updb usernames):
+ * the unique index on usernames holds at most about 2,700 bytes in PostgreSQL, so a username is kept
+ * under that even in 4-byte characters; a password has the same bound so that every input is bounded.
+ */
+export const MAX_USERNAME_CHARS = 512;
+export const FreeUsername = Type.String({ minLength: 1, maxLength: MAX_USERNAME_CHARS });
+export const FreePassword = Type.String({ minLength: 1, maxLength: MAX_USERNAME_CHARS });
 export const Name = Type.String({ minLength: 1, maxLength: 255 });
 export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 export const DateTime = Type.String({ format: 'date-time' });

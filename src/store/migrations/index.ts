@@ -12,7 +12,9 @@ import { sessionTokens } from './0008-session-tokens.js';
 import { integrityRunOwner } from './0009-integrity-run-owner.js';
 import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 import { dataPlane } from './0011-data-plane.js';
-import { fabricState } from './0012-fabric-state.js';
+import { identityTypesDefault } from './0012-identity-types-default.js';
+import { longUsernames } from './0013-long-usernames.js';
+import { fabricState } from './0014-fabric-state.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -27,6 +29,8 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0009-integrity-run-owner': integrityRunOwner(),
     '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
     '0011-data-plane': dataPlane(),
-    '0012-fabric-state': fabricState(),
+    '0012-identity-types-default': identityTypesDefault(),
+    '0013-long-usernames': longUsernames(dialect),
+    '0014-fabric-state': fabricState(),
   };
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { runState, startRun } from '../../../model/maintenance/integrity.js';
-import { takeSnapshot } from '../../../model/maintenance/snapshot.js';
+import { snapshotForApi } from '../../../model/maintenance/snapshot.js';
 import { Empty, Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { empty, ok } from '../../envelope.js';
@@ -20,7 +20,7 @@ export function registerDatabase(app: FastifyInstance, ctx: Ctx) {
     ['/database/check-data-integrity', 'checkDataIntegrity', false, 'Start an integrity scan in the background; read it at /database/data-integrity-results'],
     ['/database/fix-data-integrity', 'fixDataIntegrity', true, 'Start an integrity scan that also repairs what it finds (in one transaction)'],
   ] as const) {
-    app.post(url, { config: { access: 'admin' }, schema: { operationId, tags, summary, response: { 202: Envelope(Empty), ...errors(401, 409) } } }, async (_req, reply) => {
+    app.post(url, { config: { access: 'admin' }, schema: { operationId, tags, summary, response: { 202: Envelope(Empty), ...errors(401, 429) } } }, async (_req, reply) => {
       const { done } = await startRun(ctx, fix);
       done.catch((e) => app.log.error(e, 'integrity run failed to record its result'));
       reply.code(202);
@@ -34,7 +34,7 @@ export function registerDatabase(app: FastifyInstance, ctx: Ctx) {
   );
   app.post(
     '/database/snapshot',
-    { config: { access: 'admin' }, schema: { operationId: 'createDatabaseSnapshot', tags, summary: 'Copy the live database into the data dir (snapshots/ztc-<time>.db; pg_dump on PostgreSQL)', response: { 200: Envelope(Type.Object({ path: Type.String(), sizeBytes: Type.Integer() })), ...errors(401, 409) } } },
-    async () => ok(await takeSnapshot(ctx)),
+    { config: { access: 'admin' }, schema: { operationId: 'createDatabaseSnapshot', tags, summary: 'Copy the live database into the data dir (snapshots/ztc-<time>.db; pg_dump on PostgreSQL); one a minute', response: { 200: Envelope(Type.Object({ name: Type.String(), sizeBytes: Type.Integer() })), ...errors(401, 409, 429) } } },
+    async () => ok(await snapshotForApi(ctx)),
   );
 }

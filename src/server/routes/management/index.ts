@@ -13,7 +13,8 @@ import { externalJwtSigners } from '../../../model/resources/external-jwt-signer
 import { configs, configTypes } from '../../../model/resources/configs.js';
 import { edgeRouters, routers, transitRouters } from '../../../model/resources/routers.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
-import { postureCheckTypes, postureChecks } from '../../../model/resources/posture-checks.js';
+import { postureCheckTypes } from '../../../model/resources/posture-check-types.js';
+import { postureChecks } from '../../../model/resources/posture-checks.js';
 import type { AnyQuery } from '../../../model/resource.js';
 import { mountResource } from '../../crud.js';
 import { relatedList } from '../../related.js';

@@ -7,20 +7,33 @@ import { iso } from '../../../model/clock.js';
 import type { Ctx } from '../../../model/context.js';
 import { invalidField } from '../../../model/errors.js';
 import { failedRequestsOf, postureDataOf } from '../../../model/posture/responses.js';
+import { onlineControllerCount } from '../../../model/resources/controllers.js';
 import { identities } from '../../../model/resources/identities.js';
+import { POSTURE_CHECK_TYPES } from '../../../model/resources/posture-check-types.js';
 import { Envelope, IdParams, MapOf } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { listOf, ok } from '../../envelope.js';
 import { parentExists } from '../../related.js';
 
-/** What /summary counts: the name it reports, and the rows it counts. */
+/**
+ * What /summary counts, under upstream's keys (one per store it keeps; `routers.edge` and
+ * `services.edge` are its edge sub-stores): the name it reports, and the rows it counts.
+ */
 const COUNTED: [string, string, string?][] = [
-  ['identities', 'identities'], ['services', 'services'], ['edgeRouters', 'routers', 'is_edge = 1'], ['routers', 'routers'],
-  ['servicePolicies', 'service_policies'], ['edgeRouterPolicies', 'edge_router_policies'], ['serviceEdgeRouterPolicies', 'service_edge_router_policies'],
-  ['configs', 'configs'], ['configTypes', 'config_types'], ['authenticators', 'authenticators'], ['enrollments', 'enrollments'],
-  ['apiSessions', 'api_sessions'], ['sessions', 'sessions'], ['terminators', 'terminators'], ['postureChecks', 'posture_checks'],
-  ['cas', 'cas'], ['authPolicies', 'auth_policies'], ['externalJwtSigners', 'external_jwt_signers'], ['controllers', 'controllers'],
+  ['apiSessionCertificates', 'api_session_certificates'], ['apiSessions', 'api_sessions'], ['authPolicies', 'auth_policies'],
+  ['authenticators', 'authenticators'], ['cas', 'cas'], ['configTypes', 'config_types'], ['configs', 'configs'],
+  ['edgeRouterPolicies', 'edge_router_policies'], ['enrollments', 'enrollments'], ['externalJwtSigners', 'external_jwt_signers'],
+  ['identities', 'identities'], ['identityTypes', 'identity_types'], ['mfas', 'mfa'], ['postureChecks', 'posture_checks'],
+  ['routers', 'routers'], ['routers.edge', 'routers', 'is_edge = 1'], ['serviceEdgeRouterPolicies', 'service_edge_router_policies'],
+  ['servicePolicies', 'service_policies'], ['services', 'services'], ['services.edge', 'services'], ['sessions', 'sessions'],
+  ['terminators', 'terminators'],
 ];
+
+/**
+ * Keys upstream reports that have no rows here: it keeps no certificate revocations or eventual events
+ * as entities of their own here (ztc ends a credential's sessions in the transaction that removes it).
+ */
+const NOTHING_STORED = ['eventualEvents', 'revocations'];
 
 /** Go-style durations as upstream takes them: "90s", "5m", "1h30m". */
 export function parseDuration(text: string): number | undefined {
@@ -44,7 +57,15 @@ export function registerObservability(app: FastifyInstance, ctx: Ctx) {
     async () => {
       const parts = COUNTED.map(([name, table, where]) => sql`select ${sql.lit(name)} as name, count(*) as n from ${sql.table(table)}${where ? sql.raw(` where ${where}`) : sql``}`);
       const rows = await sql<{ name: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(ctx.store.db);
-      return ok(Object.fromEntries(rows.rows.map((r) => [r.name, Number(r.n)])));
+      const counts: Record<string, number> = Object.fromEntries(rows.rows.map((r) => [r.name, Number(r.n)]));
+      for (const name of NOTHING_STORED) counts[name] = 0;
+      counts.postureCheckTypes = POSTURE_CHECK_TYPES.length;
+      // Upstream counts controllers only in HA (a raft cluster), 0 otherwise; here HA is several
+      // controllers serving one database, so one controller alone counts 0 as upstream's does.
+      const live = await onlineControllerCount(ctx);
+      counts.controllers = live > 1 ? live : 0;
+      // Keys in byte order, as Go writes a map.
+      return ok(Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1))));
     },
   );
 

@@ -49,7 +49,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
     '/enrollments/:id/refresh',
     {
       config: admin,
-      schema: { operationId: 'refreshEnrollment', tags: ['Enrollment'], summary: 'New token, JWT and expiry for an enrollment; the old token stops working', params: IdParams, body: enrollmentRefresh, response: { 200: Envelope(enrollmentDetail), ...errors(400, 401, 404) } },
+      schema: { operationId: 'refreshEnrollment', tags: ['Enrollment'], summary: 'A new expiry for an enrollment (its JWT signed again); the token stays, so a JWT already handed out works again', params: IdParams, body: enrollmentRefresh, response: { 200: Envelope(enrollmentDetail), ...errors(400, 401, 404) } },
     },
     async (req) => {
       const { id } = req.params as { id: string };

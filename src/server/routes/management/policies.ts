@@ -12,6 +12,8 @@ import { SIDE_TABLES, sideQuery, type PolicyKind, type Side } from '../../../mod
 import { reEnrollRouter } from '../../../model/pki/router-enroll.js';
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { entityRef } from '../../../model/resource.js';
+import { identityRef } from '../../../model/resources/identity-links.js';
+import { serviceRef } from '../../../model/resources/service-links.js';
 import { configs } from '../../../model/resources/configs.js';
 import { identities } from '../../../model/resources/identities.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
@@ -140,8 +142,8 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
       const count = async (q: { compile(): unknown }) => Number(((await db.selectFrom((q as AnyQuery).as('x') as never).select(sql<number>`count(*)`.as('n')).executeTakeFirst()) as { n: number }).n);
       const common = await db.selectFrom('routers').select(['id', 'name']).where('id', 'in', sharedEdgeRouters(db, id, serviceId)).orderBy('name').execute();
       return ok({
-        identityId: id, identity: entityRef('identities', id, identity.name),
-        serviceId, service: entityRef('services', serviceId, service.name),
+        identityId: id, identity: identityRef(id, identity.name),
+        serviceId, service: serviceRef(serviceId, service.name),
         isDialAllowed: await canUse(db, id, serviceId, ['dial']),
         isBindAllowed: await canUse(db, id, serviceId, ['bind']),
         identityRouterCount: await count(relatedIds(db, 'identity', id, 'edge-router', ['erp']).distinct()),
@@ -170,7 +172,7 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
       .orderBy('s.name')
       .orderBy('c.name')
       .execute();
-    const data = rows.map((r) => ({ serviceId: r.serviceId, service: entityRef('services', r.serviceId, r.serviceName), configId: r.configId, config: entityRef('configs', r.configId, r.configName) }));
+    const data = rows.map((r) => ({ serviceId: r.serviceId, service: serviceRef(r.serviceId, r.serviceName), configId: r.configId, config: entityRef('configs', r.configId, r.configName) }));
     return listOf(data, { limit: data.length, offset: 0, totalCount: data.length }, []);
   });
 

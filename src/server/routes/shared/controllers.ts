@@ -2,6 +2,7 @@
 // the addresses it can reach this controller at.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { advertisedApiUrl } from '../../../config.js';
 import type { Ctx } from '../../../model/context.js';
 import { controllers } from '../../../model/resources/controllers.js';
 import { Envelope, MapOf } from '../../../model/schemas/common.js';
@@ -15,6 +16,6 @@ export function registerControllers(app: FastifyInstance, ctx: Ctx, api: 'client
   app.get(
     '/protocols',
     { config: { access: 'public' }, schema: { operationId: 'listProtocols', tags: ['Informational'], summary: 'The addresses of this controller\'s client API, by protocol', response: { 200: Envelope(MapOf(Type.Object({ address: Type.String() }))) } } },
-    async () => ok({ https: { address: `https://${ctx.config.hostnames[0] ?? 'localhost'}:${ctx.config.port}` } }),
+    async () => ok({ https: { address: advertisedApiUrl(ctx.config) } }),
   );
 }

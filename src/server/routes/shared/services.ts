@@ -9,7 +9,7 @@ import { collect } from '../../../store/list.js';
 import { idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
-import { edgeRouterClientFields, edgeRouterClientView, edgeRouters } from '../../../model/resources/routers.js';
+import { edgeRouterClientFields, edgeRouterClientView, edgeRouterLinks, edgeRouters } from '../../../model/resources/routers.js';
 import { serviceViewFor, services } from '../../../model/resources/services.js';
 import { checkSessionToken, sessionRouter } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
@@ -43,7 +43,7 @@ const clientEdgeRouters: ResourceDecl = defineResource({
   ...edgeRouters,
   apis: ['client'],
   schemas: { detail: Type.Object({ ...baseFields, ...edgeRouterClientFields }) },
-  toDetail: (r) => ({ ...baseDetail('edge-routers', r), ...edgeRouterClientView(r) }),
+  toDetail: (r) => ({ ...baseDetail('edge-routers', r, edgeRouterLinks(r.id)), ...edgeRouterClientView(r) }),
   // Only what the client view shows: no enrollment join, no certificates (a client lists hundreds).
   detailQuery: (db) =>
     db

@@ -77,7 +77,11 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
   app.get(
     '/current-identity',
     { config: session, schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } } },
-    async (req) => ok(await getResource(ctx, identities, principalOf(req).identityId)),
+    async (req) => {
+      const me = await getResource(ctx, identities, principalOf(req).identityId);
+      // As upstream: the caller's own MFA is one link away.
+      return ok({ ...me, _links: { ...(me._links as Record<string, unknown>), mfa: { href: './current-identity/mfa' } } });
+    },
   );
 
   registerOwnAuthenticators(app, ctx);
