@@ -42,11 +42,16 @@ const PEER_WAIT_MS = 5000;
 
 export class CtrlServer {
   readonly routers = new Map<string, RouterConn>();
-  /** API sessions the routers were told of: id -> token. */
-  private known = new Map<string, string>();
+  /**
+   * The live API sessions routers are told of (id -> token and fingerprints), kept in step every second:
+   * a connecting router's full sync is sent from here, not read and unsealed again for each router.
+   */
+  private known = new Map<string, SyncedApiSession>();
+  private byToken = new Map<string, string>();
   private newest = '';
   private timers: NodeJS.Timeout[] = [];
   private syncing = false;
+  private catchingUp: Promise<void> = Promise.resolve();
   private cursor = 0;
   server?: tls.Server;
   network!: RouterNetwork;
@@ -59,13 +64,13 @@ export class CtrlServer {
 
   idsOfTokens(tokens: string[]): string[] {
     const wanted = new Set(tokens);
-    return [...this.known].filter(([, t]) => wanted.has(t)).map(([id]) => id);
+    return [...wanted].map((t) => this.byToken.get(t)).filter((id): id is string => !!id);
   }
 
   async start(o: CtrlOptions): Promise<number> {
     this.network = new RouterNetwork(this.ctx, o.controllerId, this.routers, this.recorder, this.log);
     const first = await apiSessionsForRouters(this.ctx);
-    for (const s of first.sessions) this.known.set(s.id, s.token);
+    for (const s of first.sessions) this.remember(s);
     this.newest = first.newest;
     const server = await listenForChannels(
       {
@@ -178,9 +183,20 @@ export class CtrlServer {
     if (state === PeerState.Healthy && conn.hello.managesLinks && others.length) conn.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: others.map((c) => about(c, PeerState.Healthy)) }));
   }
 
-  /** Every live API session, as upstream's instant sync sends it: full state, in chunks of 100. */
+  private remember(s: SyncedApiSession) {
+    this.known.set(s.id, s);
+    this.byToken.set(s.token, s.id);
+  }
+
+  /**
+   * Every live API session, as upstream's instant sync sends it: full state, in chunks of 100. From the
+   * known set: at most a second behind the store, and the next second's sync sends what it lacked.
+   */
   private async fullSync(conn: RouterConn) {
-    const sessions: SyncedApiSession[] = [...(await apiSessionsForRouters(this.ctx)).sessions];
+    // Up to now first (no routers were connected, so no second's sync ran): other routers get the new ones too.
+    await this.catchUp().catch((e) => this.log.warn({ err: String(e) }, 'ctrl: could not read new API sessions'));
+    const sessions = [...this.known.values()];
+    conn.synced = true;
     const id = randomUUID();
     const chunks = Math.max(1, Math.ceil(sessions.length / CHUNK));
     for (let i = 0; i < chunks; i++) {
@@ -191,26 +207,39 @@ export class CtrlServer {
     }
   }
 
+  /**
+   * API sessions made since the last look, added to the known set and sent to every connected router.
+   * One at a time: a router's connect and the second's sync both call it.
+   */
+  private catchUp(): Promise<void> {
+    this.catchingUp = this.catchingUp.catch(() => {}).then(async () => {
+      const added = await apiSessionsForRouters(this.ctx, this.newest ? new Date(Date.parse(this.newest) - 1).toISOString() : undefined);
+      const fresh = added.sessions.filter((s) => !this.known.has(s.id));
+      if (added.newest) this.newest = added.newest;
+      for (const s of fresh) this.remember(s);
+      // In chunks, as the full sync: a burst of logins is many small messages, never one unbounded one.
+      // Not to a router whose full state is still to come: it holds these already.
+      const conns = [...this.routers.values()].filter((c) => c.synced);
+      for (let i = 0; i < fresh.length; i += CHUNK) {
+        const body = encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: fresh.slice(i, i + CHUNK) });
+        for (const c of conns) c.send(CtrlType.ApiSessionAdded, body);
+      }
+    });
+    return this.catchingUp;
+  }
+
   /** Every second: API sessions made since, those that ended, and service sessions the routers use that ended. */
   private async sync() {
     if (this.syncing || !this.routers.size) return;
     this.syncing = true;
     try {
-      const added = await apiSessionsForRouters(this.ctx, this.newest ? new Date(Date.parse(this.newest) - 1).toISOString() : undefined);
-      const fresh = added.sessions.filter((s) => !this.known.has(s.id));
-      if (added.newest) this.newest = added.newest;
-      for (const s of fresh) this.known.set(s.id, s.token);
+      await this.catchUp();
       const conns = [...this.routers.values()];
-      // In chunks, as the full sync: a burst of logins is many small messages, never one unbounded one.
-      for (let i = 0; i < fresh.length; i += CHUNK) {
-        const body = encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: fresh.slice(i, i + CHUNK) });
-        for (const c of conns) c.send(CtrlType.ApiSessionAdded, body);
-      }
       const sessionIds = [...new Set(this.network.sessionIds())];
       const checked = this.nextSlice();
       const live = await stillLive(this.ctx, checked, sessionIds);
-      const gone = checked.filter((id) => !live.apiSessions.has(id) && this.known.has(id)).map((id) => [id, this.known.get(id)!] as const);
-      for (const [id] of gone) this.known.delete(id);
+      const gone = checked.filter((id) => !live.apiSessions.has(id) && this.known.has(id)).map((id) => [id, this.known.get(id)!.token] as const);
+      for (const [id, token] of gone) (this.known.delete(id), this.byToken.delete(token));
       for (let i = 0; i < gone.length; i += CHUNK) {
         const some = gone.slice(i, i + CHUNK);
         const body = encode(Schemas.ApiSessionRemoved, { tokens: some.map(([, t]) => t), ids: some.map(([id]) => id) });

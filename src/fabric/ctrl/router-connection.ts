@@ -32,6 +32,8 @@ export interface RouterHello {
 export class RouterConn {
   private routeWaiters = new Map<string, (m: Message) => void>();
   closed = false;
+  /** Its full API-session state went out: later additions are sent to it one by one. */
+  synced = false;
   private heard?: () => void;
   /**
    * Resolves at the router's first message after our hello reply (or when it closes): only then is its

@@ -34,5 +34,7 @@ export const fabricState = (): Migration => ({
       .execute();
     await db.schema.createIndex('circuits_controller').on('circuits').column('controller_id').execute();
     await db.schema.createIndex('links_controller').on('links').column('controller_id').execute();
+    // Routers are sent the API sessions made since the last second's look: by creation time.
+    await db.schema.createIndex('api_sessions_created_at').on('api_sessions').column('created_at').execute();
   },
 });
