@@ -36,6 +36,11 @@ export interface Config {
   zacDir: string;
   /** Web origins (https://host[:port]) whose pages may call the APIs from a browser (CORS); empty: none. */
   corsOrigins: string[];
+  /**
+   * Hosts (as written in a signer's jwksEndpoint) whose key sets may be fetched from loopback, private or
+   * link-local addresses; empty: none, so a signer cannot point the controller at its own network.
+   */
+  jwksPrivateHosts: string[];
   /** Run the embedded edge router (SDKs connect, bind and dial through it). */
   router: boolean;
   /** Its TLS port (0: any free port). */
@@ -68,6 +73,7 @@ export const defaults = (): Config => ({
   adminPasswordFile: '',
   zacDir: '',
   corsOrigins: [],
+  jwksPrivateHosts: [],
   router: true,
   routerPort: 3022,
   routerAddress: '',
@@ -97,6 +103,7 @@ const ENV: Record<keyof Config, string> = {
   adminPasswordFile: 'ZTC_ADMIN_PASSWORD_FILE',
   zacDir: 'ZTC_ZAC_DIR',
   corsOrigins: 'ZTC_CORS_ORIGINS',
+  jwksPrivateHosts: 'ZTC_JWKS_PRIVATE_HOSTS',
   router: 'ZTC_ROUTER',
   routerPort: 'ZTC_ROUTER_PORT',
   routerAddress: 'ZTC_ROUTER_ADDRESS',

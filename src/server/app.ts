@@ -180,6 +180,9 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', String(request.id));
     reply.header('ziti-instance-id', instanceId);
+    // Answered before its body arrived (refused by authorization, or declared too large): Node would read
+    // and discard the rest after the answer, so an unauthenticated client could stream for ever. Close.
+    if (request.raw.complete === false) reply.header('connection', 'close');
     if (isListStream(payload)) reply.header('content-type', 'application/json; charset=utf-8');
   });
 
