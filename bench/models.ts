@@ -109,7 +109,7 @@ async function exportAndImport(server: Server, admin: string, dbServer: string |
   const importS = (performance.now() - start) / 1000;
   const importRss = peakRssMb(empty.pid);
   await stopServer(empty);
-  return { exportS, bytes, exportRss, importS, importRss, created: imported.data.plan.length };
+  return { exportS, bytes, exportRss, importS, importRss, created: imported.data.counts?.create ?? imported.data.plan.length };
 }
 
 const CALLS = ['client service list (limit 500)', 'one service by name', 'session create', 'current identity', 'its edge routers', 'admin identity list (filter, sort)'] as const;

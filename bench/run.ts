@@ -16,6 +16,7 @@ import { measureCliStartup } from './cli-startup.js';
 import { scaleRows } from './scale.js';
 import { relayRows } from './relay.js';
 import { ctrlRows } from './ctrl.js';
+import { importLatencyRows } from './import-latency.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -284,6 +285,14 @@ try {
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);
   }
+  // BENCH_ONLY=import: only a large import beside another client's latency (issue 26, item 2).
+  if (process.env.BENCH_ONLY === 'import') {
+    const rows = await importLatencyRows(undefined);
+    if (process.env.ZTC_TEST_DB) rows.push(...(await importLatencyRows(process.env.ZTC_TEST_DB)));
+    const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
+    for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
+    process.exit(0);
+  }
   const hello = await load(`${await server('hello', tempDir())}/`);
   const hashes = await hashesPerSecond();
   const rows: Row[] = [
@@ -298,6 +307,7 @@ try {
   rows.push(...(await scaleRows(process.env.ZTC_TEST_DB)));
   rows.push(...(await relayRows()));
   rows.push(...(await ctrlRows()));
+  rows.push(...(await importLatencyRows(undefined)));
 
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`${'measure'.padEnd(w[0])}  ${'result'.padEnd(w[1])}  ratio to baseline`);

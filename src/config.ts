@@ -48,6 +48,13 @@ export interface Config {
    * document allows (5 to 100 characters on change, any on create).
    */
   enforcePasswordPolicy: boolean;
+  /**
+   * Hosts (as written in a signer's jwksEndpoint) whose key sets may be fetched from loopback, private or
+   * link-local addresses; empty: none, so a signer cannot point the controller at its own network.
+   */
+  jwksPrivateHosts: string[];
+  /** The largest body POST /import accepts, in MiB (a model of 100,000 identities is about 10). */
+  importBodyLimitMb: number;
   /** Run the embedded edge router (SDKs connect, bind and dial through it). */
   router: boolean;
   /** Its TLS port (0: any free port). */
@@ -82,6 +89,8 @@ export const defaults = (): Config => ({
   zacDir: '',
   corsOrigins: [],
   enforcePasswordPolicy: false,
+  jwksPrivateHosts: [],
+  importBodyLimitMb: 64,
   router: true,
   routerPort: 3022,
   routerAddress: '',
@@ -113,6 +122,8 @@ const ENV: Record<keyof Config, string> = {
   zacDir: 'ZTC_ZAC_DIR',
   corsOrigins: 'ZTC_CORS_ORIGINS',
   enforcePasswordPolicy: 'ZTC_ENFORCE_PASSWORD_POLICY',
+  jwksPrivateHosts: 'ZTC_JWKS_PRIVATE_HOSTS',
+  importBodyLimitMb: 'ZTC_IMPORT_BODY_LIMIT_MB',
   router: 'ZTC_ROUTER',
   routerPort: 'ZTC_ROUTER_PORT',
   routerAddress: 'ZTC_ROUTER_ADDRESS',
@@ -250,6 +261,7 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');
   if (cfg.headersTimeoutSeconds < 1) throw new ConfigError('headersTimeoutSeconds must be at least 1');
+  if (cfg.importBodyLimitMb < 1) throw new ConfigError('importBodyLimitMb must be at least 1');
   if (cfg.idleTimeoutSeconds < 1) throw new ConfigError('idleTimeoutSeconds must be at least 1');
   if (cfg.adminPasswordFile) cfg.adminPassword = readPasswordFile(cfg.adminPasswordFile, cfg.adminPassword);
   return cfg;

@@ -92,8 +92,8 @@ export async function main(argv = process.argv) {
     }
     // Problems the operator fixes (a damaged database, a read-only data dir): the message, not a stack.
     // Imported here, on the error path, so that start-up does not load the store.
-    const [{ DamagedDatabase }, { DataDirNotWritable }] = await Promise.all([import('../store/sqlite-health.js'), import('../server/data-dir.js')]);
-    if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable) {
+    const [{ DamagedDatabase }, { DataDirNotWritable }, { HalfRenewedPki }] = await Promise.all([import('../store/sqlite-health.js'), import('../server/data-dir.js'), import('../model/pki/pki-switch.js')]);
+    if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable || err instanceof HalfRenewedPki) {
       process.stderr.write(`error: ${(err as Error).message}\n`);
       process.exit(1);
     }

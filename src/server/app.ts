@@ -23,6 +23,7 @@ import { registerMfa } from './routes/shared/mfa.js';
 import { registerEnroll } from './routes/client/enroll.js';
 import { registerServices } from './routes/shared/services.js';
 import { registerDocs } from './routes/docs.js';
+import { boundUnreadBodies } from './unread-bodies.js';
 import { registerSessions } from './routes/shared/sessions.js';
 import { registerControllers } from './routes/shared/controllers.js';
 import { registerPosture } from './routes/client/posture.js';
@@ -172,6 +173,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerErrorHandling(app, table);
   registerCors(app, ctx.config.corsOrigins);
   registerAuth(app, ctx, opts.localAdmin);
+  boundUnreadBodies(app);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
   // Upstream names its process on every answer; the C SDK 0.29 compares it to know a restarted controller

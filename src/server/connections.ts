@@ -41,15 +41,28 @@ const CODES: Record<string, [number, string, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'REQUEST_TIMEOUT', 'The request took too long to arrive'],
 };
 
+const LINGER_MS = 2000;
+const LINGER_BYTES = 1024 * 1024;
+
 /** A request the HTTP parser refused, answered with the error envelope (fastify's default has its own shape). */
 function answerUnparsable(err: NodeJS.ErrnoException, socket: Socket) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] = CODES[err.code ?? ''] ?? [400, 'COULD_NOT_PARSE_REQUEST', 'The request is not valid HTTP'];
   const body = JSON.stringify({ error: { code, message, requestId: randomUUID() }, meta: meta() });
   if (socket.writable) {
-    // Destroyed once the answer is out: a client that keeps trickling bytes must not keep the socket (and its slot).
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
-    setTimeout(() => socket.destroy(), 2000).unref();
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // A client still sending (the rest of an over-long URL) would have its write fail, and never read
+    // the answer, if the socket closed at once: read and drop what it sends for a moment (lingering
+    // close), but no longer than LINGER_MS nor beyond LINGER_BYTES, so a trickling client cannot keep
+    // the socket (and its slot).
+    let dropped = 0;
+    socket.on('data', (d: Buffer) => {
+      dropped += d.length;
+      if (dropped > LINGER_BYTES) socket.destroy();
+    });
+    socket.on('end', () => socket.destroy());
+    socket.resume();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
   } else socket.destroy();
 }
 

@@ -12,7 +12,8 @@ let served: JWK[] = [];
 let server: http.Server;
 let fetches = 0;
 beforeAll(async () => {
-  c = await startTestController();
+  // The test's key set is served on loopback, which a signer may only name when the host is listed.
+  c = await startTestController({ config: { jwksPrivateHosts: ['127.0.0.1'] } });
   admin = await c.login();
   server = http.createServer((_req, res) => {
     fetches++;

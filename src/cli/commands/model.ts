@@ -23,11 +23,13 @@ const short = (v: unknown) => {
 };
 
 /** The plan as a diff: + create, ~ update (each field from → to), - delete. */
-export function renderPlan(plan: Step[]): string {
+/** The plan as a diff; a large one is listed only in part by the controller, which then counts the rest. */
+export function renderPlan(plan: Step[], more?: { omitted?: number; counts?: Record<Step['action'], number> }): string {
   if (!plan.length) return 'nothing to change: the controller already matches the document\n';
   const sign = { create: '+', update: '~', delete: '-' } as const;
   const lines = plan.flatMap((s) => [`${sign[s.action]} ${s.kind} ${s.name}`, ...(s.changes ?? []).map((c) => `    ${c.field}: ${short(c.from)} → ${short(c.to)}`)]);
-  const count = (a: Step['action']) => plan.filter((s) => s.action === a).length;
+  if (more?.omitted) lines.push(`... and ${more.omitted} more`);
+  const count = (a: Step['action']) => more?.counts?.[a] ?? plan.filter((s) => s.action === a).length;
   return `${lines.join('\n')}\n${count('create')} to create, ${count('update')} to update, ${count('delete')} to delete\n`;
 }
 
@@ -113,9 +115,9 @@ export function importCommand(): Command {
         throw new CliError(`${file} is not YAML or JSON: ${(e as Error).message.split('\n')[0]}`);
       }
       const q = new URLSearchParams({ ...(opts.dryRun ? { dryRun: 'true' } : {}), ...(opts.prune ? { prune: 'true' } : {}) });
-      const result = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/import${q.size ? `?${q}` : ''}`, doc), 'Importing the model')?.data as { plan: Step[]; applied: boolean });
+      const result = await withTransport(opts, async (t) => expectOk(await t.request('POST', `${API}/import${q.size ? `?${q}` : ''}`, doc), 'Importing the model')?.data as { plan: Step[]; applied: boolean; omitted?: number; counts?: Record<Step['action'], number> });
       if (format !== 'table') return print(result, format);
-      process.stdout.write(renderPlan(result.plan));
+      process.stdout.write(renderPlan(result.plan, result));
       if (result.plan.length) process.stdout.write(result.applied ? 'applied\n' : 'dry run: nothing changed\n');
     });
 }

@@ -44,6 +44,8 @@ export function serverOptions(cmd: Command): Command {
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
     .option('--enforce-password-policy', 'refuse passwords that break their auth policy\'s updb rules (env ZTC_ENFORCE_PASSWORD_POLICY; default off, as upstream)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
+    .option('--jwks-private-hosts <hosts>', 'comma-separated hosts of external JWT signers\' JWKS endpoints that may be on loopback, private or link-local addresses (env ZTC_JWKS_PRIVATE_HOSTS; default none)')
+    .option('--import-body-limit-mb <n>', 'largest model document POST /import (ztc import) accepts, in MiB (env ZTC_IMPORT_BODY_LIMIT_MB; default 64)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
 }
@@ -71,6 +73,8 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     zacDir: opts.zacDir,
     corsOrigins: opts.corsOrigins,
     enforcePasswordPolicy: (opts as Record<string, unknown>).enforcePasswordPolicy === true ? true : undefined,
+    jwksPrivateHosts: opts.jwksPrivateHosts,
+    importBodyLimitMb: opts.importBodyLimitMb,
     routerPort: opts.routerPort,
     routerAddress: opts.routerAddress,
     // commander sets router=true unless --no-router: only the "no" is the user's.

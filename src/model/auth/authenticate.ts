@@ -133,7 +133,7 @@ async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: s
   if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw invalidAuth();
   if (isSet(row.isIssuedByNetwork)) {
     if (!issuedByNetwork(ctx, leaf, presented)) throw invalidAuth();
-  } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem))) {
+  } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem), now)) {
     throw invalidAuth();
   }
   return openSession(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input, isCertExtendable: isSet(row.isIssuedByNetwork) });

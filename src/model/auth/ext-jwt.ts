@@ -1,5 +1,5 @@
 // method=ext-jwt: a JWT from an external identity provider, verified against one of our signers.
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, importX509, jwtVerify, type CryptoKey } from 'jose';
+import { decodeJwt, decodeProtectedHeader, importX509, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Ctx } from '../context.js';
 import { ApiError, invalidAuth } from '../errors.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
@@ -7,24 +7,15 @@ import { fromJson, isSet } from '../../store/json.js';
 import type { ExternalJwtSignerRow } from '../../store/schema.js';
 import type { AuthenticateInput } from './authenticate.js';
 import { openSession } from './authenticate.js';
+import { keySet, remoteKeys } from './jwks-cache.js';
 
 /** How far the signer's clock may be ahead or behind ours when checking exp and nbf. */
 export const CLOCK_SKEW_SECONDS = 30;
 
-// One remote key set per URL: jose caches the keys and refetches when a token names an unknown kid.
-
-type RemoteSet = ReturnType<typeof createRemoteJWKSet>;
-const remoteSets = new Map<string, RemoteSet>();
-
-function keyOf(signer: ExternalJwtSignerRow, alg: string): Promise<CryptoKey | Uint8Array> | RemoteSet {
+/** A certificate signer's key, or a resolver over a JWKS signer's key set (fetched through the SSRF guard). */
+function keyOf(ctx: Ctx, signer: ExternalJwtSignerRow, alg: string): Promise<Awaited<ReturnType<typeof importX509>>> | JWTVerifyGetKey {
   if (signer.certPem) return importX509(signer.certPem, alg);
-  const url = signer.jwksEndpoint!;
-  let set = remoteSets.get(url);
-  if (!set) {
-    set = createRemoteJWKSet(new URL(url), { timeoutDuration: 5000, cooldownDuration: 1000 });
-    remoteSets.set(url, set);
-  }
-  return set;
+  return remoteKeys(signer.jwksEndpoint!, ctx.config.jwksPrivateHosts);
 }
 
 export async function authenticateExtJwt(ctx: Ctx, authorization: string | undefined, input: AuthenticateInput, ipAddress: string) {
@@ -48,15 +39,16 @@ export async function authenticateExtJwt(ctx: Ctx, authorization: string | undef
     // A signer with a certificate and a key id takes only tokens naming that id.
     if (signer.certPem && signer.kid && kid !== signer.kid) continue;
     try {
-      const key = keyOf(signer, alg);
+      const key = keyOf(ctx, signer, alg);
       // exp is required (a token without one would be valid forever); nbf is honoured when present.
       const options = { issuer: signer.issuer, audience: signer.audience || undefined, currentDate: ctx.clock.now(), requiredClaims: ['exp'], clockTolerance: CLOCK_SKEW_SECONDS };
       if (typeof key === 'function') {
         payload = (await jwtVerify(token, key, options)).payload;
         // Without a kid, jose takes the set's only key of that algorithm: refuse it when the set names its keys.
-        if (!kid && key.jwks()?.keys.some((k) => k.kid)) continue;
+        if (!kid && (await keySet(signer.jwksEndpoint!, ctx.config.jwksPrivateHosts)).jwks.keys.some((k) => k.kid)) continue;
       } else payload = (await jwtVerify(token, await key, options)).payload;
     } catch {
+      // A key set refused by the fetch guard (jwks-fetch.ts) ends here too: the client learns nothing of it.
       continue;
     }
     const claim = payload[signer.claimsProperty || 'sub'];

@@ -27,16 +27,20 @@ interface Entry {
 export class LoginBudget {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly now: () => number) {}
+  /** `refusal` opens the 429's message: what failed too often (password logins, MFA codes). */
+  constructor(
+    private readonly now: () => number,
+    private readonly refusal = 'Too many failed logins for this username',
+  ) {}
 
-  /** Take one attempt for `username`, or throw 429 saying how long to wait. */
+  /** Take one attempt for `username` (or any account key), or throw 429 saying how long to wait. */
   take(username: string): void {
     const now = this.now();
     let e = this.entries.get(username);
     if (e && now - e.last > FORGET_AFTER_MS && now >= e.notBefore) e = undefined;
     if (e && now < e.notBefore) {
       const seconds = Math.ceil((e.notBefore - now) / 1000);
-      throw new ApiError(429, 'RATE_LIMITED', `Too many failed logins for this username: try again in ${seconds} s`, undefined, { headers: { 'retry-after': String(seconds) } });
+      throw new ApiError(429, 'RATE_LIMITED', `${this.refusal}: try again in ${seconds} s`, undefined, { headers: { 'retry-after': String(seconds) } });
     }
     e ??= { attempts: 0, notBefore: 0, last: now };
     e.attempts++;

@@ -7,6 +7,8 @@ import { iso } from '../clock.js';
 import { recordMfaPassed } from '../posture/evaluate.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
+import { deleteApiSession } from './api-sessions.js';
+import { failOnSession, forgetSession, MAX_PARTIAL_FAILURES, mfaBudget } from './mfa-budget.js';
 import { newId, safeEqual } from '../ids.js';
 import { selfLink } from '../resource.js';
 import { fromJson, isSet } from '../../store/json.js';
@@ -104,8 +106,20 @@ async function acceptRecoveryCode(ctx: Ctx, m: MfaRow & { storedRecoveryCodes: s
   return Number(res.numUpdatedRows) === 1;
 }
 
-/** A current TOTP code, or (when allowed) a recovery code. */
+/**
+ * A current TOTP code, or (when allowed) a recovery code. Every check spends one attempt of the identity's
+ * budget (mfa-budget.ts), taken before the check so concurrent guesses cannot slip past it; a right code
+ * gives the budget back. Over budget: 429 before anything is checked.
+ */
 export async function checkCode(ctx: Ctx, m: MfaRow & { storedRecoveryCodes: string }, code: unknown, o: { recovery: boolean }): Promise<boolean> {
+  const budget = mfaBudget(ctx);
+  budget.take(m.identityId);
+  const ok = await checkCodeOnce(ctx, m, code, o);
+  if (ok) budget.succeeded(m.identityId);
+  return ok;
+}
+
+async function checkCodeOnce(ctx: Ctx, m: MfaRow & { storedRecoveryCodes: string }, code: unknown, o: { recovery: boolean }): Promise<boolean> {
   if (typeof code !== 'string' || !code) return false;
   if (await acceptTotp(ctx, m, code)) return true;
   return o.recovery && isSet(m.isVerified) && acceptRecoveryCode(ctx, m, code);
@@ -126,7 +140,15 @@ export async function verifyMfa(ctx: Ctx, identityId: string, apiSessionId: stri
 export async function completeMfaLogin(ctx: Ctx, identityId: string, apiSessionId: string, code: unknown) {
   const m = await getMfa(ctx, identityId);
   if (!m || !isSet(m.isVerified)) throw new ApiError(401, 'MFA_NOT_ENROLLED', 'This identity has no verified MFA: enroll it first (POST /current-identity/mfa)');
-  if (!(await checkCode(ctx, m, code, { recovery: true }))) throw invalidCode();
+  if (!(await checkCode(ctx, m, code, { recovery: true }))) {
+    if (failOnSession(ctx, apiSessionId) >= MAX_PARTIAL_FAILURES) {
+      forgetSession(ctx, apiSessionId);
+      await deleteApiSession(ctx, apiSessionId);
+      throw new ApiError(401, 'MFA_INVALID_TOKEN', `The MFA code is not valid, and this login has had ${MAX_PARTIAL_FAILURES} wrong codes: it has ended, log in again`);
+    }
+    throw invalidCode();
+  }
+  forgetSession(ctx, apiSessionId);
   await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
   await recordMfaPassed(ctx, apiSessionId, identityId);
 }

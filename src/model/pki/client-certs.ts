@@ -46,20 +46,27 @@ export function isCurrent(cert: X509Certificate, now: Date) {
   return Date.parse(cert.validFrom) <= now.getTime() && now.getTime() <= Date.parse(cert.validTo);
 }
 
-/** True when `leaf` chains to `anchor`, directly or through one presented intermediate. */
-export function chainsTo(leaf: X509Certificate, presented: X509Certificate[], anchor: X509Certificate): boolean {
+/**
+ * True when `leaf` chains to `anchor`, directly or through one presented intermediate. Every certificate
+ * above the leaf is checked, not only the leaf's signature: the anchor and the intermediate must be
+ * inside their validity windows at `now`, and the intermediate must be a CA (an expired or revoked-by-
+ * expiry intermediate, or a leaf posing as one, must not vouch for anything). The leaf's own window is
+ * its caller's to judge (an auth policy may allow expired client certificates).
+ */
+export function chainsTo(leaf: X509Certificate, presented: X509Certificate[], anchor: X509Certificate, now: Date): boolean {
+  if (!isCurrent(anchor, now)) return false;
   if (signedBy(leaf, anchor)) return true;
-  return presented.some((mid) => mid !== leaf && mid.ca && signedBy(leaf, mid) && signedBy(mid, anchor));
+  return presented.some((mid) => mid !== leaf && mid.ca && isCurrent(mid, now) && signedBy(leaf, mid) && signedBy(mid, anchor));
 }
 
 /** Issued by the controller's intermediate, or by one it replaced that has not expired. */
 export const issuedByNetwork = (ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[] = []) =>
-  [ctx.pki.intermediatePem, ...ctx.pki.retiredIntermediatePems].some((pem) => chainsTo(leaf, presented, new X509Certificate(pem)));
+  [ctx.pki.intermediatePem, ...ctx.pki.retiredIntermediatePems].some((pem) => chainsTo(leaf, presented, new X509Certificate(pem), ctx.clock.now()));
 
 /** The verified CA (with the given flag on) that issued the certificate, if any. */
 export async function issuingCa(ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[], flag: 'isAuthEnabled' | 'isAutoCaEnrollmentEnabled' | 'isOttCaEnrollmentEnabled'): Promise<CaRow | undefined> {
   const cas = await ctx.store.db.selectFrom('cas').selectAll().where('isVerified', '=', 1).where(flag, '=', 1).execute();
-  return cas.find((ca) => chainsTo(leaf, presented, new X509Certificate(ca.certPem)));
+  return cas.find((ca) => chainsTo(leaf, presented, new X509Certificate(ca.certPem), ctx.clock.now()));
 }
 
 /** Clocks differ a little between a CA and us: a certificate this close to its window still counts. */

@@ -93,7 +93,7 @@ export async function enrollOttCa(ctx: Ctx, token: unknown, presented: X509Certi
     const e = await takeEnrollment(tx, ctx, token, ['ottca']);
     const ca = await tx.selectFrom('cas').selectAll().where('id', '=', e.caId!).executeTakeFirst();
     if (!ca || !ca.isVerified) throw new ApiError(400, 'ENROLLMENT_CA_NOT_VALID', 'The enrollment\'s CA is not verified: verify it first (POST /cas/{id}/verify)');
-    if (!chainsTo(leaf, presented, new X509(ca.certPem))) throw new ApiError(400, 'CERT_FAILED_VALIDATION', 'The presented certificate was not issued by the enrollment\'s CA');
+    if (!chainsTo(leaf, presented, new X509(ca.certPem), ctx.clock.now())) throw new ApiError(400, 'CERT_FAILED_VALIDATION', 'The presented certificate was not issued by the enrollment\'s CA');
     await addCertAuthenticator(tx, ctx, e.identityId!, leaf.toString(), { network: false, caId: ca.id });
   });
 }

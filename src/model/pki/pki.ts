@@ -7,6 +7,7 @@ import forge from 'node-forge';
 import { calculateJwkThumbprint, exportJWK, type JWK } from 'jose';
 import { loadSealer } from '../secrets.js';
 import { fingerprintOf, issueCertificate, newRsaKey, pkcs7Base64 } from './certs.js';
+import { applySwitch, commitSwitch, settlePki, type NewFile } from './pki-switch.js';
 
 export interface Pki {
   rootPem: string;
@@ -66,11 +67,6 @@ async function signingKeyOf(key: KeyObject, kid: string): Promise<SigningKey> {
 
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
 
-function writeSecret(file: string, data: string) {
-  fs.writeFileSync(file, data, { mode: 0o600 });
-  fs.chmodSync(file, 0o600);
-}
-
 /** Names the server certificate must carry: the configured ones plus the loopback names. */
 export function serverNames(hostnames: string[]): string[] {
   return [...new Set([...hostnames, 'localhost', '127.0.0.1', '::1'].filter(Boolean))];
@@ -95,27 +91,19 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   // The key that seals secrets at rest lives with the CA keys, so copying pki/ to another controller copies it.
   loadSealer(dir);
 
+  // An interrupted renewal is finished or dropped, and a pki/ missing its intermediate refused, first.
+  settlePki(dir, progress);
+  // Each certificate appears with its key or not at all (a switch, as a renewal makes one).
+  const create = (what: string, files: NewFile[]) => applySwitch(dir, commitSwitch(dir, retireStamp(retiredFolder(dir)), what, files));
   if (!fs.existsSync(f('root'))) {
     progress('creating the root CA (RSA 4096)');
     const key = newRsaKey(4096);
     const pem = issueCertificate({ commonName: 'ztc root CA', publicKey: key.publicKey, issuerKeyPem: key.privatePem, days: 3650, usage: 'ca' });
-    writeSecret(f('rootKey'), key.privatePem);
-    fs.writeFileSync(f('root'), pem);
+    create('root', [{ name: FILES.rootKey, data: key.privatePem, secret: true }, { name: FILES.root, data: pem }]);
   }
   if (!fs.existsSync(f('intermediate'))) {
     progress('creating the intermediate signing CA (RSA 3072)');
-    const key = newRsaKey(3072);
-    const pem = issueCertificate({
-      commonName: 'ztc intermediate CA',
-      publicKey: key.publicKey,
-      issuerPem: read('root'),
-      issuerKeyPem: read('rootKey'),
-      days: 1825,
-      ca: { pathLength: 0 },
-      usage: 'ca',
-    });
-    writeSecret(f('intermediateKey'), key.privatePem);
-    fs.writeFileSync(f('intermediate'), pem);
+    create('intermediate', newIntermediate(read('root'), read('rootKey')));
   }
   const names = serverNames(hostnames);
   const current = fs.existsSync(f('server')) ? certNames(read('server')) : [];
@@ -125,20 +113,9 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   const clientAuth = fs.existsSync(f('server')) && (new X509Certificate(read('server')).keyUsage ?? []).includes(CLIENT_AUTH_OID);
   if (expiring || clientAuth || !names.every((n) => current.includes(canonical(n)))) {
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
-    // The replaced key stays in /enroll/jwks for a while: it signed the enrollment JWTs handed out so far.
-    if (fs.existsSync(f('server'))) retireServer(dir);
-    const key = newRsaKey(2048);
-    const pem = issueCertificate({
-      commonName: names[0],
-      publicKey: key.publicKey,
-      issuerPem: read('intermediate'),
-      issuerKeyPem: read('intermediateKey'),
-      days: 365,
-      sans: names,
-      usage: 'server',
-    });
-    writeSecret(f('serverKey'), key.privatePem);
-    fs.writeFileSync(f('server'), pem);
+    // The replaced pair goes to retired/: its key stays in /enroll/jwks for a while, as it signed the
+    // enrollment JWTs handed out so far.
+    create('server certificate', newServer(names, read('intermediate'), read('intermediateKey')));
   }
 
   const rootPem = read('root');
@@ -191,13 +168,25 @@ function retireStamp(folder: string): number {
   return at;
 }
 
-/** Move the server certificate and key to pki/retired under one timestamp (their key keeps verifying old JWTs). */
-function retireServer(dir: string, stamp?: number) {
+/** pki/retired, made when first needed. */
+function retiredFolder(dir: string): string {
   const folder = path.join(dir, RETIRED);
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
-  const at = stamp ?? retireStamp(folder);
-  fs.renameSync(path.join(dir, FILES.serverKey), path.join(folder, `server-${at}.key`));
-  fs.renameSync(path.join(dir, FILES.server), path.join(folder, `server-${at}.pem`));
+  return folder;
+}
+
+/** A new intermediate signing CA under the root, as the files of pki/ it makes. */
+function newIntermediate(rootPem: string, rootKeyPem: string): NewFile[] {
+  const key = newRsaKey(3072);
+  const pem = issueCertificate({ commonName: 'ztc intermediate CA', publicKey: key.publicKey, issuerPem: rootPem, issuerKeyPem: rootKeyPem, days: 1825, ca: { pathLength: 0 }, usage: 'ca' });
+  return [{ name: FILES.intermediateKey, data: key.privatePem, secret: true }, { name: FILES.intermediate, data: pem }];
+}
+
+/** A new server certificate for `names` under the given intermediate, as the files of pki/ it makes. */
+function newServer(names: string[], intermediatePem: string, intermediateKeyPem: string): NewFile[] {
+  const key = newRsaKey(2048);
+  const pem = issueCertificate({ commonName: names[0], publicKey: key.publicKey, issuerPem: intermediatePem, issuerKeyPem: intermediateKeyPem, days: 365, sans: names, usage: 'server' });
+  return [{ name: FILES.serverKey, data: key.privatePem, secret: true }, { name: FILES.server, data: pem }];
 }
 
 /** pki/retired/NAME-<epoch ms>.{pem,key}: what `pki renew` replaced, newest first. */
@@ -221,17 +210,19 @@ export type RenewTarget = 'server' | 'intermediate' | 'signer';
  */
 export async function renewPki(dataDir: string, hostnames: string[], target: RenewTarget): Promise<Pki> {
   const dir = path.join(dataDir, 'pki');
-  const folder = path.join(dir, RETIRED);
-  fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
-  // One timestamp per renewal, for every certificate and key it retires: a pair is found again by name.
-  const at = retireStamp(folder);
-  const retire = (file: string, as: string) => fs.renameSync(path.join(dir, file), path.join(folder, `${as}-${at}${path.extname(file)}`));
+  const read = (k: keyof typeof FILES) => fs.readFileSync(path.join(dir, FILES[k]), 'utf8');
+  // Everything new is made before anything moves; then one journaled switch (pki-switch.ts) replaces
+  // the files, so a crash leaves the old set or the new one, never an intermediate-less pki/.
+  const files: NewFile[] = [];
+  let issuer = { pem: read('intermediate'), key: read('intermediateKey') };
   if (target === 'intermediate') {
-    retire(FILES.intermediate, 'intermediate');
-    retire(FILES.intermediateKey, 'intermediate');
+    const mid = newIntermediate(read('root'), read('rootKey'));
+    files.push(...mid);
+    issuer = { pem: mid[1].data, key: mid[0].data };
   }
-  // The server certificate is made again by the loader whenever it is missing.
-  retireServer(dir, at);
+  files.push(...newServer(serverNames(hostnames), issuer.pem, issuer.key));
+  // One timestamp per renewal, for every certificate and key it retires: a pair is found again by name.
+  applySwitch(dir, commitSwitch(dir, retireStamp(retiredFolder(dir)), target === 'intermediate' ? 'intermediate' : 'server certificate', files));
   return loadOrCreatePki(dataDir, hostnames);
 }
 

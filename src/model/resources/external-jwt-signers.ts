@@ -1,8 +1,11 @@
 import { X509Certificate } from 'node:crypto';
+import net from 'node:net';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { isInternalAddress } from '../auth/jwks-fetch.js';
 import { endSessionsOf } from '../auth/revoke.js';
+import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
@@ -47,7 +50,20 @@ function checkUrl(field: string, value: string) {
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ApiError(400, 'INVALID_FIELD', `${field} must be an http(s) URL`, { field, reason: 'must be http or https', value });
 }
 
-async function toRow(input: Row, mode: WriteMode, _tx: Tx, _ctx: unknown, existing?: Row): Promise<Row> {
+/**
+ * A JWKS endpoint written as an internal address (or localhost) is refused when the signer is saved, so
+ * the operator hears why at once; names are resolved (and checked again) only when the keys are fetched,
+ * outside any transaction.
+ */
+function checkJwksHost(value: string, ctx: Ctx) {
+  const host = new URL(value).hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  const internal = host === 'localhost' || host.endsWith('.localhost') || (net.isIP(host) !== 0 && isInternalAddress(host));
+  if (internal && !ctx.config.jwksPrivateHosts.some((h) => h.toLowerCase().replace(/^\[|\]$/g, '') === host)) {
+    throw new ApiError(400, 'INVALID_FIELD', `jwksEndpoint names ${host}, an internal address the controller does not fetch from unless the host is listed in jwksPrivateHosts (--jwks-private-hosts)`, { field: 'jwksEndpoint', reason: 'internal address', value });
+  }
+}
+
+async function toRow(input: Row, mode: WriteMode, _tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
   const out: Row = {};
   const has = (k: string) => mode !== 'patch' || k in input;
   for (const k of ['name', 'issuer', 'audience', 'jwksEndpoint', 'kid', 'clientId', 'externalAuthUrl']) if (has(k)) out[k] = input[k] ?? null;
@@ -55,7 +71,10 @@ async function toRow(input: Row, mode: WriteMode, _tx: Tx, _ctx: unknown, existi
   if (has('useExternalId')) out.useExternalId = bit(input.useExternalId);
   if (has('claimsProperty')) out.claimsProperty = input.claimsProperty ?? 'sub';
   if (has('scopes')) out.scopes = toJson(input.scopes ?? [], []);
-  if (input.jwksEndpoint) checkUrl('jwksEndpoint', input.jwksEndpoint);
+  if (input.jwksEndpoint) {
+    checkUrl('jwksEndpoint', input.jwksEndpoint);
+    checkJwksHost(input.jwksEndpoint, ctx);
+  }
   if (input.externalAuthUrl) checkUrl('externalAuthUrl', input.externalAuthUrl);
   if (has('certPem')) {
     out.certPem = input.certPem ?? null;

@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import YAML from 'yaml';
 import type { Ctx } from '../../../model/context.js';
-import { exportItems, importModel } from '../../../model/export-import.js';
+import { exportItems } from '../../../model/export-import.js';
+import { importModel, PLAN_LISTED } from '../../../model/import-model.js';
 import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { meta, ok } from '../../envelope.js';
@@ -27,10 +28,9 @@ const Plan = Type.Object({
       changes: Type.Optional(Type.Array(Type.Object({ field: Type.String(), from: Type.Unknown(), to: Type.Unknown() }))),
     }),
   ),
+  omitted: Type.Optional(Type.Integer({ description: `steps beyond the first ${PLAN_LISTED}, not listed (only when there are any)` })),
+  counts: Type.Optional(Type.Object({ create: Type.Integer(), update: Type.Integer(), delete: Type.Integer() }, { description: 'the steps of each action, listed or not (only when some are not listed)' })),
 });
-
-/** A model of 100,000 identities is tens of megabytes of JSON. */
-const MODEL_BODY_LIMIT = 256 * 1024 * 1024;
 
 /**
  * The document as it is read, a page at a time: JSON in the usual envelope, or (Accept:
@@ -83,11 +83,12 @@ export function registerModel(app: FastifyInstance, ctx: Ctx) {
     '/import',
     {
       config: { access: 'admin' },
-      bodyLimit: MODEL_BODY_LIMIT,
+      // Checked only once the caller is known to be an admin (authorization runs on the headers).
+      bodyLimit: ctx.config.importBodyLimitMb * 1024 * 1024,
       schema: {
         operationId: 'importModel',
         tags: ['Informational'],
-        summary: 'ztc extension: make the controller match a document from exportModel in one transaction (creates, updates, and deletes with prune); answers the plan',
+        summary: 'ztc extension: make the controller match a document from exportModel in one transaction (creates, updates, and deletes with prune); answers the plan (its first steps, and how many more). The body may be up to importBodyLimitMb (default 64 MiB)',
         querystring: Type.Object(
           {
             dryRun: Type.Optional(Type.Boolean({ description: 'only answer the plan (every item is still checked)' })),

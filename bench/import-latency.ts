@@ -1,0 +1,43 @@
+// A large `POST /import` and the other clients of the controller meanwhile (issue 26, item 2): the
+// import of BENCH_IMPORT_IDENTITIES identities (100,000 by default, about 8 MB of JSON) runs while
+// another client asks for /version one request at a time, and a third logs in again and again. The
+// goal is /version's p99 under 100 ms during the import; logins need the database, which the import's
+// one transaction holds, so theirs is reported as measured.
+import { call, database, fmtSeries, login, ok, sequential, startServer, stopServer, tempDir } from './http.js';
+
+type Row = [string, string, string];
+const M = '/edge/management/v1';
+const C = '/edge/client/v1';
+const N = Number(process.env.BENCH_IMPORT_IDENTITIES ?? 100_000);
+
+export async function importLatencyRows(dbServer: string | undefined): Promise<Row[]> {
+  const label = dbServer ? 'postgres' : 'sqlite';
+  const server = await startServer(tempDir(), await database(dbServer));
+  try {
+    const admin = await login(server.url);
+    const doc = {
+      ztcModel: 1,
+      identities: Array.from({ length: N }, (_, i) => ({ name: `imported-${String(i).padStart(7, '0')}`, type: 'Device', isAdmin: false, roleAttributes: ['imported', `group-${i % 100}`] })),
+    };
+    const bytes = Buffer.byteLength(JSON.stringify(doc));
+    console.error(`… [${label}] importing ${N} identities (${(bytes / 1e6).toFixed(1)} MB) while another client calls /version`);
+    const quiet = await sequential(2, () => call(server.url, 'GET', '/version', { localAddress: '127.0.0.2' }).then((r) => r.status));
+    let done = false;
+    const started = performance.now();
+    const importing = ok(call(server.url, 'POST', `${M}/import`, { token: admin, body: doc }), 'import').finally(() => (done = true));
+    const [imported, version, logins] = await Promise.all([
+      importing,
+      sequential(0, () => call(server.url, 'GET', '/version', { localAddress: '127.0.0.2' }).then((r) => r.status), { until: () => done }),
+      sequential(0, () => call(server.url, 'POST', `${C}/authenticate?method=password`, { localAddress: '127.0.0.3', body: { username: 'admin', password: 'bench-password' } }).then((r) => r.status), { until: () => done }),
+    ]);
+    const seconds = (performance.now() - started) / 1000;
+    return [
+      [`[${label}] import of ${N} identities (${(bytes / 1e6).toFixed(1)} MB)`, `${seconds.toFixed(1)} s, ${imported.data.applied ? 'applied' : 'NOT applied'}`, '-'],
+      [`[${label}]   another client's /version: quiet`, fmtSeries(quiet), '-'],
+      [`[${label}]   another client's /version: during the import (${version.n} calls)`, fmtSeries(version), (version.p99 / quiet.p99).toFixed(1) + 'x'],
+      [`[${label}]   logins during the import (${logins.n} calls)`, fmtSeries(logins), '-'],
+    ];
+  } finally {
+    await stopServer(server);
+  }
+}

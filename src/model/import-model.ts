@@ -1,0 +1,229 @@
+// POST /import: make the controller match a document from GET /export in one transaction (creates,
+// updates, and deletes with prune), with the plan of what it does (or would do, on a dry run).
+//
+// Sized for models of a million entities: the controller's entities are read a page at a time and
+// only those the document names are kept (as document items), so memory follows the document, not
+// the database; the plan lists its first PLAN_LISTED steps and counts the rest; and every long loop
+// gives the event loop a turn now and then (pace.ts), inside the transaction too, so other clients
+// are answered while a large import runs. It stays all-or-nothing: one transaction, rolled back on
+// the first error.
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Tx } from '../store/db.js';
+import type { Ctx } from './context.js';
+import { createIn, deleteIn, listResource, updateIn, writeTx } from './crud.js';
+import { ApiError } from './errors.js';
+import { allNames, embeddedRouters, fieldsOf, KINDS, nameKind, toDocItem, type Item, type Kind, type Names } from './export-import.js';
+import { pacer } from './pace.js';
+import { edgeRouters, transitRouters } from './resources/routers.js';
+
+/** Steps the answer lists; beyond them it says how many more there are (a plan of a million steps is not an answer). */
+export const PLAN_LISTED = 1000;
+
+export interface PlanStep {
+  action: 'create' | 'update' | 'delete';
+  kind: string;
+  name: string;
+  /** For updates: the fields that change, with the value now and the value wanted. */
+  changes?: { field: string; from: unknown; to: unknown }[];
+}
+
+export interface ImportResult {
+  plan: PlanStep[];
+  applied: boolean;
+  /** Steps not listed in `plan` (only when there are any), and the count of each action. */
+  omitted?: number;
+  counts?: Record<PlanStep['action'], number>;
+}
+
+const ajv = addFormats.default(new Ajv.default({ allErrors: false, strict: false }));
+const validators = new Map<Kind, ReturnType<typeof ajv.compile>>();
+
+/** The document's item as the API's create body: names back to ids, checked against the create schema. */
+function toBody(k: Kind, item: Item, names: Names, where: string): Item {
+  const body: Item = {};
+  const fields = fieldsOf(k);
+  const docFields = new Map(fields.map((f) => [k.refs?.[f]?.as || f, f]));
+  for (const key of Object.keys(item)) {
+    if (!docFields.has(key)) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: '${key}' is not a field of ${k.key} (fields: ${[...docFields.keys()].join(', ')})`);
+  }
+  for (const [docKey, f] of docFields) {
+    if (!(docKey in item)) continue;
+    const r = k.refs?.[f];
+    body[f] = r ? r.toApi(item[docKey], names, where) : item[docKey];
+  }
+  let validate = validators.get(k);
+  if (!validate) validators.set(k, (validate = ajv.compile(k.decl.schemas.create as object)));
+  if (!validate(body)) {
+    const e = validate.errors?.[0];
+    throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: ${e?.instancePath ? `${e.instancePath.slice(1).replace(/\//g, '.')} ` : ''}${e?.message ?? 'is not valid'}`);
+  }
+  return body;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(normalise(a)) === JSON.stringify(normalise(b));
+/** Role attributes and policy roles are sets (the API returns them sorted): their order is no change. */
+const isSetField = (field: string) => field === 'roleAttributes' || field.endsWith('Roles');
+const asSet = (v: unknown) => (Array.isArray(v) ? [...v].sort() : v);
+const sameField = (field: string, a: unknown, b: unknown) => (isSetField(field) ? same(asSet(a), asSet(b)) : same(a, b));
+function normalise(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(normalise);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, normalise(x)]));
+  return v === undefined ? null : v;
+}
+
+/** One entity the document names, as it is now. */
+interface Existing {
+  id: string;
+  system: boolean;
+  /** The entity as a document item (what the document's item is compared with and merged over). */
+  now: Item;
+}
+
+/** A write the import will make, in plan order. */
+interface Work {
+  k: Kind;
+  action: PlanStep['action'];
+  name: string;
+  where: string;
+  item?: Item;
+  id?: string;
+  now?: Item;
+}
+
+/**
+ * The entities of one kind that the document names (and, with prune, the ids and names of the others),
+ * read a page at a time: the details of entities the document does not name are never kept.
+ */
+async function existingOf(ctx: Ctx, k: Kind, named: Map<string, unknown>, names: Names, skip: Set<string>, pace: () => Promise<void> | undefined, prune: boolean) {
+  const found = new Map<string, Existing>();
+  const others: { id: string; name: string }[] = [];
+  for (let offset = 0; ; offset += 500) {
+    const page = (await listResource(ctx, k.decl, { limit: 500, offset, sort: 'name asc' })).items as Item[];
+    for (const d of page) {
+      await pace();
+      const id = String(d.id);
+      if (skip.has(id)) continue;
+      const name = String(d.name);
+      const system = !!k.system?.(d);
+      if (named.has(name)) found.set(name, { id, system, now: toDocItem(k, d, names) });
+      else if (prune && !system) others.push({ id, name });
+    }
+    if (page.length < 500) return { found, others };
+  }
+}
+
+/**
+ * Make the controller match the document: the plan, and (unless a dry run) its application in one
+ * transaction. Without prune, entities the document does not name are left alone.
+ */
+export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean; prune?: boolean }): Promise<ImportResult> {
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new ApiError(400, 'COULD_NOT_VALIDATE', 'The document must be an object with a list per kind (what GET /export answers)');
+  const d = doc as Record<string, unknown>;
+  const known = new Set(['ztcModel', ...KINDS.map((k) => k.key)]);
+  const unknown = Object.keys(d).filter((key) => !known.has(key));
+  if (unknown.length) throw new ApiError(400, 'COULD_NOT_VALIDATE', `Unknown kind${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => `'${u}'`).join(', ')}: the document holds ${KINDS.map((k) => k.key).join(', ')}`);
+  if (d.ztcModel !== undefined && d.ztcModel !== 1) throw new ApiError(400, 'COULD_NOT_VALIDATE', `ztcModel ${String(d.ztcModel)} is not a version this controller reads (1)`);
+
+  const pace = pacer();
+  const names = await allNames(ctx);
+  const embedded = await embeddedRouters(ctx);
+  // The transit router list holds every router (as upstream's does): edge routers are planned as such.
+  const edge = new Set((await ctx.store.db.selectFrom('routers').select('id').where('isEdge', '=', 1).execute()).map((r) => r.id));
+
+  // The document's shape, and the names of what it creates, before any comparison (for references).
+  const items = new Map<Kind, Map<string, Item>>();
+  for (const k of KINDS) {
+    const raw = d[k.key] ?? [];
+    if (!Array.isArray(raw)) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${k.key} must be a list`);
+    const byName = new Map<string, Item>();
+    for (let i = 0; i < raw.length; i++) {
+      await pace();
+      const item = raw[i] as unknown;
+      const where = `${k.key}[${i}]`;
+      if (!item || typeof item !== 'object' || typeof (item as Item).name !== 'string') throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where} must be an object with a name`);
+      const name = (item as Item).name as string;
+      if (byName.has(name)) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where} '${name}': '${name}' appears twice in ${k.key}`);
+      byName.set(name, item as Item);
+      if (!names.has(nameKind(k), name)) names.set(nameKind(k), `new:${k.key}:${name}`, name);
+    }
+    items.set(k, byName);
+  }
+
+  const plan: PlanStep[] = [];
+  const counts = { create: 0, update: 0, delete: 0 };
+  const note = (step: PlanStep) => {
+    counts[step.action]++;
+    if (plan.length < PLAN_LISTED) plan.push(step);
+  };
+  // Kept only when the import is applied: a dry run checks each item as it goes and forgets it.
+  const work: Work[] = [];
+  for (const k of KINDS) {
+    const byName = items.get(k)!;
+    const skip = k.decl === edgeRouters ? embedded : k.decl === transitRouters ? new Set([...edge, ...embedded]) : new Set<string>();
+    const { found, others } = await existingOf(ctx, k, byName, names, skip, pace, !!o.prune);
+    let i = 0;
+    for (const [name, wanted] of byName) {
+      await pace();
+      const where = `${k.key}[${i++}] '${name}'`;
+      const there = found.get(name);
+      if (there?.system) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: '${name}' is a system ${k.decl.name}, which import leaves alone: remove it from the document`);
+      if (!there) {
+        note({ action: 'create', kind: k.key, name });
+        if (o.dryRun) toBody(k, wanted, names, where);
+        else work.push({ k, action: 'create', name, where, item: wanted });
+        continue;
+      }
+      const changes = Object.keys(wanted).filter((f) => !sameField(f, there.now[f], wanted[f])).map((f) => ({ field: f, from: there.now[f] ?? null, to: wanted[f] }));
+      const fixed = changes.find((c) => k.fixed?.includes(c.field));
+      if (fixed) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: the ${fixed.field} of ${k.decl.name} '${name}' cannot change (${JSON.stringify(fixed.from)} to ${JSON.stringify(fixed.to)}): delete it, or rename it in the document`);
+      if (!changes.length) continue;
+      note({ action: 'update', kind: k.key, name, changes });
+      if (o.dryRun) toBody(k, { ...there.now, ...wanted }, names, where);
+      else work.push({ k, action: 'update', name, where, item: wanted, id: there.id, now: there.now });
+    }
+    for (const e of others) {
+      note({ action: 'delete', kind: k.key, name: e.name });
+      if (!o.dryRun) work.push({ k, action: 'delete', name: e.name, where: `${k.key} '${e.name}'`, id: e.id });
+    }
+  }
+  const total = counts.create + counts.update + counts.delete;
+  const result = (applied: boolean): ImportResult => ({ plan, applied, ...(total > plan.length ? { omitted: total - plan.length, counts } : {}) });
+  if (o.dryRun || !total) return result(false);
+
+  // Errors of one entity's write name it (a unique name taken by an entity of another kind, say).
+  const naming = async (where: string, write: () => Promise<unknown>) => {
+    try {
+      await write();
+    } catch (err) {
+      const field = ctx.store.dialect.uniqueViolation(err);
+      if (field) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: its ${field} must be unique, and another entity already uses it`);
+      if (err instanceof ApiError) throw new ApiError(err.status, err.code, `${where}: ${err.message}`, err.fieldCause, err.extra);
+      throw err;
+    }
+  };
+  await writeTx(ctx, async (tx: Tx) => {
+    // Deletes first, dependants before what they depend on (the reverse of the creation order).
+    for (let j = work.length - 1; j >= 0; j--) {
+      const w = work[j];
+      if (w.action !== 'delete') continue;
+      await pace();
+      await naming(w.where, () => deleteIn(tx, ctx, w.k.decl, w.id!));
+    }
+    for (const w of work) {
+      if (w.action === 'delete') continue;
+      await pace();
+      if (w.action === 'create') {
+        const body = toBody(w.k, w.item!, names, w.where);
+        await naming(w.where, async () => names.set(nameKind(w.k), (await createIn(tx, ctx, w.k.decl, body)).id, w.name));
+      } else {
+        // An update restates the whole entity (PUT), from the document's fields over the current ones.
+        const body = toBody(w.k, { ...w.now, ...w.item }, names, w.where);
+        const allowed = (w.k.decl.schemas.update as { properties?: Item } | undefined)?.properties ?? {};
+        for (const f of Object.keys(body)) if (!(f in allowed)) delete body[f];
+        await naming(w.where, () => updateIn(tx, ctx, w.k.decl, w.id!, body, 'update'));
+      }
+    }
+  });
+  return result(true);
+}

@@ -1,0 +1,92 @@
+// Schemathesis (PyPI, pinned in test/peers/requirements.txt, installed by scripts/test-deps.sh) fuzzes
+// both served OpenAPI documents against a controller over real TLS, as the admin and as a plain
+// identity: no answer may be a 5xx, and none may break the schema its own document declares for it.
+// A fixed seed and a bounded number of examples per operation keep it reproducible and under ~90 s.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT, MGMT } from '../helpers/controller.js';
+import { startTlsController, type TlsController } from '../helpers/tls.js';
+
+const PYTHON = process.env.ZTC_PYTHON ?? 'python3';
+const SEED = 26;
+const EXAMPLES = 4;
+/**
+ * The client API (57 operations) also gets the coverage phase (boundary and near-boundary values of
+ * every field); the management API's 195 operations only examples and fuzzing, to stay within time.
+ */
+const PHASES: Record<string, string> = { 'edge-client': 'examples,coverage,fuzzing', 'edge-management': 'examples,fuzzing' };
+
+/**
+ * Operations the admin's run leaves out, each because it would take the run's own access away
+ * midway (schemathesis reuses ids it saw in answers, the admin's own among them), after which every
+ * answer is a 401 and nothing more is tested; or because each call is costly and tested elsewhere.
+ */
+const ADMIN_EXCLUDED = [
+  'deleteCurrentApiSession', // logout
+  'deleteApiSession', 'disableIdentity', 'deleteIdentity', 'updateIdentity', 'patchIdentity', // its session, its identity, its isAdmin
+  'updateAuthenticator', 'patchAuthenticator', 'deleteAuthenticator', 'reEnrollAuthenticator', // its password
+  'renewPki', // an RSA key per call: test/api/pki-renew.test.ts
+  'createDatabaseSnapshot', // a copy of the database per call: test/api/database.test.ts
+];
+const PLAIN_EXCLUDED = ['deleteCurrentApiSession'];
+
+let c: TlsController;
+let dir = '';
+const tokens: Record<'admin' | 'plain', string> = { admin: '', plain: '' };
+beforeAll(async () => {
+  // Limits off: they would turn the run into 429s, which say nothing about the operations.
+  c = await startTlsController({ authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-schemathesis-'));
+  tokens.admin = await c.login();
+  const id = (await c.call('POST', `${MGMT}/identities`, { token: tokens.admin, body: { name: 'fuzz-plain', type: 'User', isAdmin: false } })).body.data.id;
+  await c.call('POST', `${MGMT}/authenticators`, { token: tokens.admin, body: { identityId: id, method: 'updb', username: 'fuzz-plain', password: 'fuzz-plain-pass' } });
+  tokens.plain = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'fuzz-plain', password: 'fuzz-plain-pass' } })).body.data.token;
+}, 30_000);
+afterAll(async () => {
+  await c?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number;
+  output: string;
+}
+
+function schemathesis(doc: string, who: 'admin' | 'plain'): Promise<Run> {
+  const base = `https://127.0.0.1:${c.running.ctx.config.port}`;
+  const ca = path.join(dir, 'ca.pem');
+  fs.writeFileSync(ca, c.running.ctx.pki.caBundlePem);
+  const excluded = (who === 'admin' ? ADMIN_EXCLUDED : PLAIN_EXCLUDED).flatMap((id) => ['--exclude-operation-id', id]);
+  const args = [
+    '-m', 'schemathesis.cli', 'run', `${base}/docs/openapi/${doc}.json`, '--url', base,
+    '--tls-verify', ca, '-H', `zt-session: ${tokens[who]}`,
+    '--checks', 'not_a_server_error,response_schema_conformance',
+    '--phases', PHASES[doc], '--max-examples', String(EXAMPLES), '--seed', String(SEED),
+    '--workers', '1', '--no-shrink', '--no-color', '--request-timeout', '10',
+    ...excluded,
+  ];
+  return new Promise((resolve) => {
+    execFile(PYTHON, args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+    });
+  });
+}
+
+/** The run's failures and errors, as schemathesis prints them (one block per operation). */
+const problems = (output: string) => output.split('\n').filter((l) => /^_{3,} .* _{3,}$/.test(l)).map((l) => l.replace(/_/g, '').trim());
+
+describe('schemathesis against both OpenAPI documents', () => {
+  for (const doc of ['edge-client', 'edge-management'])
+    for (const who of ['admin', 'plain'] as const)
+      it(`${doc} as ${who === 'admin' ? 'the admin' : 'a plain identity'}: no 5xx, no answer outside its schema`, async () => {
+        const run = await schemathesis(doc, who);
+        expect(run.output, run.output.slice(-4000)).toMatch(/test cases:/i);
+        expect(problems(run.output), run.output.slice(-6000)).toEqual([]);
+        expect(run.code, run.output.slice(-4000)).toBe(0);
+        // The admin's session lasted the whole run (else most operations were only seen answering 401).
+        expect((await c.call('GET', `${CLIENT}/current-api-session`, { token: tokens[who] })).status).toBe(200);
+      }, 150_000);
+});
