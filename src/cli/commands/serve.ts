@@ -41,6 +41,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--no-router', 'do not run the embedded edge router (env ZTC_ROUTER=false)')
     .option('--ctrl-port <port>', 'TLS port where upstream OpenZiti routers connect their control channel (env ZTC_CTRL_PORT; default 6262)')
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
+    .option('--metrics-port <port>', 'also serve /metrics and /health-checks over plain HTTP on this port, without authentication, for Prometheus and load balancers on a trusted network (env ZTC_METRICS_PORT; default: not served; /metrics on the API port needs an admin)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
@@ -73,6 +74,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     router: (opts as Record<string, unknown>).router === false ? false : undefined,
     ctrlPort: opts.ctrlPort,
     ctrl: (opts as Record<string, unknown>).ctrl === false ? false : undefined,
+    metricsPort: opts.metricsPort,
   });
   return { ...config, ...overrides };
 }
@@ -108,6 +110,9 @@ export async function runController(config: Config, format: LogFormat = logForma
       if (port && port === config.ctrlPort) throw new CliError(`The control channel's port ${port} on ${config.bind} is already in use (another ztc, or an OpenZiti controller). Choose another with --ctrl-port N (env ZTC_CTRL_PORT), or run without it: --no-ctrl.`);
       throw new CliError(`The edge router's port ${port || config.routerPort} on ${config.bind} is already in use (another ztc, or an OpenZiti router). Choose another with --router-port N (env ZTC_ROUTER_PORT), or run without the router: --no-router.`);
     }
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && (err as { metricsPort?: number }).metricsPort !== undefined) {
+      throw new CliError(`The metrics port ${config.metricsPort} on ${config.bind} is already in use. Choose another with --metrics-port N (env ZTC_METRICS_PORT).`);
+    }
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new CliError(`Port ${config.port} on ${config.bind} is already in use (another ztc, or another program). Stop it, or choose another port: --port N (env ZTC_PORT).`);
     }
@@ -129,6 +134,7 @@ export async function runController(config: Config, format: LogFormat = logForma
   const edge = running.fabric?.edge;
   if (edge) lines.push(`  edge router   ${edge.url}   ('${edge.name}': SDKs connect, bind and dial here)`);
   if (running.fabric?.ctrlPort) lines.push(`  routers ctrl  tls:${config.hostnames[0] ?? 'localhost'}:${running.fabric.ctrlPort}   (ctrl.endpoint for upstream routers: ziti router run)`);
+  if (config.metricsPort) lines.push(`  metrics       http://${config.bind}:${config.metricsPort}/metrics   (and /health-checks, open: keep this port on a trusted network)`);
   if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
   if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);
