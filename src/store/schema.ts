@@ -38,6 +38,8 @@ export interface IdentityRow extends BaseRow {
   disabled: number;
   disabledAt: string | null;
   disabledUntil: string | null;
+  /** JSON list of permission names (model/permissions.ts). */
+  permissions: string;
 }
 
 export interface AuthenticatorRow extends BaseRow {

@@ -10,6 +10,7 @@ import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
 } from '../schemas/common.js';
 import { IDENTITY_TYPES } from './identity-types.js';
+import { Permissions } from '../permissions.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
@@ -22,6 +23,7 @@ const writable = {
   defaultHostingCost: Type.Optional(Cost),
   defaultHostingPrecedence: Type.Optional(Precedence),
   externalId: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  permissions: Type.Optional(Permissions),
   roleAttributes: Type.Optional(Attributes),
   serviceHostingCosts: Type.Optional(MapOf(Cost)),
   serviceHostingPrecedences: Type.Optional(MapOf(Precedence)),
@@ -71,6 +73,7 @@ export const identityDetail = Type.Object({
   serviceHostingCosts: MapOf(Type.Integer()),
   serviceHostingPrecedences: MapOf(Type.String()),
   roleAttributes: Type.Array(Type.String()),
+  permissions: Type.Array(Type.String()),
   envInfo: ClientInfo,
   sdkInfo: ClientInfo,
   externalId: Nullable(Type.String()),
@@ -94,6 +97,7 @@ const plain: Record<string, (v: Row[string]) => unknown> = {
   externalId: (v) => v ?? null,
   appData: (v) => toJson(v, {}),
   roleAttributes: (v) => toJson([...new Set(v ?? [])], []),
+  permissions: (v) => toJson([...new Set(v ?? [])], []),
   serviceHostingCosts: (v) => toJson(v, {}),
   serviceHostingPrecedences: (v) => toJson(v, {}),
 };
@@ -186,6 +190,7 @@ export const identities = defineResource({
     serviceHostingCosts: fromJson(r.serviceHostingCosts, {}),
     serviceHostingPrecedences: fromJson(r.serviceHostingPrecedences, {}),
     roleAttributes: fromJson(r.roleAttributes, []),
+    permissions: fromJson(r.permissions, []),
     envInfo: fromJson(r.envInfo, {}),
     sdkInfo: fromJson(r.sdkInfo, {}),
     externalId: r.externalId ?? null,
@@ -210,5 +215,5 @@ export const identities = defineResource({
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
     },
   },
-  cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'roleAttributes', 'authenticators.updb.username'] },
+  cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },
 });

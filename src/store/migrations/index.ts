@@ -13,6 +13,7 @@ import { integrityRunOwner } from './0009-integrity-run-owner.js';
 import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 import { dataPlane } from './0011-data-plane.js';
 import { fabricState } from './0012-fabric-state.js';
+import { identityPermissions } from './0020-identity-permissions.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -28,5 +29,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0010-upstream-config-type-ids': upstreamConfigTypeIds(),
     '0011-data-plane': dataPlane(),
     '0012-fabric-state': fabricState(),
+    '0020-identity-permissions': identityPermissions(),
   };
 }
