@@ -42,6 +42,15 @@ export interface IdentityRow extends BaseRow {
   permissions: string;
 }
 
+export interface ApiTokenRow extends BaseRow {
+  name: string;
+  identityId: string;
+  tokenHash: string;
+  readOnly: number;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
 export interface AuthenticatorRow extends BaseRow {
   identityId: string;
   method: string;
@@ -375,4 +384,5 @@ export interface Database {
   identities: IdentityRow;
   authenticators: AuthenticatorRow;
   apiSessions: ApiSessionRow;
+  apiTokens: ApiTokenRow;
 }

@@ -53,3 +53,47 @@ describe('ztc serve --metrics-port', () => {
     child.kill('SIGTERM');
   });
 });
+
+describe('ztc token', () => {
+  it('creates a token shown once, logs in with it from a file, lists it with its last use, and revokes it by name', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const { cliRunner, loggedInController } = await import('../helpers/cli.js');
+    const { ztc, cleanup } = cliRunner();
+    const running = await loggedInController(ztc);
+    try {
+      const made = await ztc('token', 'create', 'ci-job', '--expires-in-days', '7');
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stdout).toMatch(/created API token 'ci-job' \(admin, expires .+\); shown only this once:\nztt_\S+\n$/);
+      const token = made.stdout.trim().split('\n').at(-1)!;
+      const ro = await ztc('token', 'create', 'viewer', '--read-only', '-o', 'json');
+      expect(JSON.parse(ro.stdout)).toMatchObject({ name: 'viewer', readOnly: true });
+
+      // A second home, as a CI runner would have: it logs in with the token file only.
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-token-')), 'token');
+      fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+      const ci = cliRunner();
+      const login = await ci.ztc('login', running.url, '--token-file', file, '--yes');
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toContain('using an API token for Default Admin');
+      expect(fs.readFileSync(path.join(ci.home, 'profiles.json'), 'utf8')).toContain(token);
+      const svc = await ci.ztc('service', 'create', 'made-by-ci', '--encryption-required');
+      expect(svc.code, svc.stderr).toBe(0);
+
+      const list = await ztc('token', 'list', '-o', 'json');
+      const rows = JSON.parse(list.stdout) as { name: string; lastUsedAt: string | null }[];
+      expect(rows.map((r) => r.name).sort()).toEqual(['ci-job', 'viewer']);
+      expect(rows.find((r) => r.name === 'ci-job')!.lastUsedAt).toBeTruthy();
+      expect(list.stdout).not.toContain(token);
+
+      const revoked = await ztc('token', 'revoke', 'ci-job');
+      expect(revoked.code, revoked.stderr).toBe(0);
+      const after = await ci.ztc('service', 'list');
+      expect(after.code).not.toBe(0);
+      ci.cleanup();
+    } finally {
+      await running.close();
+      cleanup();
+    }
+  }, 120_000);
+});

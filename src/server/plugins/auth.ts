@@ -2,6 +2,8 @@
 // admin-only, so a forgotten declaration fails closed.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { resolveSession, type SessionWithIdentity } from '../../model/auth/api-sessions.js';
+import { resolveApiToken } from '../../model/auth/api-tokens.js';
+import { API_TOKEN_PREFIX } from '../../model/resources/api-tokens.js';
 import type { Ctx, Principal } from '../../model/context.js';
 import { ApiError, unauthorized } from '../../model/errors.js';
 import { safeEqual } from '../../model/ids.js';
@@ -51,6 +53,12 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     if (!token) throw unauthorized();
     if (localAdmin && safeEqual(token, localAdmin.token)) {
       request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, readOnlyAdmin: false, apiSessionId: '', token };
+      return;
+    }
+    // An API token (automation): no API session, so no MFA to owe; what it may do is its identity's, capped by its scope.
+    if (token.startsWith(API_TOKEN_PREFIX)) {
+      request.principal = await resolveApiToken(ctx, token);
+      if (access === 'admin') assertAdmin(request.principal, request.method);
       return;
     }
     const s = await resolveSession(ctx, token);

@@ -14,6 +14,7 @@ import { upstreamConfigTypeIds } from './0010-upstream-config-type-ids.js';
 import { dataPlane } from './0011-data-plane.js';
 import { fabricState } from './0012-fabric-state.js';
 import { identityPermissions } from './0020-identity-permissions.js';
+import { apiTokens } from './0021-api-tokens.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -30,5 +31,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0011-data-plane': dataPlane(),
     '0012-fabric-state': fabricState(),
     '0020-identity-permissions': identityPermissions(),
+    '0021-api-tokens': apiTokens(),
   };
 }
