@@ -65,6 +65,11 @@ export interface Config {
   ctrl: boolean;
   /** The control channel's TLS port (0: any free port). */
   ctrlPort: number;
+  /**
+   * A plain-HTTP port serving only /metrics and /health-checks, without authentication, for a Prometheus
+   * or load balancer on a trusted network (0: not served; /metrics on the API port needs an admin then).
+   */
+  metricsPort: number;
 }
 
 export const defaults = (): Config => ({
@@ -96,6 +101,7 @@ export const defaults = (): Config => ({
   routerAddress: '',
   ctrl: true,
   ctrlPort: 6262,
+  metricsPort: 0,
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -129,6 +135,7 @@ const ENV: Record<keyof Config, string> = {
   routerAddress: 'ZTC_ROUTER_ADDRESS',
   ctrl: 'ZTC_CTRL',
   ctrlPort: 'ZTC_CTRL_PORT',
+  metricsPort: 'ZTC_METRICS_PORT',
 };
 
 import { ConfigError } from './config-error.js';
@@ -257,6 +264,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   if (cfg.routerPort > 65535) throw new ConfigError(`routerPort must be at most 65535, got ${cfg.routerPort}`);
   if (cfg.ctrlPort > 65535) throw new ConfigError(`ctrlPort must be at most 65535, got ${cfg.ctrlPort}`);
   if (cfg.ctrl && cfg.ctrlPort && (cfg.ctrlPort === cfg.port || (cfg.router && cfg.ctrlPort === cfg.routerPort))) throw new ConfigError(`ctrlPort ${cfg.ctrlPort} is taken by another listener: the control channel needs a port of its own (--ctrl-port N, or --no-ctrl)`);
+  if (cfg.metricsPort > 65535) throw new ConfigError(`metricsPort must be at most 65535, got ${cfg.metricsPort}`);
+  if (cfg.metricsPort && [cfg.port, cfg.router ? cfg.routerPort : 0, cfg.ctrl ? cfg.ctrlPort : 0].includes(cfg.metricsPort)) throw new ConfigError(`metricsPort ${cfg.metricsPort} is taken by another listener: metrics need a port of their own (--metrics-port N)`);
   if (cfg.router && cfg.routerPort && cfg.routerPort === cfg.port) throw new ConfigError(`routerPort and port are both ${cfg.port}: the edge router needs a port of its own (--router-port N, or --no-router)`);
   if (cfg.sessionTimeoutMinutes < 1) throw new ConfigError('sessionTimeoutMinutes must be at least 1');
   if (cfg.enrollmentTtlMinutes < 5) throw new ConfigError('enrollmentTtlMinutes must be at least 5');

@@ -70,7 +70,7 @@ export function describeResource(decl: ResourceDecl): CliResource {
 
 // Literal imports: bundlers (esbuild for the executable, vite for the tests) follow only those.
 const MODULES = () => [
-  import('../model/resources/api-sessions.js'), import('../model/resources/auth-policies.js'), import('../model/resources/authenticators.js'),
+  import('../model/resources/api-sessions.js'), import('../model/resources/api-tokens.js'), import('../model/resources/auth-policies.js'), import('../model/resources/authenticators.js'),
   import('../model/resources/cas.js'), import('../model/resources/configs.js'), import('../model/resources/controllers.js'),
   import('../model/resources/enrollments.js'), import('../model/resources/fabric.js'), import('../model/resources/external-jwt-signers.js'), import('../model/resources/identities.js'),
   import('../model/resources/identity-types.js'), import('../model/resources/policies.js'), import('../model/resources/posture-check-types.js'),

@@ -61,6 +61,7 @@ export const COMMANDS: CommandEntry[] = [
     load: resource('external-jwt-signers', { enabled: true, audience: null }),
   },
   { name: 'api-session', description: 'API sessions: who is logged in, from where, and whether MFA is complete', load: resource('api-sessions') },
+  { name: 'token', description: 'API tokens for automation: long-lived, revocable, admin or read-only; shown once when created', load: async () => (await import('./commands/token.js')).tokenCommand() },
   { name: 'mfa', description: 'TOTP MFA of the logged-in identity', load: async () => (await import('./commands/mfa.js')).mfaCommand() },
   { name: 'config-type', description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)', load: resource('config-types') },
   { name: 'config', description: 'Configs: data of a config type that services carry to tunnelers and SDKs', load: resource('configs') },

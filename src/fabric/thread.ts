@@ -19,7 +19,21 @@ export type FromRouter =
   | { failed: { message: string; code?: string } }
   | { progress: string }
   | { log: { level: 'info' | 'warn' | 'debug'; o: object; msg: string } }
-  | { closed: true };
+  | { closed: true }
+  | { stats: DataPlaneStats };
+
+/** What the data plane reports to the main thread every few seconds, for the metrics (server/metrics.ts). */
+export interface DataPlaneStats {
+  routers: number;
+  sdkConnections: number;
+  circuits: number;
+  /** Totals since the thread started. */
+  bytesRelayed: number;
+  dialsOk: number;
+  dialsFailed: number;
+  /** Set-up times of the dials that completed since the last report, in milliseconds. */
+  dialSetupMs: number[];
+}
 
 /** The embedded edge router: its record's id and name, the tls:// address SDKs are given, its port. */
 export interface EmbeddedEdge {
@@ -34,6 +48,8 @@ export interface RunningFabric {
   edge?: EmbeddedEdge;
   /** Where upstream routers connect, if listening. */
   ctrlPort?: number;
+  /** False once the thread has failed or exited (the readiness check). */
+  alive(): boolean;
   close(): Promise<void>;
 }
 
@@ -46,14 +62,16 @@ function workerUrl(): URL | string {
   return new URL('../../dist/src/fabric/worker.js', import.meta.url);
 }
 
-export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog }): Promise<RunningFabric> {
+export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void }): Promise<RunningFabric> {
   const sqliteAddon = (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon;
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
   return new Promise((resolve, reject) => {
     let started = false;
+    let alive = true;
     worker.on('message', (m: FromRouter) => {
-      if ('progress' in m) o.progress?.(m.progress);
+      if ('stats' in m) o.stats?.(m.stats);
+      else if ('progress' in m) o.progress?.(m.progress);
       else if ('log' in m) o.log[m.log.level](m.log.o, m.log.msg);
       else if ('closed' in m) onClosed?.();
       else if ('failed' in m) {
@@ -65,6 +83,7 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
         resolve({
           edge: m.ready.edge,
           ctrlPort: m.ready.ctrlPort,
+          alive: () => alive,
           close() {
             closing ??= new Promise<void>((done) => {
               const timer = setTimeout(() => void worker.terminate().then(() => done()), 5000);
@@ -80,10 +99,12 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
       }
     });
     worker.on('error', (e) => {
+      alive = false;
       if (!started) reject(e);
       else o.log.warn({ err: String(e) }, 'edge: the router thread failed');
     });
     worker.on('exit', (code) => {
+      alive = false;
       if (!started) reject(new Error(`the edge router thread exited (${code}) before it started`));
     });
   });

@@ -22,6 +22,8 @@ import type { FromRouter, RouterWorkerData } from './thread.js';
 const data = workerData as RouterWorkerData;
 // ZTC_RELAY_NICE: the relay thread's nice value (0 to 19; default 10).
 const RELAY_NICE = Math.min(19, Math.max(0, Number(process.env.ZTC_RELAY_NICE ?? 10) || 0));
+// ZTC_STATS_MS: how often the data plane reports its counters to the metrics (default 5 s).
+const STATS_MS = Math.max(100, Number(process.env.ZTC_STATS_MS ?? 5000) || 5000);
 const post = (m: FromRouter) => parentPort!.postMessage(m);
 const level = (l: 'info' | 'warn' | 'debug') => (o: object, msg: string) => post({ log: { level: l, o, msg } });
 
@@ -76,9 +78,28 @@ try {
       controllerId: id,
     });
   }
+  // Counters for the main thread's metrics: a few numbers every few seconds, nothing per packet.
+  let dialsReported = 0;
+  const stats = setInterval(() => {
+    const f = router?.fabric;
+    const dialsOk = f?.dials.ok ?? 0;
+    const fresh = Math.min(dialsOk - dialsReported, f?.dials.setupMs.length ?? 0);
+    dialsReported = dialsOk;
+    post({ stats: {
+      routers: ctrl?.routers.size ?? 0,
+      sdkConnections: f?.conns.size ?? 0,
+      circuits: f?.circuits.size ?? 0,
+      bytesRelayed: f?.bytesIn ?? 0,
+      dialsOk,
+      dialsFailed: f?.dials.failed ?? 0,
+      dialSetupMs: fresh > 0 ? f!.dials.setupMs.slice(-fresh) : [],
+    } });
+  }, STATS_MS);
+  stats.unref();
   post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
   parentPort!.on('message', (m: 'close') => {
     if (m !== 'close') return;
+    clearInterval(stats);
     void (async () => {
       await ctrl?.stop();
       await router?.close();

@@ -19,6 +19,8 @@ export interface Principal {
   identityId: string;
   identityName: string;
   isAdmin: boolean;
+  /** Reads what an admin reads, changes nothing (the admin_readonly permission, or a read-only API token). */
+  readOnlyAdmin: boolean;
   apiSessionId: string;
   token: string;
 }

@@ -35,6 +35,8 @@ import { registerCors } from './cors.js';
 import { registerZac } from './zac.js';
 import { registerNetworkJwts } from './routes/shared/network-jwts.js';
 import { registerFabric } from './routes/fabric.js';
+import { registerMetrics } from './metrics.js';
+import { registerHealth } from './health.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -174,6 +176,8 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerCors(app, ctx.config.corsOrigins);
   registerAuth(app, ctx, opts.localAdmin);
   boundUnreadBodies(app);
+  registerMetrics(app, ctx);
+  registerHealth(app, ctx);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
   // Upstream names its process on every answer; the C SDK 0.29 compares it to know a restarted controller

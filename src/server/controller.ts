@@ -18,7 +18,9 @@ import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
 import { lockDataDir } from './serve-lock.js';
-import { startFabricThread, type RunningFabric } from '../fabric/thread.js';
+import { startFabricThread, type DataPlaneStats, type RunningFabric } from '../fabric/thread.js';
+import { startOpsListener } from './ops-listener.js';
+import type http from 'node:http';
 
 export interface Opened {
   ctx: Ctx;
@@ -72,6 +74,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     ? startFabricThread(config, {
         progress: o.progress,
         log: { info: (x, m) => app?.log.info(x, m), warn: (x, m) => app?.log.warn(x, m), debug: (x, m) => app?.log.debug(x, m) },
+        stats: (s: DataPlaneStats) => app?.metrics.dataPlaneStats(s),
       })
     : undefined;
   // Caught here, thrown below, so a failed start is never an unhandled rejection.
@@ -120,6 +123,31 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     unlock();
     throw err;
   }
+  // Readiness: the API listener, and the data plane's thread while it lives.
+  app.health.add('api.listener', () => {
+    if (!app.server.listening) throw new Error('the API port is not listening');
+  });
+  if (router) {
+    const plane = router;
+    app.health.add('data-plane.thread', () => {
+      if (!plane.alive()) throw new Error('the data plane\'s thread has stopped');
+      return [plane.edge && `edge router on ${plane.edge.port}`, plane.ctrlPort && `control channel on ${plane.ctrlPort}`].filter(Boolean).join(', ') || undefined;
+    });
+  }
+  let ops: http.Server | undefined;
+  if (config.metricsPort) {
+    try {
+      ops = await startOpsListener({ host: config.bind, port: config.metricsPort, metrics: app.metrics, health: app.health });
+    } catch (err) {
+      await router?.close();
+      clearInterval(sweep);
+      await app.close();
+      await opened.close();
+      unlock();
+      (err as Error & { metricsPort?: number }).metricsPort = config.metricsPort;
+      throw err;
+    }
+  }
   // Our own certificates close to expiry: said at start and once a day while serving.
   const warnExpiry = () => {
     for (const w of ownExpiryWarnings(ctx.pki, ctx.clock.now())) {
@@ -147,6 +175,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       clearInterval(sweep);
       clearInterval(expiryCheck);
       stopHeartbeat();
+      if (ops) await new Promise<void>((resolve) => ops!.close(() => resolve()));
       await router?.close();
       await app.close();
       await opened.close();

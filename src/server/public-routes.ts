@@ -30,6 +30,9 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['GET', 'root:/docs/swagger-ui-bundle.js', 'the API reference page'],
   ['GET', 'root:/docs/swagger-ui-standalone-preset.js', 'the API reference page'],
   ['GET', 'root:/docs/openapi/:file', 'the API reference page'],
+  ['GET', 'root:/health-checks', 'readiness for probes and load balancers: verdicts only, no secrets'],
+  ['GET', 'root:/health-checks/ready', 'readiness for probes and load balancers'],
+  ['GET', 'root:/health-checks/live', 'liveness for probes'],
   ['GET', 'root:/zac', 'the admin console\'s static files (it logs in through the API like any client)'],
   ['GET', 'root:/zac/*', 'the admin console\'s static files'],
 ];

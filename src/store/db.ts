@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type LogEvent, type Transaction } from 'kysely';
 import pg from 'pg';
 import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
@@ -11,6 +11,12 @@ import { loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
 export type Db = Kysely<Database>;
+
+/** Whoever wants query durations subscribes here; with nobody listening the cost is one call per query. */
+export class QueryTimes {
+  observer?: (ms: number, failed: boolean) => void;
+  readonly log = (e: LogEvent) => this.observer?.(e.queryDurationMillis, e.level === 'error');
+}
 export type Tx = Transaction<Database>;
 
 export interface Store {
@@ -25,6 +31,8 @@ export interface Store {
   write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Why the store may behave differently from SQLite (shown at start), if anything. */
   warnings: string[];
+  /** Told of every query's duration (the metrics' store latency); Kysely measures it anyway when a log is set. */
+  queryTimes: QueryTimes;
   /**
    * A consistent copy of the live database at `dest` (SQLite's online backup API; pg_dump on
    * PostgreSQL, when installed), taken while the controller keeps serving.
@@ -47,8 +55,9 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // A pool error (server restart) must not crash the process: the next query reconnects.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
-  const store: Store = { db, dialect: dialects.postgres, write: (fn) => db.transaction().execute(fn), warnings: [], snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
+  const queryTimes = new QueryTimes();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
+  const store: Store = { db, dialect: dialects.postgres, write: (fn) => db.transaction().execute(fn), warnings: [], queryTimes, snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
   try {
     await sql`select 1`.execute(db);
   } catch (err) {
@@ -96,7 +105,8 @@ export async function openSqlite(file: string): Promise<Store> {
   // Makes LIKE case-sensitive, as it is on PostgreSQL; case-insensitive matching uses lower().
   conn.pragma('case_sensitive_like = ON');
   cachePreparedStatements(conn);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()] });
+  const queryTimes = new QueryTimes();
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
   const snapshot = async (dest: string, progress?: (fraction: number) => void) => {
     await conn.backup(dest, {
       progress: ({ totalPages, remainingPages }) => {
@@ -105,7 +115,7 @@ export async function openSqlite(file: string): Promise<Store> {
       },
     });
   };
-  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), file, warnings: [], snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
+  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

@@ -38,6 +38,17 @@ export interface IdentityRow extends BaseRow {
   disabled: number;
   disabledAt: string | null;
   disabledUntil: string | null;
+  /** JSON list of permission names (model/permissions.ts). */
+  permissions: string;
+}
+
+export interface ApiTokenRow extends BaseRow {
+  name: string;
+  identityId: string;
+  tokenHash: string;
+  readOnly: number;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
 }
 
 export interface AuthenticatorRow extends BaseRow {
@@ -378,4 +389,5 @@ export interface Database {
   identities: IdentityRow;
   authenticators: AuthenticatorRow;
   apiSessions: ApiSessionRow;
+  apiTokens: ApiTokenRow;
 }

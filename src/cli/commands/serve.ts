@@ -43,6 +43,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--ctrl-port <port>', 'TLS port where upstream OpenZiti routers connect their control channel (env ZTC_CTRL_PORT; default 6262)')
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
     .option('--enforce-password-policy', 'refuse passwords that break their auth policy\'s updb rules (env ZTC_ENFORCE_PASSWORD_POLICY; default off, as upstream)')
+    .option('--metrics-port <port>', 'also serve /metrics and /health-checks over plain HTTP on this port, without authentication, for Prometheus and load balancers on a trusted network (env ZTC_METRICS_PORT; default: not served; /metrics on the API port needs an admin)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .option('--jwks-private-hosts <hosts>', 'comma-separated hosts of external JWT signers\' JWKS endpoints that may be on loopback, private or link-local addresses (env ZTC_JWKS_PRIVATE_HOSTS; default none)')
     .option('--import-body-limit-mb <n>', 'largest model document POST /import (ztc import) accepts, in MiB (env ZTC_IMPORT_BODY_LIMIT_MB; default 64)')
@@ -81,6 +82,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     router: (opts as Record<string, unknown>).router === false ? false : undefined,
     ctrlPort: opts.ctrlPort,
     ctrl: (opts as Record<string, unknown>).ctrl === false ? false : undefined,
+    metricsPort: opts.metricsPort,
   });
   return { ...config, ...overrides };
 }
@@ -116,6 +118,9 @@ export async function runController(config: Config, format: LogFormat = logForma
       if (port && port === config.ctrlPort) throw new CliError(`The control channel's port ${port} on ${config.bind} is already in use (another ztc, or an OpenZiti controller). Choose another with --ctrl-port N (env ZTC_CTRL_PORT), or run without it: --no-ctrl.`);
       throw new CliError(`The edge router's port ${port || config.routerPort} on ${config.bind} is already in use (another ztc, or an OpenZiti router). Choose another with --router-port N (env ZTC_ROUTER_PORT), or run without the router: --no-router.`);
     }
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && (err as { metricsPort?: number }).metricsPort !== undefined) {
+      throw new CliError(`The metrics port ${config.metricsPort} on ${config.bind} is already in use. Choose another with --metrics-port N (env ZTC_METRICS_PORT).`);
+    }
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       throw new CliError(`Port ${config.port} on ${config.bind} is already in use (another ztc, or another program). Stop it, or choose another port: --port N (env ZTC_PORT).`);
     }
@@ -137,6 +142,7 @@ export async function runController(config: Config, format: LogFormat = logForma
   const edge = running.fabric?.edge;
   if (edge) lines.push(`  edge router   ${edge.url}   ('${edge.name}': SDKs connect, bind and dial here)`);
   if (running.fabric?.ctrlPort) lines.push(`  routers ctrl  tls:${config.hostnames[0] ?? 'localhost'}:${running.fabric.ctrlPort}   (ctrl.endpoint for upstream routers: ziti router run)`);
+  if (config.metricsPort) lines.push(`  metrics       http://${config.bind}:${config.metricsPort}/metrics   (and /health-checks, open: keep this port on a trusted network)`);
   if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
   if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);

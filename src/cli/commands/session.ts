@@ -26,6 +26,7 @@ interface LoginOpts {
   yes?: boolean;
   profile: string;
   use?: boolean;
+  tokenFile?: string;
 }
 
 /** An identity file written by `ztc enroll` (or an OpenZiti SDK): its controller, key, certificate and CA. */
@@ -86,11 +87,12 @@ export function loginCommand(): Command {
     .option('--key <file>', 'the private key of --cert (PEM)')
     .option('--identity <file>', 'log in with an identity file written by `ztc enroll`')
     .option('--ext-jwt <token>', 'log in with a JWT from an external identity provider (a configured external JWT signer)')
+    .option('--token-file <file>', 'use an API token (ztc token create) read from the first line of this file: no session to renew, it works until it expires or is revoked')
     .option('-y, --yes', 'trust the controller CA without asking')
     .option('--profile <name>', 'profile name to save under', 'default')
     .option('--use', 'make this the current profile (a new name does not take over otherwise, unless none is current)')
     .action(async (url: string | undefined, opts: LoginOpts) => {
-      const ways = [opts.identity && '--identity', (opts.cert || opts.key) && '--cert/--key', opts.extJwt && '--ext-jwt', opts.password && '--password'].filter(Boolean);
+      const ways = [opts.identity && '--identity', (opts.cert || opts.key) && '--cert/--key', opts.extJwt && '--ext-jwt', opts.password && '--password', opts.tokenFile && '--token-file'].filter(Boolean);
       if (ways.length > 1) throw new CliError(`Choose one way to log in: ${ways.join(' or ')}`);
       if (!!opts.cert !== !!opts.key) throw new CliError('--cert and --key go together: the certificate and its private key');
       const fromFile = opts.identity ? readIdentityFile(opts.identity) : undefined;
@@ -99,6 +101,7 @@ export function loginCommand(): Command {
       if (!/^https:\/\//.test(base)) throw new CliError(`The controller URL must start with https:// (got ${url})`);
       const caPem = fromFile && !url ? fromFile.caPem : await pinControllerCa(base, opts.yes);
       const tls = fromFile ? { cert: fromFile.cert, key: fromFile.key } : opts.cert ? { cert: fs.readFileSync(opts.cert, 'utf8'), key: fs.readFileSync(opts.key!, 'utf8') } : {};
+      if (opts.tokenFile) return void (await saveTokenLogin(base, caPem, opts));
       const authUrl = `${base}/edge/management/v1/authenticate`;
       let reply;
       let relogin: string | undefined;
@@ -126,6 +129,21 @@ export function loginCommand(): Command {
       process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
       process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
     });
+}
+
+/** An API token instead of a login: checked against the controller, then saved as the profile's token. */
+async function saveTokenLogin(base: string, caPem: string, opts: LoginOpts) {
+  let token: string;
+  try {
+    token = fs.readFileSync(opts.tokenFile!, 'utf8').split(/\r?\n/)[0].trim();
+  } catch (e) {
+    throw new CliError(`cannot read the token file ${opts.tokenFile}: ${(e as Error).message}`);
+  }
+  if (!token) throw new CliError(`the token file ${opts.tokenFile} is empty`);
+  const me = expectOk(await httpsCall(`${base}/edge/management/v1/current-identity`, { caPem, headers: { authorization: `Bearer ${token}` } }), 'Checking the API token')?.data as { name: string };
+  const current = saveProfile(opts.profile, { url: base, username: me.name, token, caPem, relogin: `ztc login ${base} --token-file ${opts.tokenFile}` }, opts.use);
+  process.stdout.write(`using an API token for ${me.name} at ${base} (profile ${opts.profile})\n`);
+  process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
 }
 
 export function logoutCommand(): Command {

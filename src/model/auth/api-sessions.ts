@@ -14,6 +14,7 @@ import type { ApiSessionRow } from '../../store/schema.js';
 export interface SessionWithIdentity extends ApiSessionRow {
   identityName: string;
   isAdmin: number;
+  permissions: string;
   disabled: number;
   disabledUntil: string | null;
 }
@@ -58,7 +59,7 @@ const sessionByTokenHash = precompile((db, p) =>
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
     .selectAll('s')
-    .select(['i.name as identityName', 'i.isAdmin', 'i.disabled', 'i.disabledUntil'])
+    .select(['i.name as identityName', 'i.isAdmin', 'i.permissions', 'i.disabled', 'i.disabledUntil'])
     .where('s.tokenHash', '=', p(0)),
 );
 

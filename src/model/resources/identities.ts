@@ -11,6 +11,7 @@ import {
 } from '../schemas/common.js';
 import { identityLinks } from './identity-links.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
+import { Permissions } from '../permissions.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
@@ -23,6 +24,7 @@ const writable = {
   defaultHostingCost: Type.Optional(Cost),
   defaultHostingPrecedence: Type.Optional(Precedence),
   externalId: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  permissions: Type.Optional(Permissions),
   roleAttributes: Type.Optional(Attributes),
   serviceHostingCosts: Type.Optional(MapOf(Cost)),
   serviceHostingPrecedences: Type.Optional(MapOf(Precedence)),
@@ -74,6 +76,7 @@ export const identityDetail = Type.Object({
   serviceHostingCosts: MapOf(Type.Integer()),
   serviceHostingPrecedences: MapOf(Type.String()),
   roleAttributes: Type.Array(Type.String()),
+  permissions: Type.Array(Type.String()),
   envInfo: ClientInfo,
   sdkInfo: ClientInfo,
   externalId: Nullable(Type.String()),
@@ -97,6 +100,7 @@ const plain: Record<string, (v: Row[string]) => unknown> = {
   externalId: (v) => v ?? null,
   appData: (v) => toJson(v, {}),
   roleAttributes: (v) => toJson([...new Set(v ?? [])], []),
+  permissions: (v) => toJson([...new Set(v ?? [])], []),
   serviceHostingCosts: (v) => toJson(v, {}),
   serviceHostingPrecedences: (v) => toJson(v, {}),
 };
@@ -189,6 +193,7 @@ export const identities = defineResource({
     serviceHostingCosts: fromJson(r.serviceHostingCosts, {}),
     serviceHostingPrecedences: fromJson(r.serviceHostingPrecedences, {}),
     roleAttributes: sortedStrings(r.roleAttributes),
+    permissions: fromJson(r.permissions, []),
     envInfo: fromJson(r.envInfo, {}),
     sdkInfo: fromJson(r.sdkInfo, {}),
     externalId: r.externalId ?? null,
@@ -213,5 +218,5 @@ export const identities = defineResource({
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
     },
   },
-  cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'roleAttributes', 'authenticators.updb.username'] },
+  cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },
 });

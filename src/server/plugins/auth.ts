@@ -2,14 +2,19 @@
 // admin-only, so a forgotten declaration fails closed.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { resolveSession, type SessionWithIdentity } from '../../model/auth/api-sessions.js';
+import { resolveApiToken } from '../../model/auth/api-tokens.js';
+import { API_TOKEN_PREFIX } from '../../model/resources/api-tokens.js';
 import type { Ctx, Principal } from '../../model/context.js';
 import { ApiError, unauthorized } from '../../model/errors.js';
 import { safeEqual } from '../../model/ids.js';
 import { isSet } from '../../store/json.js';
+import { ADMIN_READONLY, hasPermission, READ_METHODS } from '../../model/permissions.js';
 
 /**
  * public: anyone; partial: any API session, even one still owing MFA (the MFA routes, the session
- * itself, logout); session: any fully authenticated identity; admin: identities with isAdmin.
+ * itself, logout); session: any fully authenticated identity; admin: identities with isAdmin, and
+ * read-only admins (the admin_readonly permission) for the methods that only read. This hook is the
+ * one place that decides it, for both APIs and the Fabric API.
  */
 export type Access = 'public' | 'partial' | 'session' | 'admin';
 
@@ -47,20 +52,35 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     const token = sessionToken(request);
     if (!token) throw unauthorized();
     if (localAdmin && safeEqual(token, localAdmin.token)) {
-      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, apiSessionId: '', token };
+      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, readOnlyAdmin: false, apiSessionId: '', token };
+      return;
+    }
+    // An API token (automation): no API session, so no MFA to owe; what it may do is its identity's, capped by its scope.
+    if (token.startsWith(API_TOKEN_PREFIX)) {
+      request.principal = await resolveApiToken(ctx, token);
+      if (access === 'admin') assertAdmin(request.principal, request.method);
       return;
     }
     const s = await resolveSession(ctx, token);
     request.apiSession = s;
-    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin: isSet(s.isAdmin), apiSessionId: s.id, token };
+    const isAdmin = isSet(s.isAdmin);
+    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin, readOnlyAdmin: !isAdmin && hasPermission(s.permissions, ADMIN_READONLY), apiSessionId: s.id, token };
     if (access !== 'partial' && isSet(s.isMfaRequired) && !isSet(s.isMfaComplete)) {
       throw new ApiError(401, 'MFA_REQUIRED', 'This API session must complete MFA first: POST /authenticate/mfa with a code (or enroll MFA, as the auth policy requires)');
     }
-    if (access === 'admin' && !request.principal.isAdmin) {
-      throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
-    }
+    if (access === 'admin') assertAdmin(request.principal, request.method);
   });
 }
+
+/** Admin routes: admins; read-only admins when the method only reads (403: known, but not allowed to change). */
+function assertAdmin(p: Principal, method: string) {
+  if (p.isAdmin) return;
+  if (!p.readOnlyAdmin) throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
+  if (!READ_METHODS.has(method)) throw new ApiError(403, 'UNAUTHORIZED', 'This operation changes the network: the calling identity is a read-only admin, which may only read');
+}
+
+/** Whether the caller reads as an admin does (sees every service, every terminator). */
+export const readsAll = (p: Principal) => p.isAdmin || p.readOnlyAdmin;
 
 /** The principal of a route that has access 'session' or 'admin' (set by the hook above). */
 export function principalOf(request: FastifyRequest): Principal {

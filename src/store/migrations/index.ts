@@ -15,6 +15,8 @@ import { dataPlane } from './0011-data-plane.js';
 import { identityTypesDefault } from './0012-identity-types-default.js';
 import { longUsernames } from './0013-long-usernames.js';
 import { fabricState } from './0014-fabric-state.js';
+import { identityPermissions } from './0020-identity-permissions.js';
+import { apiTokens } from './0021-api-tokens.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -32,5 +34,7 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0012-identity-types-default': identityTypesDefault(),
     '0013-long-usernames': longUsernames(dialect),
     '0014-fabric-state': fabricState(),
+    '0020-identity-permissions': identityPermissions(),
+    '0021-api-tokens': apiTokens(),
   };
 }

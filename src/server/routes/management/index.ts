@@ -25,6 +25,7 @@ import { registerObservability } from './observability.js';
 import { registerDatabase } from './database.js';
 import { registerExpose } from './expose.js';
 import { registerModel } from './model.js';
+import { registerApiTokens } from './api-tokens.js';
 
 /** Every declared resource the management API serves. */
 export const managementResources = [
@@ -43,6 +44,7 @@ export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   registerDatabase(app, ctx);
   registerExpose(app, ctx);
   registerModel(app, ctx);
+  registerApiTokens(app, ctx);
   const childrenOf = (column: string) => (_db: unknown, id: string) => (q: AnyQuery) => q.where(`e.${column}` as never, '=', id as never);
   relatedList(app, ctx, { url: '/config-types/:id/configs', operationId: 'listConfigsForConfigType', tags: ['Config'], summary: 'The configs of a config type', parent: { decl: configTypes }, decl: configs, scope: childrenOf('config_type_id') });
   relatedList(app, ctx, { url: '/identities/:id/authenticators', operationId: 'getIdentityAuthenticators', tags: ['Identities'], summary: 'The authenticators of an identity', parent: { decl: identities }, decl: authenticators, scope: childrenOf('identity_id') });

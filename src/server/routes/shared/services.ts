@@ -17,7 +17,7 @@ import { fromJson } from '../../../store/json.js';
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf } from '../../envelope.js';
-import { principalOf } from '../../plugins/auth.js';
+import { principalOf, readsAll } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
 
 const ConfigTypesQuery = { configTypes: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100, description: 'Config type ids or names (or "all") whose configs the services carry' })) };
@@ -34,7 +34,7 @@ function viewer(req: FastifyRequest) {
 /** Non-admins see the services a service policy grants them. */
 const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
   const p = principalOf(req);
-  if (p.isAdmin) return undefined;
+  if (readsAll(p)) return undefined;
   return (q: AnyQuery) => q.where(idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS)) as never);
 };
 

@@ -15,7 +15,7 @@ import { Envelope, IdParams, ListEnvelope, ListQuery } from '../../../model/sche
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf, ok } from '../../envelope.js';
-import { principalOf } from '../../plugins/auth.js';
+import { principalOf, readsAll } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
 
 const own = (req: FastifyRequest) => {
@@ -63,7 +63,7 @@ export function registerSessions(app: FastifyInstance, ctx: Ctx, api: 'client' |
       const p = principalOf(req);
       const { id } = req.params as { id: string };
       await parentExists(ctx, services, id);
-      if (!p.isAdmin && !(await canUse(ctx.store.db, p.identityId, id))) throw notFound('service', id);
+      if (!readsAll(p) && !(await canUse(ctx.store.db, p.identityId, id))) throw notFound('service', id);
       const { items, pagination } = await listResource(ctx, terminators, req.query as ListParams, (q) => q.where('e.service_id' as never, '=', id as never));
       return listOf(items, pagination, filterableFields(terminators));
     },

@@ -1,0 +1,127 @@
+// Prometheus metrics, through prom-client (the Node ecosystem's client: its exposition format, default
+// process and event-loop metrics and histogram buckets are what dashboards and alert rules expect).
+// Each app has its own registry (tests run several controllers in one process). Labels are kept to
+// small fixed sets: route patterns (never a path with an id in it), methods, status codes, outcomes.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AUTH_METHODS } from '../model/auth/authenticate.js';
+import type { Ctx } from '../model/context.js';
+import type { DataPlaneStats } from '../fabric/thread.js';
+
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly latency: Histogram<'method' | 'route' | 'status'>;
+  private readonly logins: Counter<'method' | 'outcome'>;
+  private readonly enrollments: Counter<'method' | 'outcome'>;
+  private readonly queries: Histogram<'outcome'>;
+  private readonly dialSetup: Histogram;
+  private readonly reports: Counter;
+  private readonly dataPlane = { routers: 0, sdkConnections: 0, circuits: 0, bytesRelayed: 0, dialsOk: 0, dialsFailed: 0 };
+
+  constructor(ctx: Ctx) {
+    const registers = [this.registry];
+    // process_* (memory, CPU, open files) and nodejs_* (event-loop lag, heap, GC) as every Node exporter names them.
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({ name: 'ztc_http_requests_total', help: 'API requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers });
+    this.latency = new Histogram({ name: 'ztc_http_request_duration_seconds', help: 'Time to answer an API request, by route pattern and status', labelNames: ['method', 'route', 'status'], buckets: SECONDS, registers });
+    this.logins = new Counter({ name: 'ztc_logins_total', help: 'Authentication attempts (POST /authenticate), by method and outcome (success, failure, invalid, throttled)', labelNames: ['method', 'outcome'], registers });
+    this.enrollments = new Counter({ name: 'ztc_enrollments_total', help: 'Enrollment attempts, by method and outcome', labelNames: ['method', 'outcome'], registers });
+    this.queries = new Histogram({ name: 'ztc_store_query_duration_seconds', help: 'Database query time on the API thread, by outcome', labelNames: ['outcome'], buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers });
+    this.dialSetup = new Histogram({ name: 'ztc_dial_setup_duration_seconds', help: 'Time for a dial through the embedded edge router to reach its host', buckets: SECONDS, registers });
+    this.reports = new Counter({ name: 'ztc_data_plane_reports_total', help: 'Reports received from the data plane\'s thread (every 5 s while it runs: a stalled count means a stuck thread)', registers });
+    ctx.store.queryTimes.observer = (ms, failed) => this.queries.observe({ outcome: failed ? 'error' : 'ok' }, ms / 1000);
+
+    // Counts of live things, read at scrape: one small count query each.
+    const count = (table: 'api_sessions' | 'sessions' | 'enrollments') => async () =>
+      Number((await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(ctx.store.db)).rows[0]?.n ?? 0);
+    const live = (name: string, help: string, read: () => Promise<number>) =>
+      new Gauge({ name, help, registers, async collect() { this.set(await read()); } });
+    live('ztc_api_sessions', 'API sessions open (every controller on the database)', count('api_sessions'));
+    live('ztc_sessions', 'Service sessions (dial and bind) open', count('sessions'));
+    live('ztc_enrollments_pending', 'Enrollments created and not yet used', count('enrollments'));
+    const plane = this.dataPlane;
+    const gauge = (name: string, help: string, key: keyof typeof plane) => new Gauge({ name, help, registers, collect() { this.set(plane[key]); } });
+    gauge('ztc_routers_connected', 'Upstream routers connected over the control channel', 'routers');
+    gauge('ztc_sdk_connections', 'SDK connections to the embedded edge router', 'sdkConnections');
+    gauge('ztc_circuits', 'Circuits open through the embedded edge router', 'circuits');
+    // Totals kept by the data-plane thread: exposed as counters that follow its numbers.
+    const total = (name: string, help: string, key: keyof typeof plane) => new Counter({ name, help, registers, collect() { this.reset(); this.inc(plane[key]); } });
+    total('ztc_relayed_bytes_total', 'Bytes relayed by the embedded edge router', 'bytesRelayed');
+    total('ztc_dials_total', 'Dials through the embedded edge router that reached their host', 'dialsOk');
+    total('ztc_dials_failed_total', 'Dials through the embedded edge router that failed', 'dialsFailed');
+  }
+
+  /** A report from the data-plane thread. */
+  dataPlaneStats(s: DataPlaneStats) {
+    const { dialSetupMs, ...rest } = s;
+    Object.assign(this.dataPlane, rest);
+    this.reports.inc();
+    for (const ms of dialSetupMs) this.dialSetup.observe(ms / 1000);
+  }
+
+  /** Count one answered request (an onResponse hook). */
+  observe(request: FastifyRequest, reply: FastifyReply) {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const status = String(reply.statusCode);
+    const labels = { method: request.method, route, status };
+    this.requests.inc(labels);
+    this.latency.observe(labels, reply.elapsedTime / 1000);
+    if (request.method !== 'POST') return;
+    if (route.endsWith('/authenticate')) {
+      const method = String((request.query as { method?: unknown } | undefined)?.method ?? '');
+      this.logins.inc({ method: (AUTH_METHODS as readonly string[]).includes(method) ? method : 'other', outcome: outcome(reply.statusCode) });
+    } else if (route.includes('/enroll')) {
+      // /edge/client/v1/enroll/ott -> ott; the bare /enroll takes the method from its query.
+      const m = /\/enroll(?:\/(.+))?$/.exec(route)?.[1] ?? String((request.query as { method?: unknown } | undefined)?.method ?? 'other');
+      this.enrollments.inc({ method: ENROLL_METHODS.has(m) ? m : 'other', outcome: outcome(reply.statusCode) });
+    }
+  }
+
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+const ENROLL_METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'extend/router', 'challenge']);
+
+function outcome(status: number): string {
+  if (status < 300) return 'success';
+  if (status === 429) return 'throttled';
+  if (status === 401 || status === 403 || status === 404) return 'failure';
+  if (status < 500) return 'invalid';
+  return 'error';
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Metrics;
+  }
+}
+
+/**
+ * Counts every request, and serves GET /metrics. On the API port the scrape is an administrator's read
+ * (an admin, a read-only admin, or an API token: Prometheus sends it as `Authorization: Bearer`), because
+ * the API port usually faces the internet; upstream leaves its metrics open unless a scrape certificate
+ * is configured. `--metrics-port` serves them open, on a port meant for a trusted network (ops-listener.ts).
+ */
+export function registerMetrics(app: FastifyInstance, ctx: Ctx) {
+  const metrics = new Metrics(ctx);
+  app.decorate('metrics', metrics);
+  app.addHook('onResponse', async (request, reply) => metrics.observe(request, reply));
+  app.get(
+    '/metrics',
+    {
+      config: { access: 'admin' },
+      schema: { hide: true, summary: 'Prometheus metrics (text exposition format)' } as never,
+    },
+    async (_req, reply) => {
+      const { contentType, body } = await metrics.exposition();
+      return reply.type(contentType).send(body);
+    },
+  );
+  return metrics;
+}

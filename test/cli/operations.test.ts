@@ -1,0 +1,99 @@
+// What an operator runs: `ztc serve --metrics-port` scraped over plain HTTP, the health checks a
+// probe calls, and (below) API tokens made and used through the built CLI.
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDataDir, testDatabase } from '../helpers/controller.js';
+import { parseExposition, sampleValue } from '../helpers/prometheus.js';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+function get(url: string): Promise<{ status: number; text: string }> {
+  const lib = url.startsWith('https:') ? https : http;
+  return new Promise((resolve) => {
+    lib.get(url, { rejectUnauthorized: false, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    }).on('error', () => resolve({ status: 0, text: '' }));
+  });
+}
+
+const children: { kill(s: string): void }[] = [];
+afterAll(() => children.forEach((c) => c.kill('SIGTERM')));
+
+describe('ztc serve --metrics-port', () => {
+  it('serves metrics and health checks over plain HTTP for Prometheus and probes', async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const db = await testDatabase();
+    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), '--bind', '127.0.0.1', '--metrics-port', String(metricsPort), '--data-dir', tempDataDir(), ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: 'json' } });
+    children.push(child);
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    for (let i = 0; i < 150 && (await get(`https://127.0.0.1:${port}/health-checks`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(stdout).toContain(`  metrics       http://127.0.0.1:${metricsPort}/metrics`);
+    const ready = JSON.parse((await get(`https://127.0.0.1:${port}/health-checks`)).text);
+    expect(ready.data.healthy).toBe(true);
+    expect((await get(`http://127.0.0.1:${metricsPort}/health-checks/live`)).status).toBe(200);
+    const scrape = await get(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(scrape.status).toBe(200);
+    const fams = await parseExposition(scrape.text);
+    expect(sampleValue(fams, 'ztc_http_requests_total', { method: 'GET', route: '/health-checks', status: '200' })).toBeGreaterThanOrEqual(1);
+    // The API port keeps /metrics for administrators.
+    expect((await get(`https://127.0.0.1:${port}/metrics`)).status).toBe(401);
+    child.kill('SIGTERM');
+  });
+});
+
+describe('ztc token', () => {
+  it('creates a token shown once, logs in with it from a file, lists it with its last use, and revokes it by name', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const { cliRunner, loggedInController } = await import('../helpers/cli.js');
+    const { ztc, cleanup } = cliRunner();
+    const running = await loggedInController(ztc);
+    try {
+      const made = await ztc('token', 'create', 'ci-job', '--expires-in-days', '7');
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stdout).toMatch(/created API token 'ci-job' \(admin, expires .+\); shown only this once:\nztt_\S+\n$/);
+      const token = made.stdout.trim().split('\n').at(-1)!;
+      const ro = await ztc('token', 'create', 'viewer', '--read-only', '-o', 'json');
+      expect(JSON.parse(ro.stdout)).toMatchObject({ name: 'viewer', readOnly: true });
+
+      // A second home, as a CI runner would have: it logs in with the token file only.
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-token-')), 'token');
+      fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+      const ci = cliRunner();
+      const login = await ci.ztc('login', running.url, '--token-file', file, '--yes');
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toContain('using an API token for Default Admin');
+      expect(fs.readFileSync(path.join(ci.home, 'profiles.json'), 'utf8')).toContain(token);
+      const svc = await ci.ztc('service', 'create', 'made-by-ci', '--encryption-required');
+      expect(svc.code, svc.stderr).toBe(0);
+
+      const list = await ztc('token', 'list', '-o', 'json');
+      const rows = JSON.parse(list.stdout) as { name: string; lastUsedAt: string | null }[];
+      expect(rows.map((r) => r.name).sort()).toEqual(['ci-job', 'viewer']);
+      expect(rows.find((r) => r.name === 'ci-job')!.lastUsedAt).toBeTruthy();
+      expect(list.stdout).not.toContain(token);
+
+      const revoked = await ztc('token', 'revoke', 'ci-job');
+      expect(revoked.code, revoked.stderr).toBe(0);
+      const after = await ci.ztc('service', 'list');
+      expect(after.code).not.toBe(0);
+      ci.cleanup();
+    } finally {
+      await running.close();
+      cleanup();
+    }
+  }, 120_000);
+});
