@@ -77,7 +77,7 @@ describe('integrity scan', () => {
     await mg('POST', '/identities', { name: 'carol', type: 'User', isAdmin: false, roleAttributes: ['staff'] });
     expect((await mg('DELETE', `/identities/${alice}`)).status).toBe(200);
     expect((await mg('GET', `/service-policies/${sp}`)).body.data.identityRoles).toEqual(['#staff']);
-    expect((await mg('GET', `/service-policies/${narrow}`)).body.data.identityRoles).toEqual([`@${alice}`, '#staff']);
+    expect((await mg('GET', `/service-policies/${narrow}`)).body.data.identityRoles).toEqual(['#staff', `@${alice}`]); // sorted, as upstream returns roles
     expect((await mg('GET', `/service-policies/${narrow}/identities`)).body.data).toEqual([]);
     expect((await mg('POST', '/database/check-data-integrity')).status).toBe(202);
     expect((await finished()).results).toEqual([]);

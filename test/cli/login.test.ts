@@ -20,7 +20,8 @@ describe('ztc login', { timeout: 180_000 }, () => {
   let jwks: http.Server;
   const keys: JWK[] = [];
   beforeAll(async () => {
-    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase() }));
+    // The key set is served on loopback: allowed explicitly, as an operator would (jwksPrivateHosts).
+    running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase(), jwksPrivateHosts: ['127.0.0.1'] }));
     jwks = http.createServer((_req, res) => res.end(JSON.stringify({ keys })));
     await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
     const r = await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes', '--profile', 'admin');
