@@ -22,7 +22,12 @@ export function boundUnreadBodies(app: FastifyInstance) {
     });
     const timer = setTimeout(() => req.complete || socket.destroy(), LINGER_MS);
     timer.unref();
-    req.once('end', () => clearTimeout(timer));
-    socket.once('close', () => clearTimeout(timer));
+    const closed = () => clearTimeout(timer);
+    socket.once('close', closed);
+    // A keep-alive socket carries many requests: each one's listener goes when its body has been read.
+    req.once('end', () => {
+      clearTimeout(timer);
+      socket.off('close', closed);
+    });
   });
 }
