@@ -1,6 +1,7 @@
 // The fabric's live state in the store (links, circuits, routers' link listeners), written by the data
 // plane as it changes and read by the Fabric API (/fabric/v1) and `ztc fabric`. Rows name the controller
 // that wrote them: a controller's rows are its routers' and go when it restarts (they died with it).
+import { sql } from 'kysely';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 
@@ -38,9 +39,15 @@ export async function putLink(ctx: Ctx, controllerId: string, l: LinkRecord) {
   });
 }
 
-/** A link's measured latencies (ns) and the cost they make. */
-export async function setLinkLatency(ctx: Ctx, id: string, srcLatency: number, dstLatency: number, cost: number) {
-  await ctx.store.db.updateTable('links').set({ srcLatency: Math.round(srcLatency), dstLatency: Math.round(dstLatency), cost, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
+/**
+ * One end's measured latency over a link (ns), and the cost it makes with the other end's: computed in
+ * the update itself, so two ends reporting at once (two connections on PostgreSQL) cannot undo each other.
+ */
+export async function setLinkLatency(ctx: Ctx, id: string, end: 'src' | 'dst', ns: number) {
+  const ms = Math.floor(ns / 1e6);
+  const cost = end === 'src' ? sql<number>`static_cost + ${ms} + dst_latency / 1000000` : sql<number>`static_cost + src_latency / 1000000 + ${ms}`;
+  const latency = end === 'src' ? { srcLatency: Math.round(ns) } : { dstLatency: Math.round(ns) };
+  await ctx.store.db.updateTable('links').set({ ...latency, cost, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
 }
 
 export async function removeLinks(ctx: Ctx, ids: string[]) {

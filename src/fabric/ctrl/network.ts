@@ -135,10 +135,11 @@ export class RouterNetwork {
 
   /** A router's measured latency over one of its links (its metrics): the link's cost follows. */
   async linkLatency(l: Link, routerId: string, ns: number) {
-    if (l.src === routerId) l.srcLatencyNs = ns;
+    const end = l.src === routerId ? 'src' : 'dst';
+    if (end === 'src') l.srcLatencyNs = ns;
     else l.dstLatencyNs = ns;
     l.cost = l.staticCost + Math.floor(l.srcLatencyNs / 1e6) + Math.floor(l.dstLatencyNs / 1e6);
-    await setLinkLatency(this.ctx, l.id, l.srcLatencyNs, l.dstLatencyNs, l.cost).catch(() => {});
+    await setLinkLatency(this.ctx, l.id, end, ns).catch(() => {});
   }
 
   /** A link failed or lost a duplicate race: forget it and move the circuits that crossed it. */
