@@ -23,7 +23,9 @@ if (kind === 'hello') {
   await new Promise<void>((r) => server.listen(Number(port), '127.0.0.1', () => r()));
 } else {
   // A limit low enough to be reached within one measure, so the flood meets it.
-  const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 };
+  // The ctrl bench connects 500 routers from one loopback address: above the per-address cap, which
+  // real routers (one address each) never meet.
+  const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0, maxConnectionsPerAddress: 2000 };
   running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}));
 }
 // The ports the OS gave the data plane, for benches that play routers (bench/ctrl.ts).
