@@ -28,9 +28,13 @@ const DIALS = 300;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
+/** API sessions each test router was told of (full and incremental adds). */
+const told = new Map<EdgePeer, number>();
+
 /** A test router that builds every route it is sent at once (RouteResult success for the attempt). */
 function autoRoute(p: EdgePeer) {
   p.onFrame = (f: Frame) => {
+    if (f.type === T.ApiSessionAdded) told.set(p, (told.get(p) ?? 0) + decode(Schemas.ApiSessionAdded, f.body).apiSessions.length);
     if (f.type !== T.Route) return f.type === T.ApiSessionAdded || f.type === T.PeerStateChanges;
     const r = decode(Schemas.Route, f.body);
     const attempt = Buffer.alloc(4);
@@ -147,6 +151,7 @@ export async function ctrlRows(): Promise<Row[]> {
   for (const p of peers) p.close();
   step(`${SESSIONS} API sessions`);
   // API sessions: SESSIONS live ones (over 100 identities), then a router reconnects and is sent them all.
+  const toldBefore = told.get(a) ?? 0;
   const owners = await Promise.all(Array.from({ length: 100 }, (_, i) => ok(api.api('POST', '/identities', { name: `sync-${i}`, type: 'Device', isAdmin: false }), 'owner').then((r) => r.data.id as string)));
   for (let i = 0; i < SESSIONS; i += 1000) {
     const batch = Array.from({ length: Math.min(1000, SESSIONS - i) }, (_, j) => {
@@ -155,6 +160,9 @@ export async function ctrlRows(): Promise<Row[]> {
     });
     await store.write(async (tx) => void (await tx.insertInto('apiSessions').values(batch).execute()));
   }
+  // A router that stayed connected hears of them all within seconds (the second's sync): then one reconnects.
+  const target = toldBefore + SESSIONS;
+  for (let waited = 0; (told.get(a) ?? 0) < target && waited < 120_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
   b.close();
   t0 = performance.now();
   const again = (await connectRouter(port, rb, { managesLinks: true })).p;
