@@ -130,6 +130,16 @@ describe('events and the audit', () => {
     expect(JSON.stringify(audit.body)).not.toContain('wrong-password-1');
   });
 
+  it('record an enrollment refused, with its method and reason and not its token', async () => {
+    const bogus = 'not-a-real-enrollment-token';
+    expect((await call('POST', `${CLIENT}/enroll/ott?token=${bogus}`, { body: {} })).status).toBeGreaterThanOrEqual(400);
+    await running.ctx.events.flush();
+    const audit = await call('GET', `${MGMT}/audit-events?types=enrollment`, { token: admin });
+    expect(audit.body.data[0]).toMatchObject({ namespace: 'enrollment', event_type: 'fail', method: 'ott', remote_address: '127.0.0.1' });
+    expect(audit.body.data[0].reason).toBeTruthy();
+    expect(audit.text).not.toContain(bogus);
+  });
+
   it('stream events to an admin within a second', async () => {
     const stream = follow(admin, 'entityChange,apiSession');
     expect(await stream.opened).toBe(200);
