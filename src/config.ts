@@ -70,6 +70,14 @@ export interface Config {
    * or load balancer on a trusted network (0: not served; /metrics on the API port needs an admin then).
    */
   metricsPort: number;
+  /** A JSON-lines file the events are appended to (model/events/file-sink.ts); empty: none. */
+  eventsFile: string;
+  /** The events file rotates when it would pass this size (MiB). */
+  eventsFileMaxMb: number;
+  /** Rotated events files kept (FILE.1 ... FILE.N). */
+  eventsFileKeep: number;
+  /** Days the stored audit (entity changes, logins, enrollments, admin recovery) is kept. */
+  auditRetentionDays: number;
 }
 
 export const defaults = (): Config => ({
@@ -102,6 +110,10 @@ export const defaults = (): Config => ({
   ctrl: true,
   ctrlPort: 6262,
   metricsPort: 0,
+  eventsFile: '',
+  eventsFileMaxMb: 100,
+  eventsFileKeep: 5,
+  auditRetentionDays: 90,
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -136,6 +148,10 @@ const ENV: Record<keyof Config, string> = {
   ctrl: 'ZTC_CTRL',
   ctrlPort: 'ZTC_CTRL_PORT',
   metricsPort: 'ZTC_METRICS_PORT',
+  eventsFile: 'ZTC_EVENTS_FILE',
+  eventsFileMaxMb: 'ZTC_EVENTS_FILE_MAX_MB',
+  eventsFileKeep: 'ZTC_EVENTS_FILE_KEEP',
+  auditRetentionDays: 'ZTC_AUDIT_RETENTION_DAYS',
 };
 
 import { ConfigError } from './config-error.js';
@@ -272,6 +288,9 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   if (cfg.headersTimeoutSeconds < 1) throw new ConfigError('headersTimeoutSeconds must be at least 1');
   if (cfg.importBodyLimitMb < 1) throw new ConfigError('importBodyLimitMb must be at least 1');
   if (cfg.idleTimeoutSeconds < 1) throw new ConfigError('idleTimeoutSeconds must be at least 1');
+  if (cfg.eventsFile) cfg.eventsFile = path.resolve(cfg.dataDir, cfg.eventsFile);
+  if (cfg.eventsFileMaxMb < 1) throw new ConfigError('eventsFileMaxMb must be at least 1');
+  if (cfg.auditRetentionDays < 1) throw new ConfigError('auditRetentionDays must be at least 1');
   if (cfg.adminPasswordFile) cfg.adminPassword = readPasswordFile(cfg.adminPasswordFile, cfg.adminPassword);
   return cfg;
 }

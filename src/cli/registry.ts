@@ -62,6 +62,8 @@ export const COMMANDS: CommandEntry[] = [
   },
   { name: 'api-session', description: 'API sessions: who is logged in, from where, and whether MFA is complete', load: resource('api-sessions') },
   { name: 'token', description: 'API tokens for automation: long-lived, revocable, admin or read-only; shown once when created', load: async () => (await import('./commands/token.js')).tokenCommand() },
+  { name: 'events', usage: '--follow [--type T] [options]', description: 'follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments', load: async () => (await import('./commands/events.js')).eventsCommand() },
+  { name: 'audit', usage: '[--entity X] [--since 1d] [options]', description: 'who changed what, when: the stored events of the retention window, newest first', load: async () => (await import('./commands/events.js')).auditCommand() },
   { name: 'mfa', description: 'TOTP MFA of the logged-in identity', load: async () => (await import('./commands/mfa.js')).mfaCommand() },
   { name: 'config-type', description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)', load: resource('config-types') },
   { name: 'config', description: 'Configs: data of a config type that services carry to tunnelers and SDKs', load: resource('configs') },

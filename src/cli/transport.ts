@@ -10,6 +10,7 @@ import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
 import { CliError } from './errors.js';
 import { currentProfileName, loadProfile, missingProfile, type Profile } from './profile.js';
+import type { Ctx } from '../model/context.js';
 
 export interface Reply {
   status: number;
@@ -108,7 +109,7 @@ export class RemoteTransport implements Transport {
 
 export class LocalTransport implements Transport {
   readonly describe: string;
-  private constructor(private app: App, private token: string, private done: () => Promise<void>, dataDir: string) {
+  private constructor(private app: App, private token: string, private done: () => Promise<void>, dataDir: string, readonly events?: Ctx['events']) {
     this.describe = `data dir ${dataDir}`;
   }
 
@@ -124,8 +125,10 @@ export class LocalTransport implements Transport {
     const app = await buildApp(opened.ctx, { localAdmin: { token, identityId: admin.id, identityName: admin.name } });
     return new LocalTransport(app, token, async () => {
       await app.close();
+      // Stored events still queued (admin recovery) reach the database before it closes.
+      await opened.ctx.events.flush();
       await opened.close();
-    }, config.dataDir);
+    }, config.dataDir, opened.ctx.events);
   }
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {

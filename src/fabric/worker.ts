@@ -6,6 +6,7 @@ import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { systemClock } from '../model/clock.js';
+import { Events } from '../model/events/hub.js';
 import type { Ctx } from '../model/context.js';
 import { loadOrCreatePki } from '../model/pki/pki.js';
 import { loadSealer } from '../model/secrets.js';
@@ -44,7 +45,8 @@ try {
   const config: Config = data.config;
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames);
   const store = config.db ? await openPostgres(config.db, 2) : await openSqlite(path.join(config.dataDir, 'ztc.db'));
-  const ctx: Ctx = { store, pki, config, clock: systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
+  // Events of the data plane's thread reach the audit table; the file and the stream are the API thread's.
+  const ctx: Ctx = { store, pki, config, clock: systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store) };
   const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
   // Links and circuits a previous run left in the store ended with it; circuits from now on are recorded.
   const id = controllerId(config.dataDir);

@@ -3,6 +3,8 @@ import type { Store } from '../store/db.js';
 import type { Clock } from './clock.js';
 import type { Pki } from './pki/pki.js';
 import type { Sealer } from './secrets.js';
+import type { Events } from './events/hub.js';
+import type { Actor } from './events/types.js';
 
 /** What model code needs from the running controller. No HTTP in here. */
 export interface Ctx {
@@ -12,6 +14,13 @@ export interface Ctx {
   pki: Pki;
   /** Seals the secrets the controller must read back (model/secrets.ts). */
   sealer: Sealer;
+  /** Where events go (model/events/hub.ts): the events file, the audit table, the live stream. */
+  events: Events;
+  /**
+   * Who the current request acts as, for the events its writes emit. Set on a per-request copy of the
+   * context (server/actor.ts); absent for the controller's own work (sweeps, start-up).
+   */
+  actor?: Actor;
 }
 
 /** Who is calling: resolved from the API session by the auth plugin. */
@@ -22,5 +31,9 @@ export interface Principal {
   /** Reads what an admin reads, changes nothing (the admin_readonly permission, or a read-only API token). */
   readOnlyAdmin: boolean;
   apiSessionId: string;
+  /** The API token the request came with (its id), when it came with one. */
+  apiTokenId?: string;
+  /** The CLI's local mode (the in-process administrator on the controller host). */
+  local?: boolean;
   token: string;
 }

@@ -12,6 +12,9 @@ import { newId } from './ids.js';
 import type { AnyQuery, ResourceDecl, Row, WriteMode } from './resource.js';
 import { evaluateEntity, forgetEntity } from './policy/membership.js';
 import { applySetEdits, checkSetEdits, hasSetEdits, lockRow } from './set-edits.js';
+import { afterCommit, collecting, publish, recordChange } from './events/record.js';
+import { apiSessionDeleted, sessionDeleted } from './events/emit.js';
+import type { ZtcEvent } from './events/types.js';
 
 export function listSource(decl: ResourceDecl): ListSource {
   const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
@@ -71,11 +74,15 @@ export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scop
 /**
  * Run a write in one transaction. A transaction that lost a race with another controller is run again
  * (a few times, with jitter); a unique-constraint race becomes the same 400 the pre-checks give.
+ * The events the write recorded are published once it committed (model/events/record.ts).
  */
 export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    const events: ZtcEvent[] = [];
     try {
-      return await ctx.store.write(fn);
+      const out = await ctx.store.write((tx) => fn(collecting(tx, events)));
+      publish(ctx, events);
+      return out;
     } catch (err) {
       const field = ctx.store.dialect.uniqueViolation(err);
       if (field) throw couldNotValidate(field, 'must be unique: another entity already uses this value');
@@ -147,6 +154,8 @@ export async function createIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, input: Row,
   await indexEntity(tx, decl, id, input, 'create', ctx);
   const extra = (await decl.hooks?.afterCreate?.(tx, id, input, ctx)) ?? {};
   await decl.hooks?.afterWrite?.(tx, id, ctx, input, 'create');
+  // The state recorded is the row as written (no read back: the write's own values are what changed).
+  await recordChange(tx, ctx, decl, 'created', id, null, { id, createdAt: now, updatedAt: now, ...tagsColumn(input, 'create'), ...values });
   return { id, ...extra };
 }
 
@@ -177,13 +186,15 @@ export async function updateIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string,
   // Role attribute and tag edits (our extension) become whole lists from the row as it is now.
   const input = edits ? applySetEdits(decl, prepared, existing) : prepared;
   const values = decl.toRow ? await decl.toRow(input, mode, tx, ctx, existing) : {};
+  const changed = { updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values };
   await tx
     .updateTable(decl.table)
-    .set({ updatedAt: iso(ctx.clock.now()), ...tagsColumn(input, mode), ...values } as never)
+    .set(changed as never)
     .where('id', '=', id)
     .execute();
   await indexEntity(tx, decl, id, input, mode, ctx);
   await decl.hooks?.afterWrite?.(tx, id, ctx, input, mode);
+  await recordChange(tx, ctx, decl, 'updated', id, existing, { ...existing, ...changed });
 }
 
 /**
@@ -220,4 +231,19 @@ export async function deleteIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string)
   const res = await tx.deleteFrom(decl.table).where('id', '=', id).executeTakeFirst();
   // Another transaction deleted it first: it is gone, as a later request would be told.
   if (Number(res.numDeletedRows) !== 1) throw notFound(decl.name, id);
+  await recordChange(tx, ctx, decl, 'deleted', id, existing, null);
+  if (decl.table === 'sessions') afterCommit(tx, ctx, sessionDeleted(ctx, existing));
+  else if (decl.table === 'apiSessions') afterCommit(tx, ctx, apiSessionDeleted(ctx, existing));
+}
+
+/**
+ * A write made outside updateIn (an action route: disable, enable, remove MFA) recorded as an update of
+ * the entity, with its row before and after `fn`, named by `action`.
+ */
+export async function asUpdate<T>(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string, action: string, fn: () => Promise<T>): Promise<T> {
+  const before = await findRow(ctx, decl, id, tx);
+  if (!before) throw notFound(decl.name, id);
+  const out = await fn();
+  await recordChange(tx, ctx, decl, 'updated', id, before, (await findRow(ctx, decl, id, tx)) ?? null, action);
+  return out;
 }

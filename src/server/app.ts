@@ -37,6 +37,7 @@ import { registerNetworkJwts } from './routes/shared/network-jwts.js';
 import { registerFabric } from './routes/fabric.js';
 import { registerMetrics } from './metrics.js';
 import { registerHealth } from './health.js';
+import { registerEnrollmentEvents } from './enrollment-events.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -177,6 +178,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerAuth(app, ctx, opts.localAdmin);
   boundUnreadBodies(app);
   registerMetrics(app, ctx);
+  registerEnrollmentEvents(app, ctx);
   registerHealth(app, ctx);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);

@@ -14,6 +14,8 @@ import { secureContextOptions } from './tls-context.js';
 import { ownExpiryWarnings } from '../model/pki/status.js';
 import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
+import { Events } from '../model/events/hub.js';
+import { pruneAudit } from '../model/events/audit-store.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
@@ -36,7 +38,8 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   configureCryptoPool({ queueLimit: config.cryptoQueueLimit });
   const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
   for (const w of store.warnings) progress(`warning: ${w}`);
-  const ctx: Ctx = { store, pki, config, clock: o.clock ?? systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')) };
+  const clock = o.clock ?? systemClock;
+  const ctx: Ctx = { store, pki, config, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store, () => clock.now()) };
   const boot = await bootstrap(ctx);
   const resigned = await reissueEnrollmentJwts(ctx);
   if (resigned) progress(`re-signed ${resigned} outstanding enrollment JWT(s) with the server certificate's key (SDKs check it): hand out the new ones (ztc enrollment list)`);
@@ -112,12 +115,23 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   }
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
+  if (config.eventsFile) ctx.events.openFile({ file: config.eventsFile, maxBytes: config.eventsFileMaxMb * 1024 * 1024, keep: config.eventsFileKeep });
+  // The audit's retention: pruned at start and every hour (any controller on the database may do it).
+  // A sink that cannot write (a full disk) is said in the log then too; serving goes on.
+  const prune = () => {
+    void pruneAudit(ctx.store.db, ctx.clock.now(), config.auditRetentionDays).catch(() => {});
+    for (const p of ctx.events.problems()) app?.log.warn(p);
+  };
+  prune();
+  const pruning = setInterval(prune, 3_600_000);
+  pruning.unref();
   try {
     await app.listen({ port: config.port, host: config.bind });
   } catch (err) {
     // A busy port (or any listen failure) leaves nothing open behind it.
     await router?.close();
     clearInterval(sweep);
+    clearInterval(pruning);
     await app.close();
     await opened.close();
     unlock();
@@ -141,6 +155,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     } catch (err) {
       await router?.close();
       clearInterval(sweep);
+      clearInterval(pruning);
       await app.close();
       await opened.close();
       unlock();
@@ -173,11 +188,13 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      clearInterval(pruning);
       clearInterval(expiryCheck);
       stopHeartbeat();
       if (ops) await new Promise<void>((resolve) => ops!.close(() => resolve()));
       await router?.close();
       await app.close();
+      await ctx.events.flush();
       await opened.close();
       unlock();
     },

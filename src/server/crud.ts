@@ -8,6 +8,7 @@ import type { Access } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
 import type { ListParams } from '../store/list.js';
 import { foldKeys } from './case-fold.js';
+import { actorCtx } from './actor.js';
 import { empty, listOf, ok } from './envelope.js';
 import { patchWithSetEdits, takesSetEdits } from '../model/set-edits.js';
 
@@ -79,7 +80,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       config: config('create'),
       schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: withIgnored(decl, decl.schemas.create), response: { 201: Envelope(CreateLocation), ...errors(400, 401, ...conflicts('create')) } },
       handler: async (req, reply) => {
-        const created = await createResource(ctx, decl, req.body as Row);
+        const created = await createResource(actorCtx(ctx, req), decl, req.body as Row);
         reply.code(201);
         return ok({ ...created, _links: selfLink(decl.plural, created.id) });
       },
@@ -107,7 +108,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       },
       handler: async (req) => {
         await assertVisible(ctx, decl, (req.params as { id: string }).id, opts.scope?.(req));
-        await updateResource(ctx, decl, (req.params as { id: string }).id, req.body as Row, mode);
+        await updateResource(actorCtx(ctx, req), decl, (req.params as { id: string }).id, req.body as Row, mode);
         return empty();
       },
     });
@@ -118,7 +119,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       schema: { operationId: ids.delete, tags, summary: `Delete ${article(decl.name)}`, params: IdParams, response: { 200: Envelope(Empty), ...errors(400, 401, 404, ...conflicts('delete')) } },
       handler: async (req) => {
         await assertVisible(ctx, decl, (req.params as { id: string }).id, opts.scope?.(req));
-        await deleteResource(ctx, decl, (req.params as { id: string }).id);
+        await deleteResource(actorCtx(ctx, req), decl, (req.params as { id: string }).id);
         return empty();
       },
     });

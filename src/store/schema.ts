@@ -390,4 +390,19 @@ export interface Database {
   authenticators: AuthenticatorRow;
   apiSessions: ApiSessionRow;
   apiTokens: ApiTokenRow;
+  auditEvents: AuditEventRow;
+}
+
+/** One stored event (model/events/audit-store.ts): the event's JSON in body, and what it is looked up by. */
+export interface AuditEventRow {
+  id: string;
+  at: string;
+  namespace: string;
+  eventType: string;
+  entityType: string | null;
+  entityId: string | null;
+  entityName: string | null;
+  actorId: string | null;
+  actorName: string | null;
+  body: string;
 }

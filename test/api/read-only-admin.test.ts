@@ -33,7 +33,8 @@ describe('read-only admins', () => {
   it('read every admin route and change nothing through any of them', async () => {
     const summary = async () => (await c.call('GET', `${MGMT}/summary`, { token: admin })).body.data;
     const before = await summary();
-    const routes = c.app.routeTable.routes.filter((r) => r.access === 'admin');
+    // The live event stream never ends by itself: its read-only access is checked in events.test.ts.
+    const routes = c.app.routeTable.routes.filter((r) => r.access === 'admin' && r.url !== `${MGMT}/events`);
     expect(routes.length).toBeGreaterThan(150);
     const counts = { reads: 0, writes: 0 };
     for (const r of routes) {

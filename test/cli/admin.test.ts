@@ -69,6 +69,15 @@ describe('ztc admin', { timeout: 120_000 }, () => {
     const text = fs.readFileSync(log, 'utf8');
     expect(text).not.toContain(first);
     expect(text).not.toContain(second);
+
+    // ... and in the stored audit the server shares: the recovery, and its changes made as the local admin.
+    const stored = await running.ctx.store.db.selectFrom('auditEvents').selectAll().execute();
+    expect(stored.filter((r) => r.namespace === 'admin').map((r) => `${r.eventType} ${r.entityName}`)).toEqual(['password-reset Default Admin', 'created ops-admin', 'password-reset ops-admin']);
+    const local = stored.map((r) => JSON.parse(r.body)).find((e) => e.entityType === 'authenticators' && e.eventType === 'updated');
+    expect(local.metadata.source).toMatchObject({ type: 'local', host: os.hostname() });
+    const all = JSON.stringify(stored);
+    expect(all).not.toContain(first);
+    expect(all).not.toContain(second);
   });
 
   it('refuses an unknown username and a data dir without a controller', async () => {

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { CliError } from '../errors.js';
 import { askNewPassword } from '../prompt.js';
-import { expectOk, type Transport } from '../transport.js';
+import { expectOk, LocalTransport, type Transport } from '../transport.js';
+import type { AdminEvent } from '../../model/events/types.js';
 import { withTransport } from './resources.js';
 
 const API = '/edge/management/v1';
@@ -47,7 +48,7 @@ export const AUDIT_LOG = 'audit.log';
  * Recovery bypasses every login, so each use leaves a JSON line (who on the host, when, what; never
  * the password) in the data dir's audit.log (0600), beside the database it changed.
  */
-function audit(dataDir: string, event: string, detail: Record<string, string>) {
+function audit(t: Transport, dataDir: string, event: string, detail: Record<string, string>) {
   let osUser = 'unknown';
   try {
     osUser = os.userInfo().username;
@@ -57,6 +58,10 @@ function audit(dataDir: string, event: string, detail: Record<string, string>) {
   const line = JSON.stringify({ time: new Date().toISOString(), event, ...detail, osUser, uid: process.getuid?.(), host: os.hostname() });
   const file = path.join(dataDir, AUDIT_LOG);
   fs.appendFileSync(file, line + '\n', { mode: 0o600 });
+  // Also an event in the stored audit (ztc audit --type admin), on the database the controller shares.
+  if (t instanceof LocalTransport && t.events) {
+    t.events.emit(t.events.stamp<AdminEvent>({ namespace: 'admin', event_type: event.replace(/^admin\./, ''), identity_id: detail.identityId ?? '', identity_name: detail.identity ?? '', username: detail.username ?? '', os_user: osUser, host: os.hostname() }));
+  }
   process.stderr.write(`recorded in ${file}\n`);
 }
 
@@ -102,7 +107,7 @@ export function adminCommand(): Command {
         expectOk(await t.request('PATCH', `${API}/authenticators/${auth.id}`, { password: p.password }), 'Setting the password');
         expectOk(await t.request('POST', `${API}/identities/${auth.identityId}/enable`), 'Clearing lockouts');
         expectOk(await t.request('DELETE', `${API}/identities/${auth.identityId}/mfa`), 'Removing MFA');
-        audit(opts.dataDir, 'admin.password-reset', { username: auth.username, identity: identity.name, identityId: auth.identityId });
+        audit(t, opts.dataDir, 'admin.password-reset', { username: auth.username, identity: identity.name, identityId: auth.identityId });
         process.stdout.write(`reset the password of '${auth.username}' (identity ${identity.name}); lockouts cleared, MFA removed; the API sessions it had logged in with were ended: log in again (ztc login ${await controllerUrl(t, opts)} -u ${auth.username})\n`);
         reportPassword(auth.username, p);
       });
@@ -118,7 +123,7 @@ export function adminCommand(): Command {
           await t.request('DELETE', `${API}/identities/${made.id}`);
           expectOk(auth, 'Setting the password');
         }
-        audit(opts.dataDir, 'admin.created', { username: name, identity: name, identityId: made.id });
+        audit(t, opts.dataDir, 'admin.created', { username: name, identity: name, identityId: made.id });
         process.stdout.write(`created admin '${name}' (identity ${made.id}); log in with: ztc login ${await controllerUrl(t, opts)} -u ${name}\n`);
         reportPassword(name, p);
       });

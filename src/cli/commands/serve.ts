@@ -44,6 +44,10 @@ export function serverOptions(cmd: Command): Command {
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
     .option('--enforce-password-policy', 'refuse passwords that break their auth policy\'s updb rules (env ZTC_ENFORCE_PASSWORD_POLICY; default off, as upstream)')
     .option('--metrics-port <port>', 'also serve /metrics and /health-checks over plain HTTP on this port, without authentication, for Prometheus and load balancers on a trusted network (env ZTC_METRICS_PORT; default: not served; /metrics on the API port needs an admin)')
+    .option('--events-file <path>', 'append events (entity changes, logins, API sessions, sessions, enrollments) to this JSON-lines file, rotated by size (env ZTC_EVENTS_FILE; config eventsFile; default: none)')
+    .option('--events-file-max-mb <n>', 'rotate the events file at this size in MiB (env ZTC_EVENTS_FILE_MAX_MB; default 100)')
+    .option('--events-file-keep <n>', 'rotated events files kept (env ZTC_EVENTS_FILE_KEEP; default 5)')
+    .option('--audit-retention-days <n>', 'days the stored audit (ztc audit) is kept (env ZTC_AUDIT_RETENTION_DAYS; default 90)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .option('--jwks-private-hosts <hosts>', 'comma-separated hosts of external JWT signers\' JWKS endpoints that may be on loopback, private or link-local addresses (env ZTC_JWKS_PRIVATE_HOSTS; default none)')
     .option('--import-body-limit-mb <n>', 'largest model document POST /import (ztc import) accepts, in MiB (env ZTC_IMPORT_BODY_LIMIT_MB; default 64)')
@@ -83,6 +87,10 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     ctrlPort: opts.ctrlPort,
     ctrl: (opts as Record<string, unknown>).ctrl === false ? false : undefined,
     metricsPort: opts.metricsPort,
+    eventsFile: opts.eventsFile,
+    eventsFileMaxMb: opts.eventsFileMaxMb,
+    eventsFileKeep: opts.eventsFileKeep,
+    auditRetentionDays: opts.auditRetentionDays,
   });
   return { ...config, ...overrides };
 }

@@ -9,6 +9,7 @@ import { selfLink } from '../resource.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { first, precompile } from '../../store/precompiled.js';
 import { MFA_AUTH_QUERY } from './mfa.js';
+import { apiSessionEnded } from '../events/emit.js';
 import type { ApiSessionRow } from '../../store/schema.js';
 
 export interface SessionWithIdentity extends ApiSessionRow {
@@ -71,10 +72,12 @@ export async function resolveSession(ctx: Ctx, token: string): Promise<SessionWi
   const last = Date.parse(row.lastActivityAt);
   if (now.getTime() - last > timeoutMs(ctx)) {
     await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    apiSessionEnded(ctx, row, 'expired');
     throw unauthorized('The API session has expired: authenticate again');
   }
   if (isSet(row.isMfaRequired) && !isSet(row.isMfaComplete) && now.getTime() - Date.parse(row.createdAt) > PARTIAL_SESSION_MS) {
     await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    apiSessionEnded(ctx, row, 'mfa-not-given');
     throw unauthorized(`The MFA code was not given within ${PARTIAL_SESSION_MS / 60_000} minutes of the login: authenticate again`);
   }
   if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) {
@@ -101,14 +104,17 @@ export const PARTIAL_SESSION_MS = 5 * 60_000;
 export async function expireApiSessions(ctx: Ctx) {
   const now = ctx.clock.now().getTime();
   const cutoff = iso(new Date(now - timeoutMs(ctx)));
-  const res = await ctx.store.db.deleteFrom('apiSessions').where('lastActivityAt', '<', cutoff).executeTakeFirst();
+  const idle = await ctx.store.db.deleteFrom('apiSessions').where('lastActivityAt', '<', cutoff).returning(['id', 'identityId']).execute();
   const partial = await ctx.store.db
     .deleteFrom('apiSessions')
     .where('isMfaRequired', '=', 1)
     .where('isMfaComplete', '=', 0)
     .where('createdAt', '<', iso(new Date(now - PARTIAL_SESSION_MS)))
-    .executeTakeFirst();
-  return Number(res.numDeletedRows) + Number(partial.numDeletedRows);
+    .returning(['id', 'identityId'])
+    .execute();
+  for (const s of idle) apiSessionEnded(ctx, s, 'expired');
+  for (const s of partial) apiSessionEnded(ctx, s, 'mfa-not-given');
+  return idle.length + partial.length;
 }
 
 export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string) {

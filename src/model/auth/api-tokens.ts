@@ -50,6 +50,7 @@ export async function resolveApiToken(ctx: Ctx, token: string): Promise<Principa
     isAdmin: admin && !isSet(row.readOnly),
     readOnlyAdmin: readsAsAdmin && !(admin && !isSet(row.readOnly)),
     apiSessionId: '',
+    apiTokenId: row.id,
     token,
   };
 }

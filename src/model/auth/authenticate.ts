@@ -58,7 +58,8 @@ async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddres
   if (row.lockedUntil && Date.parse(row.lockedUntil) > now.getTime()) throw invalidAuth();
   if (!ok) {
     await recordFailure(ctx, row.id, updb);
-    throw invalidAuth();
+    // The failed-login event names the identity the username belongs to (model/events/emit.ts).
+    throw Object.assign(invalidAuth(), { identityId: row.identityId });
   }
   if (updb && updb.allowed === false) throw invalidAuth();
   budget.succeeded(input.username);

@@ -8,6 +8,7 @@ import { recordMfaPassed } from '../posture/evaluate.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { deleteApiSession } from './api-sessions.js';
+import { apiSessionEnded } from '../events/emit.js';
 import { failOnSession, forgetSession, MAX_PARTIAL_FAILURES, mfaBudget } from './mfa-budget.js';
 import { newId, safeEqual } from '../ids.js';
 import { selfLink } from '../resource.js';
@@ -144,6 +145,7 @@ export async function completeMfaLogin(ctx: Ctx, identityId: string, apiSessionI
     if (failOnSession(ctx, apiSessionId) >= MAX_PARTIAL_FAILURES) {
       forgetSession(ctx, apiSessionId);
       await deleteApiSession(ctx, apiSessionId);
+      apiSessionEnded(ctx, { id: apiSessionId, identityId }, 'mfa-failed');
       throw new ApiError(401, 'MFA_INVALID_TOKEN', `The MFA code is not valid, and this login has had ${MAX_PARTIAL_FAILURES} wrong codes: it has ended, log in again`);
     }
     throw invalidCode();

@@ -16,6 +16,7 @@ import { checksOfPolicies, evaluateCheck, failureValues, responsesOf } from '../
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
 import { edgeRouterClientFields, edgeRouterClientView } from './routers.js';
+import { sessionEvent } from '../events/emit.js';
 
 export const SessionType = Type.Union([Type.Literal('Dial'), Type.Literal('Bind'), Type.Literal('Invalid')]);
 export const sessionCreate = Type.Object({ serviceId: Type.String({ minLength: 1, maxLength: 255 }), type: Type.Optional(SessionType), tags: Type.Optional(Tags) }, { additionalProperties: false });
@@ -176,6 +177,7 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
       .execute();
     await indexTags(tx, id, body.tags);
   });
+  sessionEvent(ctx, 'created', { id, type, apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id });
   const row: Row = { id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, serviceName: service.name, type, token };
   await expandSessions(db, [row], false);
   return clientSessions.toDetail(row, ctx);

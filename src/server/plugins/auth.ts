@@ -52,7 +52,7 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     const token = sessionToken(request);
     if (!token) throw unauthorized();
     if (localAdmin && safeEqual(token, localAdmin.token)) {
-      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, readOnlyAdmin: false, apiSessionId: '', token };
+      request.principal = { identityId: localAdmin.identityId, identityName: localAdmin.identityName, isAdmin: true, readOnlyAdmin: false, apiSessionId: '', local: true, token };
       return;
     }
     // An API token (automation): no API session, so no MFA to owe; what it may do is its identity's, capped by its scope.

@@ -17,6 +17,7 @@ import { longUsernames } from './0013-long-usernames.js';
 import { fabricState } from './0014-fabric-state.js';
 import { identityPermissions } from './0020-identity-permissions.js';
 import { apiTokens } from './0021-api-tokens.js';
+import { auditEvents } from './0022-audit-events.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -36,5 +37,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0014-fabric-state': fabricState(),
     '0020-identity-permissions': identityPermissions(),
     '0021-api-tokens': apiTokens(),
+    '0022-audit-events': auditEvents(),
   };
 }

@@ -10,6 +10,7 @@ import { Envelope } from '../../../model/schemas/common.js';
 import { errors, mountResource, opIds } from '../../crud.js';
 import { ok } from '../../envelope.js';
 import { principalOf } from '../../plugins/auth.js';
+import { actorCtx } from '../../actor.js';
 
 export function registerApiTokens(app: FastifyInstance, ctx: Ctx) {
   mountResource(app, ctx, apiTokens, { only: ['list', 'get', 'delete'] });
@@ -25,7 +26,7 @@ export function registerApiTokens(app: FastifyInstance, ctx: Ctx) {
     },
     async (req, reply) => {
       const body = req.body as Row;
-      const created = await createResource(ctx, apiTokens, { ...body, identityId: body.identityId ?? principalOf(req).identityId });
+      const created = await createResource(actorCtx(ctx, req), apiTokens, { ...body, identityId: body.identityId ?? principalOf(req).identityId });
       reply.code(201);
       return ok({ ...created, _links: selfLink('api-tokens', created.id) });
     },

@@ -7,6 +7,7 @@ import { expose, ExposeBody, ExposeResult, unexpose, type ExposeInput } from '..
 import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { ok } from '../../envelope.js';
+import { actorCtx } from '../../actor.js';
 
 export function registerExpose(app: FastifyInstance, ctx: Ctx) {
   app.post(
@@ -23,7 +24,7 @@ export function registerExpose(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req, reply) => {
-      const result = await expose(ctx, req.body as ExposeInput);
+      const result = await expose(actorCtx(ctx, req), req.body as ExposeInput);
       reply.code(201);
       return ok(result);
     },
@@ -40,6 +41,6 @@ export function registerExpose(app: FastifyInstance, ctx: Ctx) {
         response: { 200: Envelope(ExposeResult), ...errors(400, 401, 404) },
       },
     },
-    async (req) => ok(await unexpose(ctx, (req.params as { id: string }).id)),
+    async (req) => ok(await unexpose(actorCtx(ctx, req), (req.params as { id: string }).id)),
   );
 }

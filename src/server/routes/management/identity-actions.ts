@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { iso } from '../../../model/clock.js';
 import type { Ctx } from '../../../model/context.js';
-import { writeTx } from '../../../model/crud.js';
+import { asUpdate, writeTx } from '../../../model/crud.js';
+import { identities } from '../../../model/resources/identities.js';
+import { actorCtx } from '../../actor.js';
 import { notFound } from '../../../model/errors.js';
 import { Empty, Envelope, IdParams } from '../../../model/schemas/common.js';
 import type { Tx } from '../../../store/db.js';
@@ -32,13 +34,13 @@ export function registerIdentityActions(app: FastifyInstance, ctx: Ctx) {
       const { id } = req.params as { id: string };
       const { durationMinutes } = req.body as { durationMinutes: number };
       const now = ctx.clock.now();
-      await writeTx(ctx, async (tx) => {
+      await writeTx(actorCtx(ctx, req), async (tx) => {
         await mustExist(tx, id);
-        await tx
+        await asUpdate(tx, actorCtx(ctx, req), identities, id, 'disable', () => tx
           .updateTable('identities')
           .set({ disabled: 1, disabledAt: iso(now), disabledUntil: durationMinutes > 0 ? iso(new Date(now.getTime() + durationMinutes * 60_000)) : null, updatedAt: iso(now) })
           .where('id', '=', id)
-          .execute();
+          .execute());
         await tx.deleteFrom('apiSessions').where('identityId', '=', id).execute();
       });
       return empty();
@@ -49,9 +51,9 @@ export function registerIdentityActions(app: FastifyInstance, ctx: Ctx) {
     { config: admin, schema: { operationId: 'enableIdentity', tags, summary: 'Enable an identity: clears the disabled state and password lockouts', params: IdParams, response: { 200: Envelope(Empty), ...errors(401, 404) } } },
     async (req) => {
       const { id } = req.params as { id: string };
-      await writeTx(ctx, async (tx) => {
+      await writeTx(actorCtx(ctx, req), async (tx) => {
         await mustExist(tx, id);
-        await tx.updateTable('identities').set({ disabled: 0, disabledAt: null, disabledUntil: null, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
+        await asUpdate(tx, actorCtx(ctx, req), identities, id, 'enable', () => tx.updateTable('identities').set({ disabled: 0, disabledAt: null, disabledUntil: null, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute());
         await tx.updateTable('authenticators').set({ failedAttempts: 0, lockedUntil: null }).where('identityId', '=', id).execute();
       });
       return empty();
@@ -62,9 +64,9 @@ export function registerIdentityActions(app: FastifyInstance, ctx: Ctx) {
     { config: admin, schema: { operationId: 'removeIdentityMfa', tags, summary: 'Remove the MFA enrollment of an identity (when its codes are lost)', params: IdParams, response: { 200: Envelope(Empty), ...errors(401, 404) } } },
     async (req) => {
       const { id } = req.params as { id: string };
-      await writeTx(ctx, async (tx) => {
+      await writeTx(actorCtx(ctx, req), async (tx) => {
         await mustExist(tx, id);
-        await tx.deleteFrom('mfa').where('identityId', '=', id).execute();
+        await asUpdate(tx, actorCtx(ctx, req), identities, id, 'remove-mfa', () => tx.deleteFrom('mfa').where('identityId', '=', id).execute());
       });
       return empty();
     },

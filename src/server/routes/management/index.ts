@@ -26,6 +26,7 @@ import { registerDatabase } from './database.js';
 import { registerExpose } from './expose.js';
 import { registerModel } from './model.js';
 import { registerApiTokens } from './api-tokens.js';
+import { registerEvents } from './events.js';
 
 /** Every declared resource the management API serves. */
 export const managementResources = [
@@ -37,6 +38,7 @@ export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   for (const decl of managementResources) mountResource(app, ctx, decl);
   registerPkiManagement(app, ctx);
   registerIdentityActions(app, ctx);
+  registerEvents(app, ctx);
   registerPolicyRoutes(app, ctx);
   registerPolicyAdvisor(app, ctx);
   registerPkiStatus(app, ctx);

@@ -10,6 +10,7 @@ import { importModel, PLAN_LISTED } from '../../../model/import-model.js';
 import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { meta, ok } from '../../envelope.js';
+import { actorCtx } from '../../actor.js';
 
 const Document = Type.Object(
   { ztcModel: Type.Optional(Type.Integer({ description: 'the document format version: 1' })) },
@@ -102,7 +103,7 @@ export function registerModel(app: FastifyInstance, ctx: Ctx) {
     },
     async (req) => {
       const q = req.query as { dryRun?: boolean; prune?: boolean };
-      return ok(await importModel(ctx, req.body, { dryRun: q.dryRun, prune: q.prune }));
+      return ok(await importModel(actorCtx(ctx, req), req.body, { dryRun: q.dryRun, prune: q.prune }));
     },
   );
 }

@@ -20,6 +20,8 @@ import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 import { principalOf } from '../../plugins/auth.js';
+import { actorCtx } from '../../actor.js';
+import { apiSessionEnded, loginFailed, loginSucceeded } from '../../../model/events/emit.js';
 
 const ClientInfo = Type.Object(
   Object.fromEntries(['arch', 'domain', 'hostname', 'os', 'osRelease', 'osVersion', 'appId', 'appVersion', 'branch', 'revision', 'type', 'version'].map((k) => [k, Type.Optional(Type.String({ maxLength: 255 }))])),
@@ -50,7 +52,16 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     },
     async (req, reply) => {
       const { method } = req.query as { method: string };
-      const { token, session: s } = await authenticate(ctx, method, (req.body ?? {}) as Row, req.ip, presentedCertificates(req.raw.socket), req.headers.authorization);
+      const body = (req.body ?? {}) as Row;
+      let opened: Awaited<ReturnType<typeof authenticate>>;
+      try {
+        opened = await authenticate(ctx, method, body, req.ip, presentedCertificates(req.raw.socket), req.headers.authorization);
+      } catch (err) {
+        loginFailed(ctx, method, err, req.ip, { username: body.username });
+        throw err;
+      }
+      const { token, session: s } = opened;
+      loginSucceeded(ctx, method, s);
       reply.header('zt-session', token);
       return ok(apiSessionDetail(ctx, s, token));
     },
@@ -69,7 +80,10 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'deleteCurrentApiSession', tags: ['Current API Session'], summary: 'Log out: end this API session', response: { 200: Envelope(Empty), ...errors(401) } } },
     async (req) => {
       const p = principalOf(req);
-      if (p.apiSessionId) await deleteApiSession(ctx, p.apiSessionId);
+      if (p.apiSessionId) {
+        await deleteApiSession(ctx, p.apiSessionId);
+        apiSessionEnded(ctx, { id: p.apiSessionId, identityId: p.identityId }, 'logout');
+      }
       return empty();
     },
   );
@@ -128,7 +142,7 @@ function registerOwnAuthenticators(app: FastifyInstance, ctx: Ctx) {
         if (!(await verifyPassword(currentPassword, stored?.passwordHash))) {
           throw new ApiError(401, 'UNAUTHORIZED', 'currentPassword is not the current password of this authenticator');
         }
-        await updateResource(ctx, authenticators, id, { ...changes, [KEEP_API_SESSION]: principalOf(req).apiSessionId }, mode, (existing) => {
+        await updateResource(actorCtx(ctx, req), authenticators, id, { ...changes, [KEEP_API_SESSION]: principalOf(req).apiSessionId }, mode, (existing) => {
           if (existing.identityId !== me) throw notFound('authenticator', id);
         });
         return empty();

@@ -1,0 +1,112 @@
+// ztc events --follow: the controller's live events (GET /events, server-sent events), one line each
+// for people or one JSON object a line (-o json) for scripts. ztc audit: the stored events (GET
+// /audit-events), answering "who changed X, when" for the retention window.
+import { Command } from 'commander';
+import { parseFormat, print } from '../output.js';
+import { CliError, expectOk } from '../transport.js';
+import { targetOptions, type CommonOpts } from './common.js';
+import { withTransport } from './resources.js';
+
+const API = '/edge/management/v1';
+type Ev = Record<string, any>;
+
+const collect = (v: string, prev: string[]) => [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+
+/** One line for people: when, what kind, who, which entity or session, and the detail that matters. */
+export function eventLine(e: Ev): string {
+  const time = String(e.timestamp ?? '').replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  const cols: string[] = [time];
+  switch (e.namespace) {
+    case 'entityChange': {
+      const a = e.metadata?.author;
+      const who = a?.type === 'identity' ? a.name : 'controller';
+      const via = e.metadata?.source?.type === 'local' ? ` (local, ${e.metadata.source.osUser}@${e.metadata.source.host})` : e.metadata?.source?.remoteAddr ? ` from ${e.metadata.source.remoteAddr}` : '';
+      cols.push(`${e.entityType} ${e.action ?? e.eventType}`, `${e.entityName ?? ''} [${e.entityId}]`.trim(), `by ${who}${via}`, changedFields(e));
+      break;
+    }
+    case 'authentication':
+      cols.push(`login ${e.event_type}`, `${e.type}${e.username ? ` ${e.username}` : ''}${e.identity_id ? ` [${e.identity_id}]` : ''}`, `from ${e.remote_address}`, e.reason ?? '');
+      break;
+    case 'edge.apiSessions':
+      cols.push(`api-session ${e.event_type}`, e.id, `identity ${e.identity_id}`, e.ip_address ? `from ${e.ip_address}` : (e.reason ?? ''));
+      break;
+    case 'edge.sessions':
+      cols.push(`session ${e.event_type}`, `${e.session_type} ${e.id}`, `identity ${e.identity_id}`, `service ${e.service_id}`);
+      break;
+    case 'enrollment':
+      cols.push(`enrollment ${e.event_type}`, e.method, `from ${e.remote_address}`, e.reason ?? '');
+      break;
+    case 'admin':
+      cols.push(`admin ${e.event_type}`, `${e.identity_name} [${e.identity_id}]`, `by ${e.os_user}@${e.host}`);
+      break;
+    default:
+      cols.push(String(e.namespace), JSON.stringify(e));
+  }
+  return cols.filter(Boolean).join('  ');
+}
+
+/** The fields an update changed (their values are in -o json). */
+function changedFields(e: Ev): string {
+  if (e.eventType !== 'updated' || !e.initialState || !e.finalState) return '';
+  const keys = Object.keys(e.finalState).filter((k) => k !== 'updatedAt' && JSON.stringify(e.initialState[k]) !== JSON.stringify(e.finalState[k]));
+  return keys.length ? `changed ${keys.join(', ')}` : '';
+}
+
+export function eventsCommand(): Command {
+  return targetOptions(new Command('events').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments'))
+    .option('-f, --follow', 'stay connected and print events as they come (Ctrl-C to stop)')
+    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin', collect, [])
+    .action(async (opts: CommonOpts & { follow?: boolean; type: string[] }) => {
+      const format = parseFormat(opts.output);
+      if (!opts.follow) throw new CliError('ztc events prints events as they happen: add --follow (the stored history is `ztc audit`)');
+      if (opts.dataDir || opts.config) throw new CliError('Following events needs the running controller: log in to it (ztc login URL) and run ztc events --follow without --data-dir');
+      await withTransport(opts, async (t) => {
+        const query = opts.type.length ? `?types=${encodeURIComponent(opts.type.join(','))}` : '';
+        let buf = '';
+        const reply = await t.download(`${API}/events${query}`, 'text/event-stream', (chunk) => {
+          buf += chunk;
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+            if (!data) continue;
+            if (format === 'table') {
+              try {
+                process.stdout.write(eventLine(JSON.parse(data) as Ev) + '\n');
+              } catch {
+                process.stdout.write(data + '\n');
+              }
+            } else process.stdout.write(data + '\n');
+          }
+        });
+        expectOk(reply, 'Following events');
+        if (reply.status === 200) throw new CliError('The controller ended the event stream (it stopped, or this reader fell too far behind)');
+      });
+    });
+}
+
+export function auditCommand(): Command {
+  return targetOptions(new Command('audit').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery) of the retention window, newest first'))
+    .option('-e, --entity <id-or-name>', 'only events about this entity (an identity\'s include its logins)')
+    .option('--actor <id-or-name>', 'only what this identity did')
+    .option('-s, --since <when>', 'only events since a duration ago (30m, 12h, 1d, 2w) or an ISO-8601 time')
+    .option('-t, --type <types>', 'only these types: entityChange, authentication, enrollment, admin', collect, [])
+    .option('--limit <n>', 'at most this many events (default 100, at most 1000)')
+    .action(async (opts: CommonOpts & { entity?: string; actor?: string; since?: string; type: string[]; limit?: string }) => {
+      const format = parseFormat(opts.output);
+      const q = new URLSearchParams();
+      if (opts.entity) q.set('entity', opts.entity);
+      if (opts.actor) q.set('actor', opts.actor);
+      if (opts.since) q.set('since', opts.since);
+      if (opts.type.length) q.set('types', opts.type.join(','));
+      if (opts.limit) q.set('limit', opts.limit);
+      await withTransport(opts, async (t) => {
+        const body = expectOk(await t.request('GET', `${API}/audit-events?${q}`), 'Reading the audit');
+        const events = (body?.data ?? []) as Ev[];
+        if (format !== 'table') return print(events, format);
+        if (!events.length) return void process.stdout.write('no events recorded for that (the audit keeps the retention window: auditRetentionDays)\n');
+        for (const e of events) process.stdout.write(eventLine(e) + '\n');
+      });
+    });
+}

@@ -1,0 +1,56 @@
+// The events of logins, API sessions, service sessions and enrollments, built in one place from what the
+// routes and model functions know. Each is an emit() (a queue push): nothing here waits for I/O.
+import type { Ctx } from '../context.js';
+import { ApiError } from '../errors.js';
+import type { ApiSessionEvent, AuthenticationEvent, EnrollmentEvent, SessionEvent } from './types.js';
+
+/** The method as upstream's authentication events name it (its password method is updb). */
+const methodName = (m: string) => (m === 'password' ? 'updb' : m);
+
+export function loginSucceeded(ctx: Ctx, method: string, s: { id: string; identityId: string; authenticatorId: string; ipAddress: string }) {
+  ctx.events.emit(ctx.events.stamp<AuthenticationEvent>({
+    namespace: 'authentication', event_type: 'success', type: methodName(method), authenticator_id: s.authenticatorId,
+    identity_id: s.identityId, remote_address: s.ipAddress, success: true, reason: '',
+  }));
+  apiSessionCreated(ctx, s);
+}
+
+/** A refused login: the reason is the answer's message (never the credentials); the identity when it is known. */
+export function loginFailed(ctx: Ctx, method: string, err: unknown, remoteAddress: string, o: { username?: unknown; identityId?: string } = {}) {
+  const reason = err instanceof ApiError ? `${err.code}: ${err.message}` : 'internal error';
+  ctx.events.emit(ctx.events.stamp<AuthenticationEvent>({
+    namespace: 'authentication', event_type: 'fail', type: methodName(String(method).slice(0, 32)), authenticator_id: '',
+    identity_id: o.identityId ?? (err as { identityId?: string }).identityId ?? '',
+    ...(typeof o.username === 'string' ? { username: o.username.slice(0, 255) } : {}),
+    remote_address: remoteAddress, success: false, reason,
+  }));
+}
+
+export function apiSessionCreated(ctx: Ctx, s: { id: string; identityId: string; ipAddress: string }) {
+  ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'created', id: s.id, type: 'legacy', identity_id: s.identityId, ip_address: s.ipAddress }));
+}
+
+export function apiSessionEnded(ctx: Ctx, s: { id: string; identityId: string }, reason: string) {
+  ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: s.id, type: 'legacy', identity_id: s.identityId, reason }));
+}
+
+export function sessionEvent(ctx: Ctx, eventType: SessionEvent['event_type'], s: { id: string; type: string; apiSessionId: string; identityId: string; serviceId: string }) {
+  ctx.events.emit(ctx.events.stamp<SessionEvent>({
+    namespace: 'edge.sessions', event_type: eventType, session_type: s.type, id: s.id, api_session_id: s.apiSessionId, identity_id: s.identityId, service_id: s.serviceId,
+  }));
+}
+
+export function enrollmentEvent(ctx: Ctx, method: string, ok: boolean, remoteAddress: string, reason = '', identityId = '') {
+  ctx.events.emit(ctx.events.stamp<EnrollmentEvent>({
+    namespace: 'enrollment', event_type: ok ? 'success' : 'fail', method, identity_id: identityId, remote_address: remoteAddress, reason,
+  }));
+}
+
+/** The events of a session or API session deleted through the API (published with their write's commit). */
+export const sessionDeleted = (ctx: Ctx, row: Record<string, unknown>): SessionEvent =>
+  ctx.events.stamp<SessionEvent>({
+    namespace: 'edge.sessions', event_type: 'deleted', session_type: String(row.type ?? ''), id: String(row.id), api_session_id: String(row.apiSessionId ?? ''), identity_id: String(row.identityId ?? ''), service_id: String(row.serviceId ?? ''),
+  });
+
+export const apiSessionDeleted = (ctx: Ctx, row: Record<string, unknown>): ApiSessionEvent =>
+  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: 'legacy', identity_id: String(row.identityId ?? ''), reason: 'deleted' });

@@ -1,0 +1,104 @@
+// The events file: one JSON object a line, appended off the request path. emit() only pushes a line
+// onto a buffer; a timer (or a full buffer) writes the buffer in one append, one write at a time, so
+// no request ever waits on the disk. At maxBytes the file is rotated: FILE -> FILE.1 -> ... -> FILE.keep,
+// the oldest dropped. A disk slower than the events (or full) costs memory up to a bound, then the
+// oldest unwritten lines, counted in a line of their own when writing resumes.
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface FileSinkOptions {
+  file: string;
+  /** Rotate when the file would grow past this many bytes. */
+  maxBytes: number;
+  /** Rotated files kept beside the current one. */
+  keep: number;
+  /** How long a line may wait in the buffer. */
+  flushMs?: number;
+}
+
+const MAX_BUFFERED_LINES = 50_000;
+const FLUSH_AT_BYTES = 256 * 1024;
+
+export class FileSink {
+  private lines: string[] = [];
+  private bytes = 0;
+  private dropped = 0;
+  private size = -1;
+  private timer?: NodeJS.Timeout;
+  private writing?: Promise<void>;
+  /** The last write failure, for the health check and the log (the sink keeps trying). */
+  lastError?: string;
+
+  constructor(private readonly o: FileSinkOptions) {
+    fs.mkdirSync(path.dirname(o.file), { recursive: true });
+  }
+
+  write(line: string) {
+    if (this.lines.length >= MAX_BUFFERED_LINES) {
+      this.bytes -= Buffer.byteLength(this.lines.shift()!) + 1;
+      this.dropped++;
+    }
+    this.lines.push(line);
+    this.bytes += Buffer.byteLength(line) + 1;
+    if (this.bytes >= FLUSH_AT_BYTES) void this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), this.o.flushMs ?? 200);
+      this.timer.unref();
+    }
+  }
+
+  /** Write what is buffered (waits for a write already under way first). */
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.writing) await this.writing;
+    if (!this.lines.length && !this.dropped) return;
+    const lines = this.lines;
+    if (this.dropped) lines.unshift(JSON.stringify({ namespace: 'ztc.events', event_type: 'dropped', timestamp: new Date().toISOString(), count: this.dropped }));
+    this.lines = [];
+    this.bytes = 0;
+    this.dropped = 0;
+    this.writing = this.append(lines).finally(() => (this.writing = undefined));
+    await this.writing;
+  }
+
+  private async append(lines: string[]) {
+    try {
+      if (this.size < 0) this.size = await fs.promises.stat(this.o.file).then((s) => s.size, () => 0);
+      // Lines go to the current file until the next would pass the size, then the file rotates.
+      let chunk = '';
+      for (const line of lines) {
+        const add = Buffer.byteLength(line) + 1;
+        if (this.size + Buffer.byteLength(chunk) + add > this.o.maxBytes && this.size + chunk.length > 0) {
+          if (chunk) await fs.promises.appendFile(this.o.file, chunk, { mode: 0o600 });
+          await this.rotate();
+          chunk = '';
+        }
+        chunk += line + '\n';
+      }
+      if (chunk) {
+        await fs.promises.appendFile(this.o.file, chunk, { mode: 0o600 });
+        this.size += Buffer.byteLength(chunk);
+      }
+      this.lastError = undefined;
+    } catch (err) {
+      this.lastError = (err as Error).message;
+      this.size = -1;
+    }
+  }
+
+  private async rotate() {
+    const f = this.o.file;
+    if (this.o.keep < 1) await fs.promises.rm(f, { force: true });
+    else {
+      await fs.promises.rm(`${f}.${this.o.keep}`, { force: true });
+      for (let i = this.o.keep - 1; i >= 1; i--) await fs.promises.rename(`${f}.${i}`, `${f}.${i + 1}`).catch(() => {});
+      await fs.promises.rename(f, `${f}.1`).catch(() => {});
+    }
+    this.size = 0;
+  }
+
+  async close() {
+    await this.flush();
+  }
+}

@@ -1,0 +1,137 @@
+// The event model: one shape per kind of event, named and laid out as upstream OpenZiti's controller
+// names them where it has the same event (entityChange, edge.apiSessions, edge.sessions,
+// authentication), so tools written for its event files read ours. ztc adds enrollment and admin
+// (recovery on the controller host), which upstream does not emit. Unlike upstream, no event ever carries a
+// token: upstream's API-session and session events include the bearer token, which would make the
+// events file a credential store.
+
+/** Who did it: an identity through the APIs, or the controller itself (expiry sweeps, start-up). */
+export interface Actor {
+  identityId: string;
+  identityName: string;
+  /** The API session the request came with ('' for an API token or the CLI's local mode). */
+  apiSessionId?: string;
+  /** The API token the request came with (its id, never the token). */
+  apiTokenId?: string;
+  remoteAddress?: string;
+  /** The HTTP method of the request. */
+  method?: string;
+  /** The CLI's local mode on the controller host (`ztc ... -d DIR`, `ztc admin`): the OS user and host. */
+  local?: { osUser: string; host: string };
+}
+
+interface Base {
+  namespace: string;
+  /** The controller that emitted it (its host name and process). */
+  event_src_id: string;
+  timestamp: string;
+}
+
+export interface EntityChangeEvent extends Base {
+  namespace: 'entityChange';
+  eventId: string;
+  eventType: 'created' | 'updated' | 'deleted';
+  metadata: {
+    author: { type: 'identity'; id: string; name: string } | { type: 'controller' };
+    source: { type: 'rest' | 'local' | 'internal'; auth?: 'edge' | 'token'; remoteAddr?: string; method?: string; apiSessionId?: string; apiTokenId?: string; osUser?: string; host?: string };
+    version: string;
+  };
+  /** The store's name of the entity kind, as upstream: services, identities, servicePolicies... */
+  entityType: string;
+  /** ztc's addition: the entity's id and name, so an audit query needs no look into the states. */
+  entityId: string;
+  entityName?: string;
+  isParentEvent: false;
+  /** The operation when it was not a plain create/update/delete (ztc's addition): disable, enable, remove-mfa. */
+  action?: string;
+  /** Secrets are never in a state (see redact.ts). */
+  initialState: Record<string, unknown> | null;
+  finalState: Record<string, unknown> | null;
+}
+
+export interface ApiSessionEvent extends Base {
+  namespace: 'edge.apiSessions';
+  event_type: 'created' | 'deleted';
+  id: string;
+  type: 'legacy';
+  identity_id: string;
+  ip_address?: string;
+  /** Why it ended (ztc's addition): logout, expired, deleted, mfa-failed, identity-disabled. */
+  reason?: string;
+}
+
+export interface SessionEvent extends Base {
+  namespace: 'edge.sessions';
+  event_type: 'created' | 'deleted';
+  session_type: string;
+  id: string;
+  api_session_id: string;
+  identity_id: string;
+  service_id: string;
+}
+
+export interface AuthenticationEvent extends Base {
+  namespace: 'authentication';
+  event_type: 'success' | 'fail';
+  /** The method: password (upstream's updb), cert, ext-jwt, as the request named it. */
+  type: string;
+  authenticator_id: string;
+  identity_id: string;
+  /** The username a password login named (ztc's addition; never the password). */
+  username?: string;
+  remote_address: string;
+  success: boolean;
+  reason: string;
+}
+
+export interface EnrollmentEvent extends Base {
+  namespace: 'enrollment';
+  event_type: 'success' | 'fail';
+  method: string;
+  identity_id: string;
+  remote_address: string;
+  reason: string;
+}
+
+export interface AdminEvent extends Base {
+  namespace: 'admin';
+  /** The recovery done on the controller host: password-reset, admin-created. */
+  event_type: string;
+  identity_id: string;
+  identity_name: string;
+  username: string;
+  os_user: string;
+  host: string;
+}
+
+export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent;
+
+/**
+ * The names `--type` and `?types=` take: upstream's subscription types (its config's `type:`), and the
+ * namespaces themselves.
+ */
+export const EVENT_TYPES: Record<string, ZtcEvent['namespace']> = {
+  entityChange: 'entityChange',
+  apiSession: 'edge.apiSessions',
+  'edge.apiSessions': 'edge.apiSessions',
+  session: 'edge.sessions',
+  'edge.sessions': 'edge.sessions',
+  authentication: 'authentication',
+  enrollment: 'enrollment',
+  admin: 'admin',
+};
+
+/** The namespaces a list of type names selects (empty: all); unknown names are an error for the caller to report. */
+export function namespacesOf(types: string[]): { namespaces: Set<string>; unknown: string[] } {
+  const namespaces = new Set<string>();
+  const unknown: string[] = [];
+  for (const t of types) {
+    const ns = EVENT_TYPES[t];
+    if (ns) namespaces.add(ns);
+    else unknown.push(t);
+  }
+  return { namespaces, unknown };
+}
+
+/** The event's kind (created, fail, ...), whichever spelling its namespace uses. */
+export const kindOf = (e: ZtcEvent): string => ('eventType' in e ? e.eventType : e.event_type);
