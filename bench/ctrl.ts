@@ -156,7 +156,9 @@ export async function ctrlRows(): Promise<Row[]> {
   for (let i = 0; i < SESSIONS; i += 1000) {
     const batch = Array.from({ length: Math.min(1000, SESSIONS - i) }, (_, j) => {
       const token = randomUUID();
-      return { id: randomUUID(), createdAt: now, updatedAt: now, tags: '{}', tokenHash: hashSecret(token), tokenSealed: sealer.seal(token), identityId: owners[(i + j) % owners.length], authenticatorId: '', ipAddress: '127.0.0.1', configTypes: '[]', isMfaRequired: 0, isMfaComplete: 0, isCertExtendable: 0, lastActivityAt: now };
+      // Each made at its own moment, as logins are (the second's sync reads those made since its last look).
+      const made = new Date(Date.now() - (SESSIONS - i - j) * 2).toISOString();
+      return { id: randomUUID(), createdAt: made, updatedAt: made, tags: '{}', tokenHash: hashSecret(token), tokenSealed: sealer.seal(token), identityId: owners[(i + j) % owners.length], authenticatorId: '', ipAddress: '127.0.0.1', configTypes: '[]', isMfaRequired: 0, isMfaComplete: 0, isCertExtendable: 0, lastActivityAt: now };
     });
     await store.write(async (tx) => void (await tx.insertInto('apiSessions').values(batch).execute()));
   }

@@ -36,6 +36,9 @@ export async function startServer(dir: string, db = '', kind: 'ztc' | 'ztc-limit
   const flags = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...flags, path.join(here, 'server.js'), kind, String(port), dir, db], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
+  // Its log, kept after the run (the data dir is not) for when a figure or a failure needs explaining.
+  const log = fs.createWriteStream(path.join(os.tmpdir(), `ztc-bench-server-${port}.log`));
+  child.stdout!.pipe(log);
   const ready = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve(d.toString()));
     child.on('exit', (code) => reject(new Error(`controller exited with ${code}`)));

@@ -115,6 +115,11 @@ export async function stillLive(ctx: Ctx, apiSessionIds: string[], sessionIds: s
   return out;
 }
 
+/** The ids of every API session routers can be told of (sealed token): cheap, for finding what a sync missed. */
+export async function sealedApiSessionIds(ctx: Ctx): Promise<string[]> {
+  return (await ctx.store.db.selectFrom('apiSessions').select('id').where('tokenSealed', 'is not', null).execute()).map((r) => r.id);
+}
+
 /** Refresh the API sessions that carry live edge connections, as upstream's routers' API-session heartbeats do. */
 export async function touchApiSessions(ctx: Ctx, ids: string[]) {
   if (!ids.length) return;
@@ -191,13 +196,20 @@ export interface SyncedApiSession {
  * fingerprints: all of them, or those made after `after` (ISO time). Sessions made before tokens were
  * sealed cannot be told to routers: their SDKs log in again.
  */
-export async function apiSessionsForRouters(ctx: Ctx, after?: string): Promise<{ sessions: SyncedApiSession[]; newest: string }> {
+export async function apiSessionsForRouters(ctx: Ctx, after?: string, ids?: string[]): Promise<{ sessions: SyncedApiSession[]; newest: string }> {
+  if (ids && ids.length > 500) {
+    // In pages, for the IN list; newest is not asked for by id.
+    const out: SyncedApiSession[] = [];
+    for (let i = 0; i < ids.length; i += 500) out.push(...(await apiSessionsForRouters(ctx, undefined, ids.slice(i, i + 500))).sessions);
+    return { sessions: out, newest: '' };
+  }
   let q = ctx.store.db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
     .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.tokenSealed', 's.createdAt'])
     .where('s.tokenSealed', 'is not', null);
   if (after) q = q.where('s.createdAt', '>', after);
+  if (ids) q = q.where('s.id', 'in', ids.length ? ids : ['']);
   const rows = (await q.orderBy('s.createdAt').execute()) as (LiveRow & { tokenSealed: string; createdAt: string })[];
   const now = ctx.clock.now().getTime();
   const alive = rows.filter((r) => live(ctx, r, now));
@@ -207,10 +219,10 @@ export async function apiSessionsForRouters(ctx: Ctx, after?: string): Promise<{
     const auth = await ctx.store.db.selectFrom('authenticators').select(['identityId', 'fingerprint']).where('identityId', 'in', identities.slice(i, i + 500)).where('fingerprint', 'is not', null).execute();
     for (const a of auth) fingerprints.set(a.identityId, [...(fingerprints.get(a.identityId) ?? []), String(a.fingerprint).toLowerCase()]);
   }
-  const ids = alive.map((r) => r.id);
+  const aliveIds = alive.map((r) => r.id);
   const sessionCerts = new Map<string, string[]>();
-  for (let i = 0; i < ids.length; i += 500) {
-    const certs = await ctx.store.db.selectFrom('apiSessionCertificates').select(['apiSessionId', 'fingerprint']).where('apiSessionId', 'in', ids.slice(i, i + 500)).execute();
+  for (let i = 0; i < aliveIds.length; i += 500) {
+    const certs = await ctx.store.db.selectFrom('apiSessionCertificates').select(['apiSessionId', 'fingerprint']).where('apiSessionId', 'in', aliveIds.slice(i, i + 500)).execute();
     for (const c of certs) sessionCerts.set(c.apiSessionId, [...(sessionCerts.get(c.apiSessionId) ?? []), c.fingerprint.toLowerCase()]);
   }
   return {

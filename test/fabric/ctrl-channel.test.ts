@@ -4,6 +4,7 @@
 // against ztc and carried the C SDK's echo: README.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
+import { hashSecret } from '../../src/model/ids.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
 import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
@@ -69,6 +70,18 @@ describe('an upstream router on the control channel', () => {
     const f = await p.next((x) => x.type === T.ApiSessionAdded && decode(Schemas.ApiSessionAdded, x.body).apiSessions.some((s: { token: string }) => s.token === late.token), 4000);
     // proto3 leaves false out: no isFullState on the wire.
     expect(decode(Schemas.ApiSessionAdded, f.body).isFullState ?? false).toBe(false);
+  });
+
+  it('hears of an API session older than the newest it was told of (a late commit, a lagging controller clock)', async () => {
+    const ctx = n.c.running.ctx;
+    const token = 'late-' + Math.random().toString(36).slice(2);
+    const made = new Date(Date.now() - 10_000).toISOString();
+    await ctx.store.db
+      .insertInto('apiSessions')
+      .values({ id: token, createdAt: made, updatedAt: made, tags: '{}', tokenHash: hashSecret(token), tokenSealed: ctx.sealer.seal(token), identityId: client.id, authenticatorId: '', ipAddress: '127.0.0.1', configTypes: '[]', isMfaRequired: 0, isMfaComplete: 0, isCertExtendable: 0, lastActivityAt: new Date().toISOString() })
+      .execute();
+    const f = await p.next((x) => x.type === T.ApiSessionAdded && decode(Schemas.ApiSessionAdded, x.body).apiSessions.some((s: { token: string }) => s.token === token), 4000);
+    expect(f).toBeTruthy();
   });
 
   let terminatorId: string;

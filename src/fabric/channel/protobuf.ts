@@ -16,7 +16,36 @@ export type Value = any;
 
 export class ProtobufError extends Error {}
 
-function varint(n: bigint | number, out: number[]) {
+/** Bytes of an encoding: varints gathered as numbers, longer values appended as they are (no per-byte copy). */
+class Out {
+  private parts: Buffer[] = [];
+  private bytes: number[] = [];
+  push(x: number) {
+    this.bytes.push(x);
+  }
+  append(b: Buffer) {
+    if (this.bytes.length) {
+      this.parts.push(Buffer.from(this.bytes));
+      this.bytes = [];
+    }
+    this.parts.push(b);
+  }
+  done(): Buffer {
+    if (this.bytes.length) this.parts.push(Buffer.from(this.bytes));
+    return this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts);
+  }
+}
+
+function varint(n: bigint | number, out: Out) {
+  if (typeof n === 'number' && n >= 0 && n <= 0x7fffffff) {
+    // Tags, lengths and most values: plain numbers, no BigInt.
+    while (n >= 0x80) {
+      out.push((n & 0x7f) | 0x80);
+      n >>>= 7;
+    }
+    out.push(n);
+    return;
+  }
   let v = BigInt(n);
   if (v < 0n) v = BigInt.asUintN(64, v);
   while (v >= 0x80n) {
@@ -26,32 +55,32 @@ function varint(n: bigint | number, out: number[]) {
   out.push(Number(v));
 }
 
-function tag(n: number, wire: number, out: number[]) {
+function tag(n: number, wire: number, out: Out) {
   varint((n << 3) | wire, out);
 }
 
-function lengthDelimited(n: number, b: Buffer, out: number[]) {
+function lengthDelimited(n: number, b: Buffer, out: Out) {
   tag(n, 2, out);
   varint(b.length, out);
-  for (const x of b) out.push(x);
+  out.append(b);
 }
 
 function scalarIsVarint(t: FieldType): boolean {
   return t === 'bool' || t === 'uint32' || t === 'uint64' || t === 'int32' || t === 'enum';
 }
 
-function encodeValue(f: Field, v: Value, out: number[]) {
+function encodeValue(f: Field, v: Value, out: Out) {
   const t = f.type;
   if (typeof t === 'object' && 'map' in t) {
     for (const [k, val] of v instanceof Map ? v : Object.entries(v ?? {})) {
-      const entry: number[] = [];
+      const entry = new Out();
       if (t.map[0] === 'string') lengthDelimited(1, Buffer.from(String(k)), entry);
       else {
         tag(1, 0, entry);
         varint(Number(k), entry);
       }
       lengthDelimited(2, t.map[1] === 'string' ? Buffer.from(String(val)) : Buffer.from(val as Buffer), entry);
-      lengthDelimited(f.n, Buffer.from(entry), out);
+      lengthDelimited(f.n, entry.done(), out);
     }
     return;
   }
@@ -62,7 +91,7 @@ function encodeValue(f: Field, v: Value, out: number[]) {
     tag(f.n, 1, out);
     const b = Buffer.alloc(8);
     b.writeDoubleLE(Number(v));
-    for (const x of b) out.push(x);
+    out.append(b);
     return;
   }
   if (scalarIsVarint(t)) {
@@ -73,19 +102,34 @@ function encodeValue(f: Field, v: Value, out: number[]) {
 
 /** Encode an object by its schema; absent and default values are left out, as proto3 does. */
 export function encode(schema: Schema, obj: Record<string, Value>): Buffer {
-  const out: number[] = [];
+  const out = new Out();
   for (const [name, f] of Object.entries(schema)) {
     const v = obj[name];
     if (v === undefined || v === null || v === false || v === 0 || v === '' || (Array.isArray(v) && !v.length)) continue;
     if (f.repeated) for (const item of v as Value[]) encodeValue(f, item, out);
     else encodeValue(f, v, out);
   }
-  return Buffer.from(out);
+  return out.done();
 }
 
 class Reader {
   at = 0;
   constructor(readonly b: Buffer) {}
+  /** A varint known to fit 28 bits in 4 bytes or fewer (tags, lengths): numbers only; otherwise the BigInt path. */
+  small(): number {
+    const b = this.b;
+    let v = 0;
+    for (let i = 0, shift = 0; i < 4; i++, shift += 7) {
+      if (this.at + i >= b.length) break;
+      const x = b[this.at + i];
+      v |= (x & 0x7f) << shift;
+      if (!(x & 0x80)) {
+        this.at += i + 1;
+        return v;
+      }
+    }
+    return Number(this.varint());
+  }
   varint(): bigint {
     let shift = 0n;
     let v = 0n;
@@ -99,7 +143,7 @@ class Reader {
     }
   }
   bytes(): Buffer {
-    const len = Number(this.varint());
+    const len = this.small();
     if (len < 0 || this.at + len > this.b.length) throw new ProtobufError('field runs past the message');
     const v = this.b.subarray(this.at, this.at + len);
     this.at += len;
@@ -122,7 +166,7 @@ export function decode(schema: Schema, b: Buffer): Record<string, Value> {
   for (const [name, f] of Object.entries(schema)) if (f.repeated) out[name] = [];
   const r = new Reader(b);
   while (r.at < b.length) {
-    const key = Number(r.varint());
+    const key = r.small();
     const n = key >>> 3;
     const wire = key & 7;
     const known = byNumber.get(n);

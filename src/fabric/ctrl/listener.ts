@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
-import { apiSessionsForRouters, routerForCtrl, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
+import { apiSessionsForRouters, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { listenForChannels } from '../channel/listener.js';
@@ -37,6 +37,9 @@ const LEASE_MS = 30_000;
 const CHUNK = 100;
 /** API sessions checked for liveness each second (see nextSlice). */
 const LIVENESS_SLICE = 5000;
+/** How far back each second's look for new API sessions reaches, and how often all ids are compared. */
+const LOOKBACK_MS = 30_000;
+const RECONCILE_MS = 60_000;
 /** The longest a router's peers wait to hear of it when it says nothing after its hello. */
 const PEER_WAIT_MS = 5000;
 
@@ -53,6 +56,7 @@ export class CtrlServer {
   private syncing = false;
   private catchingUp: Promise<void> = Promise.resolve();
   private cursor = 0;
+  private reconciledAt = Date.now();
   server?: tls.Server;
   network!: RouterNetwork;
 
@@ -213,9 +217,18 @@ export class CtrlServer {
    */
   private catchUp(): Promise<void> {
     this.catchingUp = this.catchingUp.catch(() => {}).then(async () => {
-      const added = await apiSessionsForRouters(this.ctx, this.newest ? new Date(Date.parse(this.newest) - 1).toISOString() : undefined);
-      const fresh = added.sessions.filter((s) => !this.known.has(s.id));
-      if (added.newest) this.newest = added.newest;
+      // Looking back a while: a session whose transaction committed after a newer one's (or made on a
+      // controller whose clock lags) has an older creation time than the newest already seen.
+      const added = await apiSessionsForRouters(this.ctx, this.newest ? new Date(Date.parse(this.newest) - LOOKBACK_MS).toISOString() : undefined);
+      let fresh = added.sessions.filter((s) => !this.known.has(s.id));
+      if (added.newest > this.newest) this.newest = added.newest;
+      // Now and then, by ids alone (no token opened): whatever even the look-back missed.
+      if (Date.now() - this.reconciledAt > RECONCILE_MS) {
+        this.reconciledAt = Date.now();
+        const seen = new Set(fresh.map((s) => s.id));
+        const missing = (await sealedApiSessionIds(this.ctx)).filter((id) => !this.known.has(id) && !seen.has(id));
+        if (missing.length) fresh = [...fresh, ...(await apiSessionsForRouters(this.ctx, undefined, missing)).sessions];
+      }
       for (const s of fresh) this.remember(s);
       // In chunks, as the full sync: a burst of logins is many small messages, never one unbounded one.
       // Not to a router whose full state is still to come: it holds these already.
