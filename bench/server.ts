@@ -8,6 +8,7 @@ import fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { loadOrCreatePki } from '../src/model/pki/pki.js';
 import { startController, type Running } from '../src/server/controller.js';
+import { loggerOptions } from '../src/server/logging.js';
 
 let running: Running | undefined;
 
@@ -26,7 +27,8 @@ if (kind === 'hello') {
   // The ctrl bench connects 500 routers from one loopback address: above the per-address cap, which
   // real routers (one address each) never meet.
   const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0, maxConnectionsPerAddress: 2000 };
-  running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}));
+  // Warnings and errors to stderr (the bench's own), so an unexpected answer can be explained.
+  running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}), { logger: loggerOptions('warn', process.stderr) });
 }
 // The ports the OS gave the data plane, for benches that play routers (bench/ctrl.ts).
 process.stdout.write(`ready ${JSON.stringify({ ctrlPort: running?.fabric?.ctrlPort })}\n`);
