@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type LogEvent, type Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type LogEvent, type Transaction } from 'kysely';
 import pg from 'pg';
 import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
-import { loadSqlite } from './sqlite-driver.js';
+import { ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
 export type Db = Kysely<Database>;
@@ -106,7 +106,7 @@ export async function openSqlite(file: string): Promise<Store> {
   conn.pragma('case_sensitive_like = ON');
   cachePreparedStatements(conn);
   const queryTimes = new QueryTimes();
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: conn }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
   const snapshot = async (dest: string, progress?: (fraction: number) => void) => {
     await conn.backup(dest, {
       progress: ({ totalPages, remainingPages }) => {

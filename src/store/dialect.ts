@@ -20,7 +20,8 @@ export interface DialectHelpers {
 const sqlite: DialectHelpers = {
   name: 'sqlite',
   withoutLimit: (q) => q.limit(-1),
-  retryable: (err) => (err as { code?: string })?.code === 'SQLITE_BUSY',
+  // SQLITE_BUSY and its kinds (SQLITE_BUSY_SNAPSHOT, ..._RECOVERY, ..._TIMEOUT): another connection's write.
+  retryable: (err) => String((err as { code?: string })?.code ?? '').startsWith('SQLITE_BUSY'),
   setElements: (column) => sql`json_each(${column}) as je`,
   setLength: (column) => sql<number>`json_array_length(${column})`,
   uniqueViolation(err) {

@@ -1,5 +1,6 @@
 // better-sqlite3, loaded so that the single executable can hand it the embedded native addon.
 import Database from 'better-sqlite3';
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 
 type Options = Database.Options;
 
@@ -16,4 +17,27 @@ export function loadSqlite(): new (file: string, opts?: Options) => Database.Dat
     // better-sqlite3 accepts the loaded addon object itself (a path would need a real require).
     return new Database(file, { ...opts, nativeBinding: nativeBinding as string });
   } as unknown as typeof Database;
+}
+
+/**
+ * Kysely's SQLite dialect, with write transactions that take the write lock when they begin (BEGIN
+ * IMMEDIATE). The data plane's thread has its own connection to the same file: a deferred transaction
+ * that read before writing fails at once with SQLITE_BUSY_SNAPSHOT when that connection committed in
+ * between (busy_timeout does not cover it; seen as 500s under the control channel's bench). Every
+ * transaction here writes, so waiting for the lock up front costs nothing.
+ */
+export class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.settings);
+  }
+}
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
 }

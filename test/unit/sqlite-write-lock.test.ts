@@ -1,0 +1,34 @@
+// Two connections to one SQLite file, as the API thread and the data plane's thread have: a write
+// transaction that reads first must not fail because the other connection committed in between
+// (SQLITE_BUSY_SNAPSHOT, answered as a 500 under the control channel's bench). Write transactions
+// take the lock when they begin, so the other writer waits instead.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, expect, it } from 'vitest';
+import { openSqlite } from '../../src/store/db.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-lock-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+it('a transaction that reads, then writes, outlives another process writing meanwhile', async () => {
+  const file = path.join(dir, 'ztc.db');
+  const store = await openSqlite(file);
+  await sql`create table marks (who text)`.execute(store.db);
+  // The other process: waits for the lock (5 s), then writes.
+  const script = `const D=require('better-sqlite3');const d=new D(${JSON.stringify(file)});d.pragma('busy_timeout = 5000');d.prepare("insert into marks values ('other')").run();`;
+  let other: Promise<number> | undefined;
+  await store.write(async (tx) => {
+    await sql`select count(*) from marks`.execute(tx);
+    other = new Promise((resolve) => spawn(process.execPath, ['-e', script], { cwd: process.cwd(), stdio: 'inherit' }).on('exit', (code) => resolve(code ?? 1)));
+    // Long enough for the other process to have committed, were our transaction not holding the lock.
+    await new Promise((r) => setTimeout(r, 500));
+    await sql`insert into marks values ('us')`.execute(tx);
+  });
+  expect(await other).toBe(0);
+  const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
+  expect(rows).toEqual(['us', 'other']);
+  await store.close();
+});
