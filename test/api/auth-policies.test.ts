@@ -42,6 +42,10 @@ describe('auth policies', () => {
     const d = (await c.call('GET', `${MGMT}/auth-policies/${id}`, { token: admin })).body.data;
     expect(d.primary.updb).toMatchObject({ minPasswordLength: 12, allowed: true, maxAttempts: 0 });
     expect(d.primary.cert).toEqual({ allowed: true, allowExpiredCerts: false });
+    // Upstream's CLI (`ziti edge update auth-policy -n ...`) sends allowedSigners null when it changes other fields: 200, signers kept.
+    const cli = await c.call('PATCH', `${MGMT}/auth-policies/${id}`, { token: admin, body: { name: 'strict', primary: { cert: { allowExpiredCerts: true }, extJwt: { allowed: false, allowedSigners: null } } } });
+    expect(cli.status, cli.text).toBe(200);
+    expect((await c.call('GET', `${MGMT}/auth-policies/${id}`, { token: admin })).body.data.primary).toMatchObject({ cert: { allowExpiredCerts: true }, extJwt: { allowed: false, allowedSigners: d.primary.extJwt.allowedSigners } });
     expectError(await c.call('POST', `${MGMT}/auth-policies`, { token: admin, body: { name: 'half', primary: {} } }), 400, 'COULD_NOT_VALIDATE');
     expectError(await c.call('POST', `${MGMT}/auth-policies`, { token: admin, body: policy({ primary: { ...policy().primary, extJwt: { allowed: true, allowedSigners: ['nope'] } } }) }), 400, 'INVALID_FIELD');
     const { id: uid } = await userWithPolicy('strict-user', id, 'a-long-password-1');

@@ -143,8 +143,10 @@ describe('third-party CAs', () => {
     expectError(await c.call('POST', `${CLIENT}/enroll/ca`, { cert: early.certPem, key: early.keyPem }), 400, 'ENROLLMENT_NO_VALID_CAS');
     expect((await verify(ca, id)).status).toBe(200);
     expect((await c.call('GET', `${MGMT}/cas/${id}`, { token: admin })).body.data.isVerified).toBe(true);
-    // The token is no longer shown once verified; a second verification is refused.
-    expect((await c.call('GET', `${MGMT}/cas/${id}`, { token: admin })).body.data.verificationToken).toBeUndefined();
+    // Verified: no verify link, the token still shown (upstream's CLI reads it first), a second verification refused.
+    const verified = (await c.call('GET', `${MGMT}/cas/${id}`, { token: admin })).body.data;
+    expect(verified.verificationToken).toBe(d.verificationToken);
+    expect(verified._links.verify).toBeUndefined();
     expectError(await c.call('POST', `${MGMT}/cas/${id}/verify`, { token: admin, body: ca.issue(d.verificationToken).certPem, contentType: 'text/plain' }), 409, 'CA_ALREADY_VERIFIED');
     const jwt = await c.call('GET', `${MGMT}/cas/${id}/jwt`, { token: admin, accept: 'application/jwt' });
     expect(jwt.headers['content-type']).toMatch(/application\/jwt/);

@@ -25,7 +25,7 @@ describe('identities', () => {
     expect(made.body.data._links.self.href).toBe(`./identities/${id}`);
     // The links upstream puts on an identity, on its detail and on references to it.
     const links = {
-      self: { href: `./identities/${id}` }, 'edge-router-policies': { href: `./identities/${id}/edge-routers` },
+      self: { href: `./identities/${id}` }, 'edge-router-policies': { href: `./identities/${id}/edge-router-policies` }, 'edge-routers': { href: `./identities/${id}/edge-routers` }, 'service-configs': { href: `./identities/${id}/service-configs` }, services: { href: `./identities/${id}/services` },
       'service-policies': { href: `./identities/${id}/service-policies` }, 'posture-data': { href: `./identities/${id}/posture-data` },
       'failed-service-requests': { href: `./identities/${id}/failed-service-requests` }, authenticators: { href: `./identities/${id}/authenticators` },
       enrollments: { href: `./identities/${id}/enrollments` },

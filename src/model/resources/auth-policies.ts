@@ -17,7 +17,9 @@ const shapes = {
 };
 const obj = (props: Record<string, TSchema>, partial: boolean) =>
   Type.Object(partial ? Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v)])) : props, { additionalProperties: false });
-const primary = (partial: boolean) => obj({ cert: obj(shapes.cert, partial), updb: obj(shapes.updb, partial), extJwt: obj(shapes.extJwt, partial) }, partial);
+// Upstream's CLI sends `allowedSigners: null` in every PATCH it does not change them in: unchanged.
+const extJwtPatch = { ...shapes.extJwt, allowedSigners: Nullable(shapes.extJwt.allowedSigners) };
+const primary = (partial: boolean) => obj({ cert: obj(shapes.cert, partial), updb: obj(shapes.updb, partial), extJwt: obj(partial ? extJwtPatch : shapes.extJwt, partial) }, partial);
 const secondary = (partial: boolean) => obj({ requireTotp: Type.Boolean(), requireExtJwtSigner: Type.Optional(Nullable(Type.String({ maxLength: 64 }))) }, partial);
 
 export const authPolicyCreate = Type.Object({ name: Name, primary: primary(false), secondary: secondary(false), tags: Type.Optional(Tags) }, { additionalProperties: false });
@@ -35,7 +37,11 @@ export interface AuthPolicy {
 /** Deep merge for patches: objects merge, everything else replaces. */
 function merge(base: Row, patch: Row): Row {
   const out: Row = { ...base };
-  for (const [k, v] of Object.entries(patch)) out[k] = v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' ? merge(base[k], v) : v;
+  for (const [k, v] of Object.entries(patch)) {
+    // A null list of signers is upstream's CLI saying nothing about them (see extJwtPatch).
+    if (k === 'allowedSigners' && v === null) continue;
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' ? merge(base[k], v) : v;
+  }
   return out;
 }
 

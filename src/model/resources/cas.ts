@@ -105,10 +105,11 @@ export const cas = defineResource({
     verificationToken: { column: 'e.verification_token', type: 'string', sortable: true },
   },
   toDetail: (r) => ({
-    ...baseDetail('cas', r, { verify: { href: `./cas/${r.id}/verify`, method: 'POST' }, jwt: { href: `./cas/${r.id}/jwt` } }),
+    // The verify link only while there is something to verify; the token stays, as upstream keeps it:
+    // its CLI reads it before asking (and panics without it) even when the CA is verified already.
+    ...baseDetail('cas', r, { ...(isSet(r.isVerified) ? {} : { verify: { href: `./cas/${r.id}/verify`, method: 'POST' } }), jwt: { href: `./cas/${r.id}/jwt` } }),
     name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
-    // The token is only of use (and only shown) until the CA is verified.
-    ...(isSet(r.isVerified) ? {} : { verificationToken: r.verificationToken }),
+    verificationToken: r.verificationToken,
     identityRoles: sortedStrings(r.identityRoles), identityNameFormat: r.identityNameFormat,
     // Absent rather than null when unset, as upstream (its definition is not nullable).
     ...(r.externalIdClaim ? { externalIdClaim: fromJson(r.externalIdClaim, {}) } : {}),

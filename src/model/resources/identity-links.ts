@@ -6,10 +6,12 @@ const nested = (id: string, path: string) => ({ href: `./identities/${id}/${path
 export function identityLinks(id: string, authPolicyId?: string | null) {
   return {
     self: { href: `./identities/${id}` },
-    // Upstream names this link edge-router-policies and points it at the identity's edge routers: kept
-    // as it serves it, since clients that follow it expect that list.
-    'edge-router-policies': nested(id, 'edge-routers'),
+    // As upstream's controller 1.1.10 answers them (read off its answers side by side with ztc's).
+    'edge-router-policies': nested(id, 'edge-router-policies'),
+    'edge-routers': nested(id, 'edge-routers'),
+    'service-configs': nested(id, 'service-configs'),
     'service-policies': nested(id, 'service-policies'),
+    services: nested(id, 'services'),
     'posture-data': nested(id, 'posture-data'),
     'failed-service-requests': nested(id, 'failed-service-requests'),
     authenticators: nested(id, 'authenticators'),

@@ -20,6 +20,7 @@ import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '
 import { edgeRouters } from '../../../model/resources/routers.js';
 import { services } from '../../../model/resources/services.js';
 import { terminators } from '../../../model/resources/terminators.js';
+import { isOnline } from '../../../model/resources/routers.js';
 import { postureChecks } from '../../../model/resources/posture-checks.js';
 import { EntityRef, Empty, Envelope, IdParams, ListQuery } from '../../../model/schemas/common.js';
 import type { Db } from '../../../store/db.js';
@@ -140,7 +141,7 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
       const service = await db.selectFrom('services').select(['id', 'name']).where('id', '=', serviceId).executeTakeFirst();
       if (!service) throw notFound('service', serviceId);
       const count = async (q: { compile(): unknown }) => Number(((await db.selectFrom((q as AnyQuery).as('x') as never).select(sql<number>`count(*)`.as('n')).executeTakeFirst()) as { n: number }).n);
-      const common = await db.selectFrom('routers').select(['id', 'name']).where('id', 'in', sharedEdgeRouters(db, id, serviceId)).orderBy('name').execute();
+      const common = await db.selectFrom('routers').select(['id', 'name', 'onlineUntil']).where('id', 'in', sharedEdgeRouters(db, id, serviceId)).orderBy('name').execute();
       return ok({
         identityId: id, identity: identityRef(id, identity.name),
         serviceId, service: serviceRef(serviceId, service.name),
@@ -148,7 +149,8 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
         isBindAllowed: await canUse(db, id, serviceId, ['bind']),
         identityRouterCount: await count(relatedIds(db, 'identity', id, 'edge-router', ['erp']).distinct()),
         serviceRouterCount: await count(relatedIds(db, 'service', serviceId, 'edge-router', ['serp']).distinct()),
-        commonRouters: common.map((r) => ({ ...entityRef('edge-routers', r.id, r.name), isOnline: false })),
+        // Online as /edge-routers says it (upstream's CLI calls a pair with no online common router an error).
+        commonRouters: common.map((r) => ({ ...entityRef('edge-routers', r.id, r.name), isOnline: isOnline(r) })),
       });
     },
   );
