@@ -7,7 +7,7 @@ import { tokenOf } from '../pki/jwt.js';
 import { insertEnrollment } from './enrollments.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import {
-  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags, Username,
+  AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags,
 } from '../schemas/common.js';
 import { identityLinks } from './identity-links.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
@@ -35,9 +35,9 @@ const Enrollment = Type.Object(
   {
     ott: Type.Optional(Type.Boolean()),
     ottca: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    // A plain string in the document; kept to login's 4 to 100 characters, since the enrollment's only
-    // use is to log in with it and authenticate's body refuses any other length (docs/compatibility.md).
-    updb: Type.Optional(Username),
+    // A plain string in the document, and upstream takes any (`ziti edge create identity bob --updb bob`
+    // is a 201 there); capped where authenticators are (docs/compatibility.md: login takes 4 to 100).
+    updb: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   },
   { additionalProperties: false },
 );
