@@ -36,14 +36,18 @@ describe('services', () => {
     expectError(await patch(`/services/${id}`, { encryptionRequired: false }), 400, 'INVALID_FIELD');
     expect((await patch(`/services/${id}`, { encryptionRequired: true, configs: [other] })).status).toBe(200);
     expect((await get(`/services/${id}`)).body.data.configs).toEqual([other]);
-    // The config's services, the service's configs; a config in use cannot be deleted.
+    // The config's services, the service's configs.
     expect(names(await get(`/configs/${other}/services`))).toEqual(['db']);
     expect(names(await get(`/services/${id}/configs`))).toEqual(['db-intercept-2']);
-    expectError(await c.call('DELETE', `${MGMT}/configs/${other}`, { token: admin }), 409, 'CONFLICT_CANNOT_MODIFY_REFERENCED');
     // configTypes selects which configs the service carries.
     const withConfig = (await get(`/services/${id}?configTypes=intercept.v1`)).body.data;
     expect(Object.keys(withConfig.config)).toEqual(['intercept.v1']);
     expect(withConfig.config['intercept.v1'].addresses).toEqual(['db2.internal']);
+    // Deleting a config a service carries takes it off the service, as upstream does.
+    const spare = (await post('/configs', { name: 'db-spare', configTypeId: 'host.v1', data: { protocol: 'tcp', address: 'localhost', port: 5432 } })).body.data.id;
+    expect((await patch(`/services/${id}`, { configs: [other, spare] })).status).toBe(200);
+    expect((await c.call('DELETE', `${MGMT}/configs/${spare}`, { token: admin })).status).toBe(200);
+    expect((await get(`/services/${id}`)).body.data.configs).toEqual([other]);
     expect((await get(`/service-role-attributes`)).body.data).toEqual(['data']);
   });
 });

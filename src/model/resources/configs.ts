@@ -134,10 +134,10 @@ export const configs = defineResource({
   },
   hooks: {
     beforeDelete: async (tx, existing) => {
-      const service = await tx.selectFrom('serviceConfigs as sc').innerJoin('services as s', 's.id', 'sc.serviceId').select('s.name').where('sc.configId', '=', existing.id).executeTakeFirst();
-      if (service) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `The config is used by service '${service.name}' (and maybe others): remove it from those services first`);
       const identity = await tx.selectFrom('identityServiceConfigs as o').innerJoin('identities as i', 'i.id', 'o.identityId').select('i.name').where('o.configId', '=', existing.id).executeTakeFirst();
       if (identity) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `Identity '${identity.name}' uses the config for a service (and maybe others): remove it from its service configs first`);
+      // As upstream: the services that carried it simply no longer do (its CLI's `delete config` is a 200).
+      await tx.deleteFrom('serviceConfigs').where('configId', '=', existing.id).execute();
     },
   },
   cli: { columns: ['id', 'name', 'configType.name'] },
