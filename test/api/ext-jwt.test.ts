@@ -135,6 +135,11 @@ describe('external JWT signers', () => {
     expect((await c.call('PATCH', `${MGMT}/external-jwt-signers/${made.body.data.id}`, { token: admin, body: { kid: 'cert-key-1' } })).status).toBe(200);
     expectError(await extLogin(await jwt(pk as CryptoKey, 'any', { iss: 'https://certs.example', sub: identityId })), 401, 'INVALID_AUTH');
     expect((await extLogin(await jwt(pk as CryptoKey, 'cert-key-1', { iss: 'https://certs.example', sub: identityId }))).status).toBe(200);
+    // Upstream's CLI (`update ext-jwt-signer -n ...`) sends scopes and clientId null when it leaves them: kept, as upstream.
+    const id = made.body.data.id;
+    expect((await c.call('PATCH', `${MGMT}/external-jwt-signers/${id}`, { token: admin, body: { scopes: ['openid', 'email'], clientId: 'ztc-cli' } })).status).toBe(200);
+    expect((await c.call('PATCH', `${MGMT}/external-jwt-signers/${id}`, { token: admin, body: { name: 'by-cert-2', scopes: null, clientId: null } })).status).toBe(200);
+    expect((await c.call('GET', `${MGMT}/external-jwt-signers/${id}`, { token: admin })).body.data).toMatchObject({ name: 'by-cert-2', scopes: ['openid', 'email'], clientId: 'ztc-cli' });
   });
 
   it('validates signers and lists the enabled ones publicly on the client API', async () => {

@@ -63,9 +63,12 @@ function checkJwksHost(value: string, ctx: Ctx) {
   }
 }
 
+/** Fields upstream's CLI sends as null in every `update ext-jwt-signer` it leaves them out of: kept, as upstream keeps them. */
+const KEPT_ON_NULL = new Set(['scopes', 'clientId']);
+
 async function toRow(input: Row, mode: WriteMode, _tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
   const out: Row = {};
-  const has = (k: string) => mode !== 'patch' || k in input;
+  const has = (k: string) => mode !== 'patch' || (k in input && !(input[k] === null && KEPT_ON_NULL.has(k)));
   for (const k of ['name', 'issuer', 'audience', 'jwksEndpoint', 'kid', 'clientId', 'externalAuthUrl']) if (has(k)) out[k] = input[k] ?? null;
   if (has('enabled')) out.enabled = bit(input.enabled);
   if (has('useExternalId')) out.useExternalId = bit(input.useExternalId);
