@@ -104,6 +104,19 @@ describe('an upstream router on the control channel', () => {
     expect(refused.msg).toMatch(/incorrect session type/);
   });
 
+  it('takes a terminator again whose row a previous run of the controller left (a router resends them after a restart)', async () => {
+    const bind = await n.session(host, service, 'Bind');
+    const id = 'left-' + Math.random().toString(36).slice(2);
+    const now = new Date().toISOString();
+    await n.c.running.ctx.store.db
+      .insertInto('terminators')
+      .values({ id, createdAt: now, updatedAt: now, tags: '{}', serviceId: service, routerId, binding: 'edge', address: id, identity: '', identitySecret: null, cost: 0, precedence: 'default', hostId: host.id })
+      .execute();
+    const r = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: id, sessionToken: bind, fingerprints: [fp(host.cert)], peerData: { 1003: Buffer.alloc(32, 5) } })));
+    expect(decode(Schemas.CreateTerminatorV2Response, r.body).result ?? 0).toBe(0);
+    expect((await p.replyTo(p.send(T.RemoveTerminators, [], encode(Schemas.RemoveTerminatorsRequest, { terminatorIds: [id] })))).headers.get(2)).toEqual(Buffer.from([1]));
+  });
+
   it('routes a circuit on the router: CreateCircuitV2 -> Route -> RouteResult -> the ingress, the host key and tags', async () => {
     const dialToken = await n.session(client, service, 'Dial');
     const dialerKey = Buffer.alloc(32, 6);

@@ -100,9 +100,12 @@ export class RouterNetwork {
 
   // ---- terminators
 
-  /** A Bind's terminator, from any router; a router that reconnects sends its terminators again (same id). */
+  /**
+   * A Bind's terminator, from any router. A router that reconnects sends its terminators again with the
+   * same ids, also to a controller that restarted (or crashed) and so holds their rows but not them.
+   */
   async addTerminator(t: UpstreamTerminator) {
-    if (this.terminators.has(t.id)) await removeTerminators(this.ctx, [t.id]);
+    await removeTerminators(this.ctx, [t.id]);
     // The store shows the id as address: a legacy address holds the Bind token, which never leaves memory.
     await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
     this.terminators.set(t.id, t);
