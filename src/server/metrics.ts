@@ -86,7 +86,7 @@ export class Metrics {
   }
 }
 
-const ENROLL_METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'extend/router', 'challenge']);
+const ENROLL_METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'trott', 'extend/router', 'challenge']);
 
 function outcome(status: number): string {
   if (status < 300) return 'success';

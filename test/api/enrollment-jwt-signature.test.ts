@@ -56,11 +56,18 @@ describe('enrollment JWTs are signed with the TLS server certificate key', () =>
     await expectSignedByTlsCert((await get(`/identities/${ottca.body.data.id}`)).enrollment.ottca.jwt, 'ottca');
   });
 
-  it('edge router and transit router (erott)', async () => {
+  it('edge router (erott) and transit router (trott, as upstream names it)', async () => {
     const er = await c.call('POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'jwt-er' } });
     const tr = await c.call('POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'jwt-tr' } });
     await expectSignedByTlsCert((await get(`/edge-routers/${er.body.data.id}`)).enrollmentJwt, 'erott');
-    await expectSignedByTlsCert((await get(`/transit-routers/${tr.body.data.id}`)).enrollmentJwt, 'erott');
+    const trJwt = (await get(`/transit-routers/${tr.body.data.id}`)).enrollmentJwt;
+    await expectSignedByTlsCert(trJwt, 'trott');
+    // And it enrolls as `ziti router enroll` asks: POST /enroll?method=trott with both CSRs.
+    const { newKeyAndCsr } = await import('../../src/model/pki/csr.js');
+    const token = JSON.parse(Buffer.from(trJwt.split('.')[1], 'base64url').toString()).jti;
+    const enrolled = await c.call('POST', `/edge/client/v1/enroll?method=trott&token=${token}`, { body: { certCsr: newKeyAndCsr(tr.body.data.id).csrPem, serverCertCsr: newKeyAndCsr(tr.body.data.id, ['localhost']).csrPem } });
+    expect(enrolled.status, enrolled.text).toBe(200);
+    expect((await get(`/transit-routers/${tr.body.data.id}`)).isVerified).toBe(true);
   });
 
   it('renewing the server certificate re-signs outstanding JWTs with the new key, and says so', async () => {

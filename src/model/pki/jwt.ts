@@ -9,7 +9,7 @@ import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose
 import { advertisedApiUrl } from '../../config.js';
 import type { Ctx } from '../context.js';
 
-export type EnrollMethod = 'ott' | 'ottca' | 'updb' | 'erott' | 'ca';
+export type EnrollMethod = 'ott' | 'ottca' | 'updb' | 'erott' | 'trott' | 'ca';
 
 /** The address clients enroll against: the first configured host name. */
 /** The advertised API address (config apiAddress, as upstream's edge.api.address): the issuer of every enrollment JWT. */

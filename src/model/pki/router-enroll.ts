@@ -28,10 +28,10 @@ export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown,
   const c = needCsr('clientCsr', clientCsr);
   const s = needCsr('serverCsr', serverCsr);
   // Signed before the transaction (which would wait for it); the claim inside decides.
-  const peeked = await peekEnrollment(ctx, token, ['erott']);
+  const peeked = await peekEnrollment(ctx, token, ['erott', 'trott']);
   const { client, serverCert, hostname } = await issueRouterCerts(ctx, peeked.routerId ?? '', c, s);
   return writeTx(ctx, async (tx) => {
-    const e = await takeEnrollment(tx, ctx, token, ['erott']);
+    const e = await takeEnrollment(tx, ctx, token, ['erott', 'trott']);
     const router = await tx.selectFrom('routers').select(['id']).where('id', '=', e.routerId!).executeTakeFirst();
     if (!router) throw notFound('router', e.routerId ?? '');
     await tx

@@ -13,15 +13,20 @@ import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
 
-/** A router enrollment (erott): a one-time token, as a JWT whose subject is the router. */
+/**
+ * A router enrollment: a one-time token, as a JWT whose subject is the router; erott for an edge router,
+ * trott for a transit router, as upstream names them (`ziti router enroll` asks the method the JWT names).
+ */
 export async function insertRouterEnrollment(tx: Tx, ctx: Ctx, routerId: string) {
   const now = ctx.clock.now();
   const expiresAt = new Date(now.getTime() + ctx.config.enrollmentTtlMinutes * 60_000);
   const token = randomUUID();
-  const jwt = await signEnrollmentJwt(ctx, { subject: routerId, token, method: 'erott', expiresAt });
+  const router = await tx.selectFrom('routers').select('isEdge').where('id', '=', routerId).executeTakeFirst();
+  const method = router && !Number(router.isEdge) ? 'trott' : 'erott';
+  const jwt = await signEnrollmentJwt(ctx, { subject: routerId, token, method, expiresAt });
   await tx
     .insertInto('enrollments')
-    .values({ id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method: 'erott', tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), caId: null, username: null })
+    .values({ id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method, tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), caId: null, username: null })
     .execute();
 }
 

@@ -72,7 +72,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     {
       config: pub,
       schema: {
-        operationId: 'enroll', tags, summary: 'Enroll with a one-time token (method ?method=, ott by default): ott takes a PEM CSR body and answers the certificate PEM unless JSON is asked for; erott takes a router\'s JSON CSRs',
+        operationId: 'enroll', tags, summary: 'Enroll with a one-time token (method ?method=, ott by default): ott takes a PEM CSR body and answers the certificate PEM unless JSON is asked for; erott (edge routers) and trott (transit routers) take a router\'s JSON CSRs',
         querystring: TokenQuery, consumes: ['application/pkcs10', 'application/x-pem-file', 'text/plain', 'application/json'], produces: ['application/x-pem-file', 'application/json'],
         response: errors(400, 404, 409),
       },
@@ -94,12 +94,12 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
         await enrollCa(ctx, presentedCertificates(req.raw.socket));
         return empty();
       }
-      if (method === 'erott') {
-        // How routers enroll (router/enroll: the JWT's enrollment URL, a JSON body with both CSRs).
+      if (method === 'erott' || method === 'trott') {
+        // How routers enroll (edge: erott, transit: trott) (router/enroll: the JWT's enrollment URL, a JSON body with both CSRs).
         const b = (req.body && typeof req.body === 'object' ? req.body : {}) as RouterCsrs;
         return ok(await enrollRouter(ctx, token, b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
       }
-      if (method && method !== 'ott') throw new ApiError(400, 'INVALID_ENROLL_METHOD', `Unknown enrollment method '${method}': use ott, ottca, updb, ca or erott`);
+      if (method && method !== 'ott') throw new ApiError(400, 'INVALID_ENROLL_METHOD', `Unknown enrollment method '${method}': use ott, ottca, updb, ca, erott or trott`);
       // Upstream's legacy form: the certificate as PEM unless JSON is asked for (SDKs read either).
       return sendCerts(reply, await enrollOtt(ctx, token, csrOf(req.body)), wantsPem(req.headers.accept, true));
     },
