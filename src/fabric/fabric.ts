@@ -6,6 +6,7 @@ import { addTerminator, removeTerminators, stillLive, touchApiSessions, updateTe
 import { message, str, u32 } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 import type { Circuit } from './circuits.js';
+import { terminatorEvent } from './events.js';
 import type { CircuitRecorder } from './recorder.js';
 import type { EdgeConn } from './edge/sdk-connection.js';
 import { Terminators, type Terminator } from './terminators.js';
@@ -51,6 +52,7 @@ export class Fabric {
   async addTerminator(t: Terminator) {
     await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: this.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
     this.terminators.add(t);
+    terminatorEvent(this.ctx, 'created', { id: t.id, serviceId: t.serviceId, routerId: this.routerId, hostId: t.hostId });
     this.log.debug({ terminator: t.id, service: t.serviceName }, 'edge: terminator added');
   }
 
@@ -58,6 +60,7 @@ export class Fabric {
   async removeTerminator(t: Terminator, tell?: string) {
     if (!this.terminators.get(t.id)) return;
     this.terminators.delete(t);
+    terminatorEvent(this.ctx, 'deleted', { id: t.id, serviceId: t.serviceId, routerId: this.routerId, hostId: t.hostId });
     if (tell && !t.conn.closed) t.conn.channel.send(message(ContentType.StateClosed, [[Header.ConnId, u32(t.bindConnId)], [Header.Seq, u32(0)]], str(tell)));
     await removeTerminators(this.ctx, [t.id]).catch((e) => this.log.warn({ err: String(e) }, 'edge: could not remove a terminator from the store'));
   }

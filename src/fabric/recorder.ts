@@ -1,8 +1,10 @@
 // Circuits as the Fabric API lists them: every circuit made and ended on this controller's data plane
 // (the embedded router's and upstream routers'), written to the store in batches off the dial path, so
-// a dial never waits for a write and a burst of dials is one transaction.
+// a dial never waits for a write and a burst of dials is one transaction; and, as they happen, their
+// fabric.circuits events.
 import type { Ctx } from '../model/context.js';
 import { recordCircuits, type CircuitRecord } from '../model/fabric-state.js';
+import { circuitEvent } from './events.js';
 import type { FabricLog } from './fabric.js';
 
 const FLUSH_MS = 250;
@@ -13,6 +15,8 @@ export class CircuitRecorder {
   private remove = new Set<string>();
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
+  /** Live circuits, for the event of their end. */
+  private live = new Map<string, CircuitRecord>();
 
   constructor(
     readonly ctx: Ctx,
@@ -20,12 +24,20 @@ export class CircuitRecorder {
     readonly log: FabricLog,
   ) {}
 
-  added(c: CircuitRecord) {
+  added(c: CircuitRecord, setupNs?: number) {
     this.add.set(c.id, c);
+    this.live.set(c.id, c);
+    this.event('created', c, setupNs);
     this.schedule();
   }
 
+  private event(type: 'created' | 'pathUpdated' | 'deleted', c: CircuitRecord, setupNs?: number) {
+    circuitEvent(this.ctx, type, { id: c.id, clientId: c.clientId, serviceId: c.serviceId, terminatorId: c.terminatorId, routers: c.routerIds, links: c.linkIds, setupNs });
+  }
+
   updated(c: CircuitRecord) {
+    this.live.set(c.id, c);
+    this.event('pathUpdated', c);
     // Not written yet: the insert carries the new path.
     if (this.add.has(c.id)) this.add.set(c.id, c);
     else this.update.set(c.id, c);
@@ -33,6 +45,9 @@ export class CircuitRecorder {
   }
 
   removed(id: string) {
+    const c = this.live.get(id);
+    if (c) this.event('deleted', c);
+    this.live.delete(id);
     this.update.delete(id);
     // Made and ended within one batch: never written.
     if (!this.add.delete(id)) this.remove.add(id);

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
+import type { ZtcEvent } from '../model/events/types.js';
 import type { FabricLog } from './fabric.js';
 
 export interface RouterWorkerData {
@@ -20,7 +21,8 @@ export type FromRouter =
   | { progress: string }
   | { log: { level: 'info' | 'warn' | 'debug'; o: object; msg: string } }
   | { closed: true }
-  | { stats: DataPlaneStats };
+  | { stats: DataPlaneStats }
+  | { event: ZtcEvent };
 
 /** What the data plane reports to the main thread every few seconds, for the metrics (server/metrics.ts). */
 export interface DataPlaneStats {
@@ -62,7 +64,7 @@ function workerUrl(): URL | string {
   return new URL('../../dist/src/fabric/worker.js', import.meta.url);
 }
 
-export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void }): Promise<RunningFabric> {
+export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void }): Promise<RunningFabric> {
   const sqliteAddon = (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon;
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
@@ -71,6 +73,7 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
     let alive = true;
     worker.on('message', (m: FromRouter) => {
       if ('stats' in m) o.stats?.(m.stats);
+      else if ('event' in m) o.events?.(m.event);
       else if ('progress' in m) o.progress?.(m.progress);
       else if ('log' in m) o.log[m.log.level](m.log.o, m.log.msg);
       else if ('closed' in m) onClosed?.();

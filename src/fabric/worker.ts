@@ -48,6 +48,8 @@ try {
   // Events of the data plane's thread reach the audit table; the file and the stream are the API thread's.
   const ctx: Ctx = { store, pki, config, clock: systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store) };
   const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
+  // The data plane's events go to the main thread, which writes the events file and serves the stream.
+  ctx.events.subscribe((e) => post({ event: e }));
   // Links and circuits a previous run left in the store ended with it; circuits from now on are recorded.
   const id = controllerId(config.dataDir);
   await clearFabricState(ctx, id);

@@ -39,8 +39,12 @@ function ztc(...args: string[]): Promise<{ code: number; stdout: string; stderr:
   });
 }
 
+const events: Record<string, unknown>[] = [];
+
 beforeAll(async () => {
   n = await startNetwork();
+  // The data plane's events, as the main thread's hub receives them (the events file and stream read it).
+  n.c.running.ctx.events.subscribe((e) => void events.push(e as unknown as Record<string, unknown>));
   port = n.c.running.fabric!.ctrlPort!;
   for (const k of ['a', 'b', 'c'] as const) r[k] = await enrollRouter(n, `links-${k}`);
   service = await n.service('links-echo', { encryptionRequired: true });
@@ -212,6 +216,23 @@ describe('routers that link', () => {
     await p.b.next((f) => f.type === T.Route);
     for (const k of ['a', 'b'] as const) p[k].send(T.RouteResult, ok(again.circuitId, 1), Buffer.from(again.circuitId));
     expect((await p.b.replyTo(seq)).type).toBe(T.CreateCircuitV2Response);
+  });
+
+  it('tells it all as events, named as upstream names them: routers, links, terminators, circuits created, moved and ended', async () => {
+    const of = (ns: string, type: string) => events.filter((e) => e.namespace === ns && e.event_type === type);
+    expect(of('fabric.routers', 'router-online').map((e) => e.router_id)).toEqual(expect.arrayContaining([r.a.id, r.b.id, r.c.id]));
+    expect(of('fabric.routers', 'router-offline').map((e) => e.router_id)).toContain(r.c.id);
+    expect(of('fabric.links', 'connected')).toEqual(expect.arrayContaining([expect.objectContaining({ link_id: 'link-ba', src_router_id: r.b.id, dst_router_id: r.a.id, protocol: 'tls' })]));
+    expect(of('fabric.links', 'fault').map((e) => e.link_id)).toContain('link-ba');
+    expect(of('fabric.links', 'removed').map((e) => e.link_id).sort()).toEqual(['link-ca', 'link-cb']);
+    expect(of('fabric.terminators', 'created')).toEqual(expect.arrayContaining([expect.objectContaining({ terminator_id: terminator, router_id: r.a.id, host_id: host.id, service_id: service })]));
+    const created = of('fabric.circuits', 'created').find((e) => e.circuit_id === circuitId)!;
+    expect(created).toMatchObject({ client_id: client.id, service_id: service, terminator_id: terminator, path: { nodes: [r.b.id, r.a.id], links: ['link-ba'] }, link_count: 1 });
+    expect(created.creation_timespan).toBeGreaterThan(0);
+    expect(of('fabric.circuits', 'pathUpdated').find((e) => e.circuit_id === circuitId)).toMatchObject({ path: { nodes: [r.b.id, r.c.id, r.a.id], links: ['link-cb', 'link-ca'] } });
+    expect(of('fabric.circuits', 'deleted').map((e) => e.circuit_id)).toContain(circuitId);
+    // No token or key of any kind rides on them.
+    expect(JSON.stringify(events)).not.toMatch(new RegExp([host.token, client.token].join('|')));
   });
 
   it('cost links by the latency their routers measure (metrics: link.<id>.latency + queue_time means, ns)', async () => {

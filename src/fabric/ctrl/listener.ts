@@ -14,6 +14,7 @@ import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import type { FabricLog } from '../fabric.js';
 import { setRouterHello } from '../../model/fabric-state.js';
+import { routerEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, LINK_MANAGEMENT, PeerState, Schemas } from './messages.js';
 import { RouterNetwork } from './network.js';
@@ -122,6 +123,7 @@ export class CtrlServer {
         // Replaced by a newer connection: that one carries on.
         if (this.routers.get(routerId) !== conn) return;
         this.routers.delete(routerId);
+        routerEvent(this.ctx, routerId, false);
         void (async () => {
           await this.network.routerGone(routerId);
           await setRouterLease(this.ctx, routerId, null);
@@ -145,6 +147,7 @@ export class CtrlServer {
     result.headers.set(Header.ReplyFor, i32(hello.seq));
     channel.send(result);
     this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString() }, 'ctrl: router connected');
+    routerEvent(this.ctx, routerId, true);
     await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
     await setRouterHello(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') })), conn.hello.versionInfo).catch(() => {});
     await this.network.refreshCosts().catch(() => {});

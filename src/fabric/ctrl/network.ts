@@ -9,6 +9,7 @@ import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
 import { EdgeError } from '../channel/messages.js';
 import type { FabricLog } from '../fabric.js';
+import { linkEvent, terminatorEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { Refused } from '../session-checks.js';
 import { better, type Precedence } from '../terminators.js';
@@ -109,10 +110,15 @@ export class RouterNetwork {
     // The store shows the id as address: a legacy address holds the Bind token, which never leaves memory.
     await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
     this.terminators.set(t.id, t);
+    terminatorEvent(this.ctx, 'created', t);
   }
 
   async removeTerminators(ids: string[]) {
-    const gone = ids.filter((id) => this.terminators.delete(id));
+    const gone = ids.filter((id) => {
+      const t = this.terminators.get(id);
+      if (t) terminatorEvent(this.ctx, 'deleted', t);
+      return this.terminators.delete(id);
+    });
     await removeTerminators(this.ctx, gone).catch(() => {});
     return gone;
   }
@@ -127,6 +133,7 @@ export class RouterNetwork {
     const known = this.links.get(l.id);
     if (known && known.iteration > l.iteration) return;
     this.links.set(l.id, l);
+    linkEvent(this.ctx, 'connected', l);
     await putLink(this.ctx, this.controllerId, { id: l.id, srcRouterId: l.src, dstRouterId: l.dst, protocol: l.protocol, dialAddress: l.dialAddress, iteration: l.iteration, staticCost: l.staticCost }).catch((e) =>
       this.log.warn({ err: String(e) }, 'ctrl: could not record a link'),
     );
@@ -146,10 +153,11 @@ export class RouterNetwork {
   }
 
   /** A link failed or lost a duplicate race: forget it and move the circuits that crossed it. */
-  async linkGone(id: string, iteration?: number) {
+  async linkGone(id: string, iteration?: number, duplicate = false) {
     const l = this.links.get(id);
     if (!l || (iteration !== undefined && iteration < l.iteration)) return;
     this.links.delete(id);
+    linkEvent(this.ctx, duplicate ? 'duplicate' : 'fault', l);
     await removeLinks(this.ctx, [id]).catch(() => {});
     await this.rerouteWhere((c) => c.path.links.includes(id));
   }
@@ -161,7 +169,10 @@ export class RouterNetwork {
     const terminators = this.terminatorsOf(routerId);
     await this.removeTerminators(terminators);
     const dialed = [...this.links.values()].filter((l) => l.src === routerId).map((l) => l.id);
-    for (const id of dialed) this.links.delete(id);
+    for (const id of dialed) {
+      linkEvent(this.ctx, 'removed', this.links.get(id)!);
+      this.links.delete(id);
+    }
     await removeLinks(this.ctx, dialed).catch(() => {});
     this.costs.delete(routerId);
     for (const c of [...this.circuits.values()]) {
@@ -184,6 +195,7 @@ export class RouterNetwork {
     let why = '';
     // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.
     const id = randomUUID();
+    const started = performance.now();
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const choice = this.choose(from.routerId, r);
       const t = choice.terminator;
@@ -197,7 +209,7 @@ export class RouterNetwork {
       const failed = results.findIndex((m) => !m?.headers.has(CtrlHeader.RouteSuccess));
       if (failed < 0) {
         this.circuits.set(circuit.id, circuit);
-        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links });
+        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links }, (performance.now() - started) * 1e6);
         // The egress's RouteResult carries what the hosting SDK answered (its own key among it).
         const peerData = new Map(t.peerData);
         for (const [k, v] of results[results.length - 1]!.headers) if (k >= 1000 && !(k >= 1101 && k <= 1113)) peerData.set(k, v);

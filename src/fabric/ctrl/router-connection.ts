@@ -227,7 +227,7 @@ export class RouterConn {
     if (!f.id) return;
     // proto3 leaves zero values out: no subject on the wire is IngressFault.
     const subject = Number(f.subject ?? FaultSubject.IngressFault);
-    if (subject === FaultSubject.LinkFault || subject === FaultSubject.LinkDuplicateFault) return this.network.linkGone(f.id, f.iteration === undefined ? undefined : Number(f.iteration));
+    if (subject === FaultSubject.LinkFault || subject === FaultSubject.LinkDuplicateFault) return this.network.linkGone(f.id, f.iteration === undefined ? undefined : Number(f.iteration), subject === FaultSubject.LinkDuplicateFault);
     const c = this.network.circuits.get(f.id);
     if (c) this.network.endCircuit(c, true);
     // A circuit this controller does not know (routed before a restart): the reporting router drops it.

@@ -104,7 +104,52 @@ export interface AdminEvent extends Base {
   host: string;
 }
 
-export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent;
+/** A router's control channel came up or went down (upstream's fabric.routers). */
+export interface RouterEvent extends Base {
+  namespace: 'fabric.routers';
+  event_type: 'router-online' | 'router-offline';
+  router_id: string;
+  router_online: boolean;
+}
+
+/** A link routers reported, or its end (upstream's fabric.links). */
+export interface LinkEvent extends Base {
+  namespace: 'fabric.links';
+  event_type: 'connected' | 'fault' | 'duplicate' | 'removed';
+  link_id: string;
+  src_router_id: string;
+  dst_router_id: string;
+  protocol: string;
+  dial_address: string;
+  cost: number;
+}
+
+/** A circuit routed, moved to another path, or ended (upstream's fabric.circuits). */
+export interface CircuitEvent extends Base {
+  namespace: 'fabric.circuits';
+  event_type: 'created' | 'pathUpdated' | 'deleted';
+  circuit_id: string;
+  client_id: string;
+  service_id: string;
+  terminator_id: string;
+  /** Routers (ingress first) and the links between them. */
+  path: { nodes: string[]; links: string[] };
+  link_count: number;
+  /** How long the set-up took, ns (created only). */
+  creation_timespan?: number;
+}
+
+/** A terminator a hosting SDK's Bind made on a router, or its end (upstream's fabric.terminators). */
+export interface TerminatorEvent extends Base {
+  namespace: 'fabric.terminators';
+  event_type: 'created' | 'deleted';
+  terminator_id: string;
+  service_id: string;
+  router_id: string;
+  host_id: string;
+}
+
+export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent;
 
 /**
  * The names `--type` and `?types=` take: upstream's subscription types (its config's `type:`), and the
@@ -119,6 +164,14 @@ export const EVENT_TYPES: Record<string, ZtcEvent['namespace']> = {
   authentication: 'authentication',
   enrollment: 'enrollment',
   admin: 'admin',
+  router: 'fabric.routers',
+  'fabric.routers': 'fabric.routers',
+  link: 'fabric.links',
+  'fabric.links': 'fabric.links',
+  circuit: 'fabric.circuits',
+  'fabric.circuits': 'fabric.circuits',
+  terminator: 'fabric.terminators',
+  'fabric.terminators': 'fabric.terminators',
 };
 
 /** The namespaces a list of type names selects (empty: all); unknown names are an error for the caller to report. */
