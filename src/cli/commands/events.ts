@@ -53,9 +53,9 @@ function changedFields(e: Ev): string {
 }
 
 export function eventsCommand(): Command {
-  return targetOptions(new Command('events').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments'))
+  return targetOptions(new Command('events').usage('--follow [--type T] [options]').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, routers, links, circuits, terminators'))
     .option('-f, --follow', 'stay connected and print events as they come (Ctrl-C to stop)')
-    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin', collect, [])
+    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin, router, link, circuit, terminator', collect, [])
     .action(async (opts: CommonOpts & { follow?: boolean; type: string[] }) => {
       const format = parseFormat(opts.output);
       if (!opts.follow) throw new CliError('ztc events prints events as they happen: add --follow (the stored history is `ztc audit`)');
@@ -87,7 +87,7 @@ export function eventsCommand(): Command {
 }
 
 export function auditCommand(): Command {
-  return targetOptions(new Command('audit').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery) of the retention window, newest first'))
+  return targetOptions(new Command('audit').usage('[--entity X] [--since 1d] [options]').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery) of the retention window, newest first'))
     .option('-e, --entity <id-or-name>', 'only events about this entity (an identity\'s include its logins)')
     .option('--actor <id-or-name>', 'only what this identity did')
     .option('-s, --since <when>', 'only events since a duration ago (30m, 12h, 1d, 2w) or an ISO-8601 time')
