@@ -85,6 +85,16 @@ export async function routerCosts(ctx: Ctx, ids: string[]): Promise<Map<string, 
   return out;
 }
 
+/** Of these routers, those that still exist, are enrolled and not disabled: who may stay connected. */
+export async function routersAllowed(ctx: Ctx, ids: string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await ctx.store.db.selectFrom('routers').select(['id', 'disabled', 'isVerified']).where('id', 'in', ids.slice(i, i + 500)).execute();
+    for (const r of rows) if (!Number(r.disabled) && Number(r.isVerified)) out.add(r.id);
+  }
+  return out;
+}
+
 /** The fingerprint a router enrolled with, for VerifyRouter (a link's listening side asks who dialed it). */
 export async function routerFingerprint(ctx: Ctx, routerId: string): Promise<string | null> {
   const r = await ctx.store.db.selectFrom('routers').select('fingerprint').where('id', '=', routerId).executeTakeFirst();

@@ -187,6 +187,17 @@ describe('an upstream router on the control channel', () => {
     await expect.poll(async () => (await n.api('GET', `/edge-routers/${routerId}`)).body.data.isOnline, { timeout: 3000 }).toBe(false);
   });
 
+  it('is disconnected when deleted or disabled through the API, as upstream does', async () => {
+    for (const [name, change] of [['upstream-disabled', 'disable'], ['upstream-deleted', 'delete']] as const) {
+      const other = await enrollRouter(n, name);
+      const c = await connectRouter(ctrlPort, other);
+      expect(c.result, name).toBeDefined();
+      if (change === 'disable') expect((await n.api('PATCH', `/edge-routers/${other.id}`, { disabled: true })).status).toBe(200);
+      else expect((await n.api('DELETE', `/edge-routers/${other.id}`)).status).toBe(200);
+      await c.p.whenClosed(4000);
+    }
+  });
+
   it('refuses another certificate for the router\'s id, an unknown id, and a certificate from another CA', async () => {
     const wrongCert = await connect({ cert: client.cert, key: client.key });
     expect(wrongCert.result).toBeUndefined();

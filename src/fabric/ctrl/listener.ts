@@ -13,7 +13,7 @@ import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import type { FabricLog } from '../fabric.js';
-import { setRouterHello } from '../../model/fabric-state.js';
+import { routersAllowed, setRouterHello } from '../../model/fabric-state.js';
 import { routerEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, LINK_MANAGEMENT, PeerState, Schemas } from './messages.js';
@@ -249,6 +249,7 @@ export class CtrlServer {
     if (this.syncing || !this.routers.size) return;
     this.syncing = true;
     try {
+      await this.dropRemovedRouters();
       await this.catchUp();
       const conns = [...this.routers.values()];
       const sessionIds = [...new Set(this.network.sessionIds())];
@@ -271,6 +272,12 @@ export class CtrlServer {
     } finally {
       this.syncing = false;
     }
+  }
+
+  /** A router deleted or disabled through the API (on any controller) is disconnected, as upstream does. */
+  private async dropRemovedRouters() {
+    const allowed = await routersAllowed(this.ctx, [...this.routers.keys()]);
+    for (const [id, conn] of this.routers) if (!allowed.has(id)) conn.channel.close(new Error('the router was deleted or disabled'));
   }
 
   /**
