@@ -40,7 +40,10 @@ describe('ztc serve --metrics-port', () => {
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
     for (let i = 0; i < 150 && (await get(`https://127.0.0.1:${port}/health-checks`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(stdout).toContain(`  metrics       http://127.0.0.1:${metricsPort}/metrics`);
+    // The banner is printed once every listener is up, which can be a moment after the API answers.
+    const banner = `  metrics       http://127.0.0.1:${metricsPort}/metrics`;
+    for (let i = 0; i < 100 && !stdout.includes(banner); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(stdout).toContain(banner);
     const ready = JSON.parse((await get(`https://127.0.0.1:${port}/health-checks`)).text);
     expect(ready.data.healthy).toBe(true);
     expect((await get(`http://127.0.0.1:${metricsPort}/health-checks/live`)).status).toBe(200);
