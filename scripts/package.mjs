@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { esmBundle, nodeBundle } from './esbuild-options.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const out = path.join(root, 'dist', 'sea');
@@ -16,15 +17,7 @@ step('bundling the program (esbuild)');
 await build({
   entryPoints: [path.join(root, 'src/sea/entry.ts')],
   outfile: path.join(out, 'app.mjs'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  minify: false,
-  legalComments: 'none',
-  // Dependencies written as CommonJS call require(); give the ESM bundle one.
-  banner: { js: "import { createRequire as __ztcRequire } from 'node:module'; const require = __ztcRequire(import.meta.url);" },
-  logLevel: 'warning',
+  ...esmBundle,
 });
 
 // The crypto worker threads' program (src/model/crypto/worker.ts) as one CommonJS script: the
@@ -33,13 +26,8 @@ step('bundling the crypto worker (esbuild)');
 await build({
   entryPoints: [path.join(root, 'src/model/crypto/worker.ts')],
   outfile: path.join(out, 'crypto-worker.cjs'),
-  bundle: true,
-  platform: 'node',
+  ...nodeBundle,
   format: 'cjs',
-  target: 'node20',
-  minify: false,
-  legalComments: 'none',
-  logLevel: 'warning',
 });
 
 // The edge router's thread (src/fabric/worker.ts) as an ES module of its own: the loader unpacks it
@@ -48,14 +36,7 @@ step('bundling the edge router thread (esbuild)');
 await build({
   entryPoints: [path.join(root, 'src/fabric/worker.ts')],
   outfile: path.join(out, 'router-worker.mjs'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  minify: false,
-  legalComments: 'none',
-  banner: { js: "import { createRequire as __ztcRequire } from 'node:module'; const require = __ztcRequire(import.meta.url);" },
-  logLevel: 'warning',
+  ...esmBundle,
 });
 
 step('preparing the single-executable blob');

@@ -58,9 +58,12 @@ export interface RunningFabric {
 function workerUrl(): URL | string {
   const embedded = (globalThis as { __ztcRouterWorker?: string }).__ztcRouterWorker;
   if (embedded) return embedded;
-  const beside = new URL('./worker.js', import.meta.url);
-  if (fs.existsSync(fileURLToPath(beside))) return beside;
-  // Run from the TypeScript sources (vitest): the compiled worker, as the crypto pool does.
+  // Compiled, it is beside this module; bundled into dist/src/cli/main.bundle.mjs, in ../fabric; run
+  // from the TypeScript sources (vitest), the compiled copy, as the crypto pool does.
+  for (const candidate of ['./worker.js', '../fabric/worker.js']) {
+    const url = new URL(candidate, import.meta.url);
+    if (fs.existsSync(fileURLToPath(url))) return url;
+  }
   return new URL('../../dist/src/fabric/worker.js', import.meta.url);
 }
 

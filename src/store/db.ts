@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type LogEvent, type Transaction } from 'kysely';
-import pg from 'pg';
 import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -48,10 +47,11 @@ export function openStore(o: { url?: string; file: string; poolSize?: number }):
   return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file);
 }
 
-// int8 (count(*)) as a JS number: counts here stay far below 2^53.
-pg.types.setTypeParser(20, (v) => Number(v));
-
 export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
+  // Loaded only here: a controller or CLI command on SQLite never pays for the driver.
+  const { default: pg } = await import('pg');
+  // int8 (count(*)) as a JS number: counts here stay far below 2^53.
+  pg.types.setTypeParser(20, (v) => Number(v));
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // A pool error (server restart) must not crash the process: the next query reconnects.
   pool.on('error', () => {});

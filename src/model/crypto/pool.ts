@@ -43,15 +43,17 @@ export const cryptoPoolStats = () => ({ size: settings.size, running: slots.filt
 
 /**
  * Where the worker's code comes from: the single executable embeds it as source (it cannot load
- * files); a build has it beside this module; run from the TypeScript sources (tests) the built copy.
+ * files); otherwise the compiled file.
  */
 function spawnWorker(): Worker {
   const embedded = (globalThis as { __ztcCryptoWorker?: string }).__ztcCryptoWorker;
   if (embedded) return new Worker(embedded, { eval: true });
-  const beside = new URL('./worker.js', import.meta.url);
-  if (fs.existsSync(fileURLToPath(beside))) return new Worker(beside);
-  const built = new URL('../../../dist/src/model/crypto/worker.js', import.meta.url);
-  if (fs.existsSync(fileURLToPath(built))) return new Worker(built);
+  // Compiled: beside this module; bundled into dist/src/cli/main.bundle.mjs: in ../model/crypto;
+  // run from the TypeScript sources (tests): the compiled copy.
+  for (const candidate of ['./worker.js', '../model/crypto/worker.js', '../../../dist/src/model/crypto/worker.js']) {
+    const url = new URL(candidate, import.meta.url);
+    if (fs.existsSync(fileURLToPath(url))) return new Worker(url);
+  }
   throw new Error('the crypto worker is not built: run `npm run build`');
 }
 
