@@ -278,9 +278,10 @@ async function measureMixed(label: string, url: string, token: string, base: { h
 
 try {
   console.error(`ztc benchmarks: ${os.cpus().length} cores, ${SECONDS}s per measure`);
-  // BENCH_ONLY=relay|ctrl: only the embedded router's or the control channel's rows (a quick look while working on the router).
-  if (process.env.BENCH_ONLY === 'relay' || process.env.BENCH_ONLY === 'ctrl') {
-    const rows = process.env.BENCH_ONLY === 'relay' ? await relayRows() : await ctrlRows();
+  // BENCH_ONLY=relay|ctrl|cli: only the embedded router's, the control channel's or the CLI's start-up rows (a quick look while working on one).
+  const only = { relay: relayRows, ctrl: ctrlRows, cli: measureCliStartup }[process.env.BENCH_ONLY ?? ''];
+  if (only) {
+    const rows = await only();
     const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);

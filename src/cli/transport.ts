@@ -8,6 +8,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
+import { apiOfPath, type MountedApi } from '../server/api-paths.js';
 import { CliError } from './errors.js';
 import { currentProfileName, loadProfile, missingProfile, type Profile } from './profile.js';
 import type { Ctx } from '../model/context.js';
@@ -109,7 +110,9 @@ export class RemoteTransport implements Transport {
 
 export class LocalTransport implements Transport {
   readonly describe: string;
-  private constructor(private app: App, private token: string, private done: () => Promise<void>, dataDir: string, readonly events?: Ctx['events']) {
+  /** One app per API, each built on the first call to it: a command pays only for the routes it calls. */
+  private apps = new Map<MountedApi, Promise<App>>();
+  private constructor(private build: (api: MountedApi) => Promise<App>, private token: string, private done: () => Promise<void>, dataDir: string, readonly events?: Ctx['events']) {
     this.describe = `data dir ${dataDir}`;
   }
 
@@ -122,17 +125,25 @@ export class LocalTransport implements Transport {
     }
     const admin = await opened.ctx.store.db.selectFrom('identities').select(['id', 'name']).where('isDefaultAdmin', '=', 1).executeTakeFirstOrThrow();
     const token = randomBytes(32).toString('base64url');
-    const app = await buildApp(opened.ctx, { localAdmin: { token, identityId: admin.id, identityName: admin.name } });
-    return new LocalTransport(app, token, async () => {
-      await app.close();
+    const localAdmin = { token, identityId: admin.id, identityName: admin.name };
+    const transport: LocalTransport = new LocalTransport((api) => buildApp(opened.ctx, { localAdmin, apis: [api] }), token, async () => {
+      for (const app of transport.apps.values()) await (await app.catch(() => undefined))?.close();
       // Stored events still queued (admin recovery) reach the database before it closes.
       await opened.ctx.events.flush();
       await opened.close();
     }, config.dataDir, opened.ctx.events);
+    return transport;
+  }
+
+  private app(path: string): Promise<App> {
+    const api = apiOfPath(path);
+    let app = this.apps.get(api);
+    if (!app) this.apps.set(api, (app = this.build(api)));
+    return app;
   }
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const res = await this.app.inject({
+    const res = await (await this.app(path)).inject({
       method: method as 'GET',
       url: path,
       headers: { 'zt-session': this.token, accept: 'application/json', ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -142,7 +153,7 @@ export class LocalTransport implements Transport {
   }
 
   async download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
-    const res = await this.app.inject({ method: 'GET', url: p, headers: { 'zt-session': this.token, accept }, payloadAsStream: true });
+    const res = await (await this.app(p)).inject({ method: 'GET', url: p, headers: { 'zt-session': this.token, accept }, payloadAsStream: true });
     let text = '';
     // A character may be split between two chunks.
     const decoder = new StringDecoder('utf8');

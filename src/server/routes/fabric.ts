@@ -14,11 +14,12 @@ import { services } from '../../model/resources/services.js';
 import { terminators } from '../../model/resources/terminators.js';
 import { baseFields, MapOf } from '../../model/schemas/common.js';
 import { fromJson, isSet } from '../../store/json.js';
+import { FABRIC_PATH } from '../api-paths.js';
 import { VERSION } from '../../version.js';
 import { mountResource } from '../crud.js';
 import type { SpecRegistry } from '../specs.js';
 
-export const FABRIC_PATH = '/fabric/v1';
+export { FABRIC_PATH };
 
 const FabricRouter = Type.Object({
   ...baseFields,

@@ -8,7 +8,8 @@ import { BUILD_DATE, EDGE_API_VERSION, REVISION, VERSION } from '../../../versio
 import { ok } from '../../envelope.js';
 import type { SpecRegistry } from '../../specs.js';
 
-export const API_PATHS = { client: '/edge/client/v1', management: '/edge/management/v1' } as const;
+import { API_PATHS } from '../../api-paths.js';
+export { API_PATHS };
 
 /** Every capability value the Edge API defines; the version answer lists those we have (none yet). */
 const ENUMERATED_CAPABILITIES = ['OIDC_AUTH', 'HA_CONTROLLER'];
