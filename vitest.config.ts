@@ -7,7 +7,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // vitest's default is one worker per core but one (a single worker on a 2-core machine), yet most
+    // vitest's default is the number of cores less one (a single worker on a 2-core machine), yet most
     // files wait on sockets, child processes and timers rather than compute: four at a time took the
     // suite from about 8 minutes to under 5 here.
     maxWorkers: 4,

@@ -115,6 +115,15 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       throw err;
     }
   }
+  // A failed start past this point leaves nothing open behind it (a busy port, the metrics port).
+  const release = async () => {
+    await router?.close();
+    clearInterval(sweep);
+    clearInterval(pruning);
+    await app.close();
+    await opened.close();
+    unlock();
+  };
   const sweep = setInterval(() => void expireApiSessions(ctx).catch(() => {}), 60_000);
   sweep.unref();
   if (config.eventsFile) ctx.events.openFile({ file: config.eventsFile, maxBytes: config.eventsFileMaxMb * 1024 * 1024, keep: config.eventsFileKeep });
@@ -130,13 +139,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   try {
     await app.listen({ port: config.port, host: config.bind });
   } catch (err) {
-    // A busy port (or any listen failure) leaves nothing open behind it.
-    await router?.close();
-    clearInterval(sweep);
-    clearInterval(pruning);
-    await app.close();
-    await opened.close();
-    unlock();
+    await release();
     throw err;
   }
   // Readiness: the API listener, and the data plane's thread while it lives.
@@ -155,12 +158,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     try {
       ops = await startOpsListener({ host: config.bind, port: config.metricsPort, metrics: app.metrics, health: app.health });
     } catch (err) {
-      await router?.close();
-      clearInterval(sweep);
-      clearInterval(pruning);
-      await app.close();
-      await opened.close();
-      unlock();
+      await release();
       (err as Error & { metricsPort?: number }).metricsPort = config.metricsPort;
       throw err;
     }
