@@ -58,7 +58,7 @@ export interface RunningFabric {
 function workerUrl(): URL | string {
   const embedded = (globalThis as { __ztcRouterWorker?: string }).__ztcRouterWorker;
   if (embedded) return embedded;
-  // Compiled, it is beside this module; bundled into dist/src/cli/main.bundle.mjs, in ../fabric; run
+  // Compiled, it is beside this module; bundled (dist/src/bundle/), in ../fabric; run
   // from the TypeScript sources (vitest), the compiled copy, as the crypto pool does.
   for (const candidate of ['./worker.js', '../fabric/worker.js']) {
     const url = new URL(candidate, import.meta.url);

@@ -48,7 +48,7 @@ export const cryptoPoolStats = () => ({ size: settings.size, running: slots.filt
 function spawnWorker(): Worker {
   const embedded = (globalThis as { __ztcCryptoWorker?: string }).__ztcCryptoWorker;
   if (embedded) return new Worker(embedded, { eval: true });
-  // Compiled: beside this module; bundled into dist/src/cli/main.bundle.mjs: in ../model/crypto;
+  // Compiled: beside this module; bundled (dist/src/bundle/): in ../model/crypto;
   // run from the TypeScript sources (tests): the compiled copy.
   for (const candidate of ['./worker.js', '../model/crypto/worker.js', '../../../dist/src/model/crypto/worker.js']) {
     const url = new URL(candidate, import.meta.url);
