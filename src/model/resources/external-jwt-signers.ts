@@ -87,14 +87,14 @@ async function toRow(input: Row, mode: WriteMode, _tx: Tx, ctx: Ctx, existing?: 
       try {
         x = new X509Certificate(input.certPem);
       } catch {
-        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate' });
+        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate', value: input.certPem });
       }
       Object.assign(out, { fingerprint: fingerprintOf(input.certPem), commonName: /(?:^|\n)CN=([^\n]*)/.exec(x.subject)?.[1] ?? '', notBefore: new Date(x.validFrom).toISOString(), notAfter: new Date(x.validTo).toISOString() });
     }
   }
   const cert = 'certPem' in out ? out.certPem : existing?.certPem;
   const jwks = 'jwksEndpoint' in out ? out.jwksEndpoint : existing?.jwksEndpoint;
-  if (!cert === !jwks) throw new ApiError(400, 'INVALID_FIELD', 'Give exactly one of certPem and jwksEndpoint: the key that verifies this signer\'s JWTs', { field: 'certPem', reason: 'exactly one of certPem, jwksEndpoint' });
+  if (!cert === !jwks) throw new ApiError(400, 'INVALID_FIELD', 'Give exactly one of certPem and jwksEndpoint: the key that verifies this signer\'s JWTs', { field: 'certPem', reason: 'exactly one of certPem, jwksEndpoint', value: cert });
   return out;
 }
 
