@@ -32,7 +32,7 @@ describe('edge router enrollment', () => {
     expect(serverCert.subjectAltName).toContain('DNS:edge-a.example');
     expect(serverCert.subjectAltName).toContain('IP Address:10.0.0.7');
     expect(enrolled.body.data.ca).toContain('BEGIN CERTIFICATE');
-    expectError(await c.call('POST', `${CLIENT}/enroll/erott`, { body: { token: before.enrollmentToken, clientCsr: client.csrPem, serverCsr: server.csrPem } }), 404);
+    expectError(await c.call('POST', `${CLIENT}/enroll/erott`, { body: { token: before.enrollmentToken, clientCsr: client.csrPem, serverCsr: server.csrPem } }), 400, 'INVALID_ENROLLMENT_TOKEN');
 
     const after = (await c.call('GET', `${MGMT}/edge-routers/${id}`, { token: admin })).body.data;
     expect(after).toMatchObject({ isVerified: true, enrollmentJwt: null, enrollmentToken: null, hostname: 'edge-a.example', syncStatus: 'SYNC_DONE' });

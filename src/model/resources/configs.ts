@@ -45,7 +45,7 @@ export const configTypes = defineResource({
   name: 'config type',
   plural: 'config-types',
   table: 'configTypes',
-  conflictsOn: ['update', 'delete'],
+  conflictsOn: ['delete'],
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
@@ -64,7 +64,9 @@ export const configTypes = defineResource({
       if (existing) {
         const validate = validatorFor(out.schema);
         const bad = (await tx.selectFrom('configs').select(['id', 'data']).where('configTypeId', '=', existing.id).execute()).find((c) => !validate(JSON.parse(c.data)));
-        if (bad) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The new schema rejects config '${bad.id}' of this type: change the config first`);
+        // Refused, where upstream accepts and leaves such configs unchecked: 400, the status its document
+        // declares for the operation (a 409 would be unreadable to generated clients).
+        if (bad) throw new ApiError(400, 'COULD_NOT_VALIDATE', `The new schema rejects config '${bad.id}' of this type: change the config first`, { field: 'schema', reason: `rejects config '${bad.id}'`, value: input.schema });
       }
     }
     return out;
