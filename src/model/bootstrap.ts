@@ -6,7 +6,7 @@ import { hashPassword } from './auth/password.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { newId } from './ids.js';
-import { BUILTIN_CONFIG_TYPE_IDS, BUILTIN_CONFIG_TYPES } from './config-schemas.js';
+import { BUILTIN_CONFIG_TYPE_IDS, BUILTIN_CONFIG_TYPES, isEarlySeed } from './config-schemas.js';
 import { IDENTITY_TYPES } from './resources/identity-types.js';
 import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
 
@@ -48,7 +48,14 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
     .execute();
 
   for (const [name, schema] of Object.entries(BUILTIN_CONFIG_TYPES)) {
-    await db.insertInto('configTypes').values({ id: BUILTIN_CONFIG_TYPE_IDS[name]!, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
+    const id = BUILTIN_CONFIG_TYPE_IDS[name]!;
+    await db.insertInto('configTypes').values({ id, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
+    // A database from before the schemas matched upstream's: the built-in gets the full schema. Configs
+    // already stored stay as they are (only writes validate), as upstream keeps configs its schema would refuse.
+    const stored = await db.selectFrom('configTypes').select('schema').where('id', '=', id).executeTakeFirst();
+    if (stored && isEarlySeed(name, stored.schema)) {
+      await db.updateTable('configTypes').set({ schema: JSON.stringify(schema), updatedAt: now }).where('id', '=', id).where('schema', '=', stored.schema).execute();
+    }
   }
 
   await sealLegacySecrets(ctx);

@@ -17,4 +17,9 @@ export const isSet = (n: unknown): boolean => n === 1 || n === true || n === '1'
  * A JSON list of strings, sorted: role attributes and policy roles are sets, and upstream returns
  * them in sorted order whatever order they were written in.
  */
+/**
+ * A list upstream stores as a string set (its store keeps each value as a key of a bucket): read back
+ * without repeats, in byte order, whatever order it was written in. Scopes, MAC addresses, domains...
+ */
+export const sortedSet = (list: unknown): string[] => (Array.isArray(list) ? [...new Set(list.map(String))].sort() : []);
 export const sortedStrings = (text: string | null | undefined): string[] => [...fromJson<string[]>(text, [])].sort();

@@ -88,7 +88,7 @@ describe('POST /enroll/ott', () => {
     const r = await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: ecCsr().csrPem, contentType: 'application/x-pem-file' });
     expect(r.status, r.text).toBe(200);
     expect(issuedTo(r.body.data.cert, id)).toBe(true);
-    expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: ecCsr().csrPem, contentType: 'application/x-pem-file' }), 404, 'NOT_FOUND');
+    expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: ecCsr().csrPem, contentType: 'application/x-pem-file' }), 400, 'INVALID_ENROLLMENT_TOKEN');
   });
 });
 

@@ -70,7 +70,7 @@ describe('one-time-token enrollment with a CSR', () => {
     expect(after.enrollment).toEqual({});
     expect(after.authenticators.cert.fingerprint).toMatch(/^[0-9a-f]{40}$/);
     // A token works once.
-    expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: ecCsr().csrPem } }), 404, 'NOT_FOUND');
+    expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: ecCsr().csrPem } }), 400, 'INVALID_ENROLLMENT_TOKEN');
   });
 
   it('takes the legacy form: token in the query, PEM body, PEM answer', async () => {
@@ -88,7 +88,7 @@ describe('one-time-token enrollment with a CSR', () => {
     expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: 'garbage' } }), 400, 'COULD_NOT_PROCESS_CSR');
     const tampered = ecCsr().csrPem.replace(/(\n[A-Za-z0-9+/]{10})[A-Za-z0-9+/]/, (m, p) => p + (m.endsWith('A') ? 'B' : 'A'));
     expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: tampered } }), 400, 'COULD_NOT_PROCESS_CSR');
-    expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: '3b241101-e2bb-4255-8caf-4136c566a962', clientCsr: ecCsr().csrPem } }), 404, 'NOT_FOUND');
+    expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: '3b241101-e2bb-4255-8caf-4136c566a962', clientCsr: ecCsr().csrPem } }), 400, 'INVALID_ENROLLMENT_TOKEN');
     expectError(await c.call('POST', `${CLIENT}/enroll/updb?token=${token}`, { body: { password: 'whatever1' } }), 400, 'INVALID_ENROLLMENT_TOKEN');
     expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: ecCsr().csrPem } })).status).toBe(200);
   });
@@ -108,7 +108,7 @@ describe('one-time-token enrollment with a CSR', () => {
     expect((await detail(id)).enrollment.ott.token).toBe(e.token);
     // The JWT handed out before the refresh enrolls.
     expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: decodeJwt(e.jwt).jti, clientCsr: ecCsr().csrPem } })).status).toBe(200);
-    expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: e.token, clientCsr: ecCsr().csrPem } }), 404, 'NOT_FOUND');
+    expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: e.token, clientCsr: ecCsr().csrPem } }), 400, 'INVALID_ENROLLMENT_TOKEN');
     admin = await c.login();
   });
 });
@@ -125,7 +125,7 @@ describe('updb enrollment and the enrollments API', () => {
     expectError(await c.call('POST', `${CLIENT}/enroll/updb?token=${e.token}`, { body: { password: 'abc' } }), 400, 'COULD_NOT_VALIDATE');
     expect((await c.call('POST', `${CLIENT}/enroll/updb?token=${e.token}`, { body: { password: 'updb-pass-1' } })).status).toBe(200);
     expect((await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'updb-user', password: 'updb-pass-1' } })).status).toBe(200);
-    expectError(await c.call('POST', `${CLIENT}/enroll/updb?token=${e.token}`, { body: { password: 'updb-pass-2' } }), 404, 'NOT_FOUND');
+    expectError(await c.call('POST', `${CLIENT}/enroll/updb?token=${e.token}`, { body: { password: 'updb-pass-2' } }), 400, 'INVALID_ENROLLMENT_TOKEN');
     expectError(await c.call('GET', `${MGMT}/enrollments/${e.id}`, { token: admin }), 404);
   });
 

@@ -32,7 +32,7 @@ describe('edge router enrollment', () => {
     expect(serverCert.subjectAltName).toContain('DNS:edge-a.example');
     expect(serverCert.subjectAltName).toContain('IP Address:10.0.0.7');
     expect(enrolled.body.data.ca).toContain('BEGIN CERTIFICATE');
-    expectError(await c.call('POST', `${CLIENT}/enroll/erott`, { body: { token: before.enrollmentToken, clientCsr: client.csrPem, serverCsr: server.csrPem } }), 404);
+    expectError(await c.call('POST', `${CLIENT}/enroll/erott`, { body: { token: before.enrollmentToken, clientCsr: client.csrPem, serverCsr: server.csrPem } }), 400, 'INVALID_ENROLLMENT_TOKEN');
 
     const after = (await c.call('GET', `${MGMT}/edge-routers/${id}`, { token: admin })).body.data;
     expect(after).toMatchObject({ isVerified: true, enrollmentJwt: null, enrollmentToken: null, hostname: 'edge-a.example', syncStatus: 'SYNC_DONE' });
@@ -52,7 +52,9 @@ describe('edge router enrollment', () => {
     // Re-enroll: the certificate is forgotten and a new token is issued.
     expect((await c.call('POST', `${MGMT}/edge-routers/${id}/re-enroll`, { token: admin })).status).toBe(200);
     const reset = (await c.call('GET', `${MGMT}/edge-routers/${id}`, { token: admin })).body.data;
-    expect(reset).toMatchObject({ isVerified: false, fingerprint: '' });
+    expect(reset).toMatchObject({ isVerified: false });
+    // Left out until it enrolls again, as upstream's edge router detail (omitempty).
+    expect(reset).not.toHaveProperty('fingerprint');
     expect(reset.enrollmentToken).toMatch(/^[0-9a-f-]{36}$/);
     expect(reset.enrollmentToken).not.toBe(before.enrollmentToken);
     expectError(await c.call('POST', `${CLIENT}/enroll/extend/router`, { cert: third.body.data.cert, key: client.keyPem, body: { certCsr: next.csrPem, serverCertCsr: nextServer.csrPem } }), 401);

@@ -1,16 +1,11 @@
 // Every status ztc declares for an operation is one upstream's API document declares for it, so a
 // generated client (go-swagger, as upstream's CLI uses) never meets an answer it cannot read.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { describe, expect, it } from 'vitest';
+import { CLIENT, controllerForFile, MGMT } from '../helpers/controller.js';
+import { ecCsr } from '../helpers/certs.js';
 import { upstreamDocs } from '../helpers/upstream-schema.js';
 
-let c: TestController;
-let admin: string;
-beforeAll(async () => {
-  c = await startTestController();
-  admin = await c.login();
-});
-afterAll(() => c.close());
+const file = controllerForFile();
 
 /**
  * Statuses upstream answers on every operation whatever its document lists for it, so clients meet
@@ -36,12 +31,10 @@ const KNOWN_GAPS: Record<string, string> = {
   'client enrollOttCa 409': `CERT_IN_USE, MAX_AUTHENTICATOR_METHODS_REACHED: ${UPSTREAM_409}`,
   'client enrollCa 409': `CERT_IN_USE: ${UPSTREAM_409}`,
   'client enrollErOtt 409': `CERT_IN_USE: ${UPSTREAM_409}`,
-  'client enrollOttCa 404': 'an unknown token: NOT_FOUND, as every other enroll operation declares',
-  'client enrollErOtt 404': 'an unknown token: NOT_FOUND, as every other enroll operation declares',
-  'management deleteAuthPolicy 409': 'in use by identities: CONFLICT_CANNOT_MODIFY_REFERENCED, the code the document gives under 409 for the other deletes of referenced entities (config types, configs, ...)',
-  'management deleteExternalJwtSigner 409': 'named by an auth policy: as deleteAuthPolicy',
-  'management updateConfigType 409': 'the new schema rejects existing configs: upstream\'s answer not yet established',
-  'management patchConfigType 409': 'as updateConfigType',
+  // Upstream refuses these deletes with 409 CAN_NOT_DELETE_REFERENCED_ENTITY (a foreign key constraint
+  // in its store: identity -> auth policy, auth policy -> required signer), outside its document.
+  'management deleteAuthPolicy 409': 'in use by identities: upstream answers 409 too (see above)',
+  'management deleteExternalJwtSigner 409': 'named by an auth policy: upstream answers 409 too (see above)',
   'management createDatabaseSnapshot 409': 'SNAPSHOT_UNAVAILABLE (PostgreSQL without pg_dump): a state upstream (bbolt) never has',
 };
 
@@ -64,7 +57,12 @@ describe('statuses against the API document', () => {
   it.skipIf(!docs)('declares for each upstream operation only statuses upstream declares', async () => {
     const undeclared: string[] = [];
     for (const [api, base] of [['management', MGMT], ['client', CLIENT]] as const) {
-      const ours = operations(JSON.parse((await c.call('GET', `${base}/specs/edge-${api}/spec`, { token: admin })).body.data).paths);
+      const ours = operations(JSON.parse((await file.c.call('GET', `${base}/specs/edge-${api}/spec`, { token: file.admin })).body.data).paths);
+      // A gap fixed must leave the list: each one listed is still declared here.
+      for (const key of Object.keys(KNOWN_GAPS).filter((k) => k.startsWith(`${api} `))) {
+        const [, id, status] = key.split(' ');
+        if (!ours.get(id!)?.statuses.includes(status!)) undeclared.push(`${key}: listed in KNOWN_GAPS but no longer declared (remove it)`);
+      }
       const theirs = operations(docs![api].paths);
       for (const [id, op] of ours) {
         const up = theirs.get(id);
@@ -74,6 +72,22 @@ describe('statuses against the API document', () => {
       }
     }
     expect(undeclared).toEqual([]);
+  });
+
+  // (ottca first asks for a client certificate on the TLS connection, which inject cannot present; it
+  // reads the token through the same function.)
+  it('answers an unknown enrollment token with 400 INVALID_ENROLLMENT_TOKEN on the enroll operations, as upstream', async () => {
+    const token = '3b241101-e2bb-4255-8caf-4136c566a962';
+    const bodies: Record<string, unknown> = {
+      '/enroll/ott': { clientCsr: ecCsr().csrPem },
+      '/enroll/updb': { password: 'a-new-password' },
+      '/enroll/erott': { clientCsr: ecCsr().csrPem, serverCsr: ecCsr().csrPem },
+    };
+    for (const [path, body] of Object.entries(bodies)) {
+      const r = await file.c.call('POST', `${CLIENT}${path}?token=${token}`, { body });
+      expect(r.status, `${path}: ${r.text}`).toBe(400);
+      expect(r.body.error.code, path).toBe('INVALID_ENROLLMENT_TOKEN');
+    }
   });
 
   it('answers 400 COULD_NOT_VALIDATE, not 409, for a CA certificate that is already a CA (the document allows only 400)', async () => {

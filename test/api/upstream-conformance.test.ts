@@ -101,6 +101,20 @@ const NEEDS_STATE = new Set(['/current-identity/mfa', '/current-identity/mfa/rec
 // edge router policies, and so do we.
 const WRONG_UPSTREAM_DEFINITION = new Set(['/edge-routers/{id}/service-edge-router-policies']);
 
+// Required properties that upstream's own controller answers as null when unset, though its document does
+// not mark them x-nullable: go-swagger makes a required property a pointer without omitempty, and the
+// detail mappers leave these nil (external_jwt_signer_api_model.go, router_api_model.go). We answer the
+// same (test/api/upstream-values.test.ts); a client that reads upstream reads these.
+const UPSTREAM_SENDS_NULL: Record<string, string[]> = {
+  'external-jwt-signers': ['fingerprint', 'kid', 'clientId', 'externalAuthUrl', 'audience', 'claimsProperty', 'certPem', 'jwksEndpoint'],
+  routers: ['fingerprint'],
+  'transit-routers': ['fingerprint'],
+};
+const sentNullUpstream = (path: string, problem: string) => {
+  const m = /^\$\.data(?:\[\d+\])?\.(\w+): null where the definition is not nullable$/.exec(problem);
+  return !!m && (UPSTREAM_SENDS_NULL[path.split('/')[1] ?? ''] ?? []).includes(m[1]!);
+};
+
 describe.skipIf(!docs)('every GET answers what upstream’s definitions require', () => {
   for (const api of ['client', 'management'] as const) {
     it(`${api} API`, async () => {
@@ -125,7 +139,7 @@ describe.skipIf(!docs)('every GET answers what upstream’s definitions require'
           // An empty list proves nothing about its items: seed it above.
           if (!/role-attributes|data-integrity-results|controllers/.test(op.path)) problems.push(`${op.path}: empty list (seed it)`);
         }
-        problems.push(...conformance(doc, op.schema, r.body).map((p) => `${op.path}: ${p}`));
+        problems.push(...conformance(doc, op.schema, r.body).filter((p) => !sentNullUpstream(op.path, p)).map((p) => `${op.path}: ${p}`));
         checked++;
       }
       expect(problems).toEqual([]);

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ManualClock } from '../../src/model/clock.js';
 import { buildApp, type App } from '../../src/server/app.js';
@@ -108,6 +108,20 @@ export async function startTestController(o: { dataDir?: string; config?: Partia
     },
   };
   return tc;
+}
+
+/**
+ * The usual start of an API test file, in one line: a controller for the file's tests, started before
+ * them and closed after, with the default admin logged in. Read `.c` and `.admin` inside the tests.
+ */
+export function controllerForFile(o: Parameters<typeof startTestController>[0] = {}) {
+  const file = { c: undefined as unknown as TestController, admin: '' };
+  beforeAll(async () => {
+    file.c = await startTestController(o);
+    file.admin = await file.c.login();
+  });
+  afterAll(() => file.c?.close());
+  return file;
 }
 
 /** Asserts the upstream error envelope and returns its error object. */

@@ -19,7 +19,9 @@ import { fingerprintOf } from './certs.js';
 import { chainsTo, issuingCa, requireClientCert, requireCurrent, signClientCsr } from './client-certs.js';
 import { X509Certificate as X509 } from 'node:crypto';
 
-const unknownToken = () => new ApiError(404, 'NOT_FOUND', 'The enrollment token is unknown or has already been used');
+// 400 INVALID_ENROLLMENT_TOKEN, as upstream answers an unknown token on every enroll operation
+// (enrollment_manager.go); two of them (ottca, erott) declare no 404 at all.
+const unknownToken = () => new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', 'The enrollment token is unknown or has already been used');
 
 /** The usable enrollment behind a token (not yet claimed). */
 async function findEnrollment(db: Db | Tx, ctx: Ctx, token: unknown, methods: string[]): Promise<EnrollmentRow> {

@@ -8,6 +8,7 @@ import { writeTx } from '../crud.js';
 import { ApiError, invalidField } from '../errors.js';
 import { touchServices } from '../changes.js';
 import { ENDPOINT_STATE_KEY, MFA_KEY, storeResponse } from './evaluate.js';
+import { cleanHex } from './clean.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
@@ -50,7 +51,8 @@ export async function submitResponses(ctx: Ctx, who: Principal, list: PostureRes
           break;
         case 'MAC':
           need(r, i, 'macAddresses', 'array');
-          data = { macAddresses: r.macAddresses };
+          // Stored cleaned, as upstream stores them (its posture data shows 'aabbccddeeff').
+          data = { macAddresses: (r.macAddresses as unknown[]).map(cleanHex) };
           break;
         case 'OS':
           need(r, i, 'type', 'string');
@@ -62,7 +64,7 @@ export async function submitResponses(ctx: Ctx, who: Principal, list: PostureRes
           // A multi-process check is answered one process at a time: keep each by path.
           const prev = await tx.selectFrom('postureResponses').select('data').where('apiSessionId', '=', who.apiSessionId).where('checkId', '=', r.id).executeTakeFirst();
           const processes = fromJson<Record<string, unknown>>(prev?.data, {}).processes as Record<string, unknown> | undefined;
-          const entry = { path: r.path, isRunning: r.isRunning === true, hash: typeof r.hash === 'string' ? r.hash : '', signerFingerprints: Array.isArray(r.signerFingerprints) ? r.signerFingerprints : [] };
+          const entry = { path: r.path, isRunning: r.isRunning === true, hash: typeof r.hash === 'string' ? cleanHex(r.hash) : '', signerFingerprints: Array.isArray(r.signerFingerprints) ? r.signerFingerprints.map(cleanHex) : [] };
           data = { processes: { ...(processes ?? {}), [String(r.path).trim().toLowerCase()]: entry } };
           break;
         }

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import type { Ctx } from '../context.js';
-import { fromJson, isSet } from '../../store/json.js';
+import { fromJson, isSet, sortedSet } from '../../store/json.js';
 import { ApiError, cannotDelete, conflict, invalidField } from '../errors.js';
 import { baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
@@ -64,6 +64,11 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existin
   return out;
 }
 
+/** Allowed signers are a string set upstream: shown sorted, without repeats. */
+function withSortedSigners(primary: { extJwt?: { allowedSigners?: unknown } }) {
+  return primary.extJwt ? { ...primary, extJwt: { ...primary.extJwt, allowedSigners: sortedSet(primary.extJwt.allowedSigners ?? []) } } : primary;
+}
+
 export const authPolicies = defineResource({
   name: 'auth policy',
   plural: 'auth-policies',
@@ -93,7 +98,7 @@ export const authPolicies = defineResource({
   },
   toDetail: (r) => ({
     ...baseDetail('auth-policies', r),
-    name: r.name, primary: fromJson(r.primaryJson, {}), secondary: { requireExtJwtSigner: null, ...fromJson(r.secondaryJson, {}) },
+    name: r.name, primary: withSortedSigners(fromJson(r.primaryJson, {})), secondary: { requireExtJwtSigner: null, ...fromJson(r.secondaryJson, {}) },
   }),
   toRow,
   hooks: {

@@ -55,7 +55,7 @@ function parseCert(pem: string): X509Certificate {
   try {
     return new X509Certificate(pem);
   } catch {
-    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'certPem is not a PEM-encoded X.509 certificate', { field: 'certPem', reason: 'not a certificate' });
+    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'certPem is not a PEM-encoded X.509 certificate', { field: 'certPem', reason: 'not a certificate', value: pem });
   }
 }
 

@@ -56,9 +56,9 @@ export function parseCaCert(pem: string): X509Certificate {
   try {
     cert = new X509Certificate(pem);
   } catch {
-    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'certPem is not a PEM-encoded X.509 certificate', { field: 'certPem', reason: 'not a certificate' });
+    throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'certPem is not a PEM-encoded X.509 certificate', { field: 'certPem', reason: 'not a certificate', value: pem });
   }
-  if (!cert.ca) throw new ApiError(400, 'CERTIFICATE_IS_NOT_CA', 'certPem is not a CA certificate (its basic constraints do not say CA:TRUE)', { field: 'certPem', reason: 'not a CA' });
+  if (!cert.ca) throw new ApiError(400, 'CERTIFICATE_IS_NOT_CA', 'certPem is not a CA certificate (its basic constraints do not say CA:TRUE)', { field: 'certPem', reason: 'not a CA', value: pem });
   return cert;
 }
 
@@ -72,7 +72,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
     const fingerprint = fingerprintOf(input.certPem);
     const dup = await tx.selectFrom('cas').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
     // 400 as upstream (the document allows only 400 here; go-swagger clients cannot read a 409).
-    if (dup) throw new ApiError(400, 'COULD_NOT_VALIDATE', `certPem: this certificate is already the CA '${dup.id}'`, { field: 'certPem', reason: `already the CA '${dup.id}'` });
+    if (dup) throw new ApiError(400, 'COULD_NOT_VALIDATE', `certPem: this certificate is already the CA '${dup.id}'`, { field: 'certPem', reason: `already the CA '${dup.id}'`, value: input.certPem });
     Object.assign(out, { certPem: input.certPem, fingerprint, verificationToken: randomUUID(), isVerified: 0 });
   }
   set('name', input.name);

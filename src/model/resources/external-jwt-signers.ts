@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import net from 'node:net';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { bit, fromJson, isSet, toJson } from '../../store/json.js';
+import { bit, fromJson, isSet, sortedSet, toJson } from '../../store/json.js';
 import { isInternalAddress } from '../auth/jwks-fetch.js';
 import { endSessionsOf } from '../auth/revoke.js';
 import type { Ctx } from '../context.js';
@@ -32,13 +32,20 @@ export const signerPatch = Type.Object(
   { name: Type.Optional(Name), enabled: Type.Optional(Type.Boolean()), issuer: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })), audience: Type.Optional(Nullable(Text)), ...fields },
   { additionalProperties: false },
 );
+// Upstream's detail fields are pointers: unset ones are null, never "" (its CLI reads a "" jwksEndpoint
+// as a JWKS signer). commonName is a plain string there ("" without a certificate), and the validity
+// dates of a JWKS signer are Go's zero time.
+const OptionalText = Nullable(Type.String());
 export const signerDetail = Type.Object({
-  ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: Type.String(), certPem: Nullable(Type.String()), jwksEndpoint: Nullable(Type.String()),
-  kid: Type.String(), claimsProperty: Type.String(), useExternalId: Type.Boolean(), clientId: Type.String(), externalAuthUrl: Type.String(), scopes: Type.Array(Type.String()),
-  fingerprint: Type.String(), commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
+  ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: OptionalText, certPem: OptionalText, jwksEndpoint: OptionalText,
+  kid: OptionalText, claimsProperty: OptionalText, useExternalId: Type.Boolean(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Type.Array(Type.String()),
+  fingerprint: OptionalText, commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
 });
 /** What the client API shows: enough to start a login with the external provider. */
-export const signerClientDetail = Type.Object({ ...baseFields, name: Type.String(), clientId: Type.String(), externalAuthUrl: Type.String(), scopes: Type.Array(Type.String()) });
+export const signerClientDetail = Type.Object({ ...baseFields, name: Type.String(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Type.Array(Type.String()) });
+
+/** Go's zero time as upstream's DateTime prints it: what a signer without a certificate shows for its validity. */
+const GO_ZERO_TIME = '0001-01-01T00:00:00.000Z';
 
 function checkUrl(field: string, value: string) {
   let u: URL;
@@ -87,18 +94,19 @@ async function toRow(input: Row, mode: WriteMode, _tx: Tx, ctx: Ctx, existing?: 
       try {
         x = new X509Certificate(input.certPem);
       } catch {
-        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate' });
+        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate', value: input.certPem });
       }
       Object.assign(out, { fingerprint: fingerprintOf(input.certPem), commonName: /(?:^|\n)CN=([^\n]*)/.exec(x.subject)?.[1] ?? '', notBefore: new Date(x.validFrom).toISOString(), notAfter: new Date(x.validTo).toISOString() });
     }
   }
   const cert = 'certPem' in out ? out.certPem : existing?.certPem;
   const jwks = 'jwksEndpoint' in out ? out.jwksEndpoint : existing?.jwksEndpoint;
-  if (!cert === !jwks) throw new ApiError(400, 'INVALID_FIELD', 'Give exactly one of certPem and jwksEndpoint: the key that verifies this signer\'s JWTs', { field: 'certPem', reason: 'exactly one of certPem, jwksEndpoint' });
+  if (!cert === !jwks) throw new ApiError(400, 'INVALID_FIELD', 'Give exactly one of certPem and jwksEndpoint: the key that verifies this signer\'s JWTs', { field: 'certPem', reason: 'exactly one of certPem, jwksEndpoint', value: cert });
   return out;
 }
 
-const str = (v: unknown) => (v == null ? '' : String(v));
+/** Unset is null, and so is "" (rows written before blanks were stored as null). */
+const opt = (v: unknown) => (v == null || v === '' ? null : String(v));
 
 export const externalJwtSigners = defineResource({
   name: 'external jwt signer',
@@ -124,9 +132,9 @@ export const externalJwtSigners = defineResource({
   },
   toDetail: (r) => ({
     ...baseDetail('external-jwt-signers', r),
-    name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: str(r.audience), certPem: r.certPem ?? null, jwksEndpoint: r.jwksEndpoint || null, kid: str(r.kid),
-    claimsProperty: r.claimsProperty, useExternalId: isSet(r.useExternalId), clientId: str(r.clientId), externalAuthUrl: str(r.externalAuthUrl), scopes: fromJson(r.scopes, []),
-    fingerprint: str(r.fingerprint), commonName: str(r.commonName), notBefore: str(r.notBefore), notAfter: str(r.notAfter),
+    name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: opt(r.audience), certPem: opt(r.certPem), jwksEndpoint: opt(r.jwksEndpoint), kid: opt(r.kid),
+    claimsProperty: opt(r.claimsProperty), useExternalId: isSet(r.useExternalId), clientId: opt(r.clientId), externalAuthUrl: opt(r.externalAuthUrl), scopes: sortedSet(fromJson(r.scopes, [])),
+    fingerprint: opt(r.fingerprint), commonName: r.commonName ?? '', notBefore: r.notBefore || GO_ZERO_TIME, notAfter: r.notAfter || GO_ZERO_TIME,
   }),
   toRow,
   hooks: {

@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { fromJson, sortedStrings } from '../../store/json.js';
 import { invalidField } from '../errors.js';
+import { normaliseCheckData } from '../posture/clean.js';
 import { aliases, baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, Name, Tags } from '../schemas/common.js';
 
@@ -69,7 +70,7 @@ function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode)
   }
   for (const k of spec.required) if (data[k] === undefined) throw invalidField(k, `is required for ${typeId} posture checks`);
   if (typeId === 'MFA') data.timeoutSeconds ??= -1;
-  return data;
+  return normaliseCheckData(typeId, data);
 }
 
 export const postureChecks = defineResource({
@@ -102,7 +103,7 @@ export const postureChecks = defineResource({
     }),
   },
   toDetail: (r) => ({
-    ...fromJson<Row>(r.data, {}),
+    ...normaliseCheckData(r.typeId, fromJson<Row>(r.data, {})),
     ...baseDetail('posture-checks', r),
     name: r.name,
     typeId: r.typeId,

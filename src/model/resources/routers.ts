@@ -45,7 +45,8 @@ const edgeOnly = {
 const Stamps = {
   isOnline: Type.Boolean(),
   isVerified: Type.Boolean(),
-  fingerprint: Type.String(),
+  // null before enrollment, as upstream's router detail (a pointer there); edge routers differ, below.
+  fingerprint: Nullable(Type.String()),
   enrollmentCreatedAt: Nullable(Type.String()),
   enrollmentExpiresAt: Nullable(Type.String()),
   enrollmentJwt: Nullable(Type.String()),
@@ -62,6 +63,8 @@ const edgeRouterDetail = Type.Object({
   disabled: Type.Boolean(),
   noTraversal: Type.Boolean(),
   ...Stamps,
+  // Upstream's edge router detail leaves the fingerprint out until the router enrolls (omitempty).
+  fingerprint: Type.Optional(Type.String()),
   appData: AnyMap,
   hostname: Type.String(),
   supportedProtocols: MapOf(Type.String()),
@@ -120,7 +123,7 @@ function routerStamps(r: Row, ctx: Ctx) {
   return {
     isOnline: isOnline(r),
     isVerified: isSet(r.isVerified),
-    fingerprint: r.fingerprint ?? '',
+    fingerprint: r.fingerprint || null,
     enrollmentCreatedAt: r.enrollmentCreatedAt ?? null,
     enrollmentExpiresAt: r.enrollmentExpiresAt ?? null,
     enrollmentJwt: jwt,
@@ -205,6 +208,7 @@ export const edgeRouters = defineResource({
     ...baseDetail('edge-routers', r, edgeRouterLinks(r.id)),
     ...edgeRouterClientView(r),
     ...routerStamps(r, ctx),
+    fingerprint: r.fingerprint || undefined,
     roleAttributes: sortedStrings(r.roleAttributes),
     isTunnelerEnabled: isSet(r.isTunnelerEnabled),
     certPem: r.certPem ?? null,

@@ -110,7 +110,8 @@ export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: Se
   const [attachedTo, overridesOf, grantsOf] = [byService(attached), byService(overrides), byService(grants)];
   for (const r of rows) {
     const own = attachedTo(r.id);
-    r.configIds = own.map((a) => a.configId);
+    // By id, as upstream lists a service's configs (its store keeps them as keys of a bucket).
+    r.configIds = own.map((a) => a.configId).sort();
     const config: Record<string, unknown> = {};
     for (const a of [...own, ...overridesOf(r.id)]) {
       if (types === 'all' || types.has(a.configTypeId)) config[a.typeName] = fromJson(a.data, {});

@@ -2,6 +2,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../model/errors.js';
 import { meta } from '../envelope.js';
+import { goValue } from '../go-value.js';
 import type { RouteTable } from '../route-table.js';
 
 interface AjvError {
@@ -63,10 +64,15 @@ export function toApiError(err: FastifyError | ApiError | Error, request: Fastif
   return new ApiError(500, 'UNHANDLED', 'An unexpected error occurred; the controller log has the details under this request id');
 }
 
+const SECRET_FIELD = /password|secret|privateKey|token/i;
+
 export function sendError(reply: FastifyReply, request: FastifyRequest, e: ApiError) {
   const error: Record<string, unknown> = { code: e.code, message: e.message, requestId: String(request.id) };
   if (e.fieldCause) {
-    error.cause = e.fieldCause;
+    // Always with a value, as upstream's (a string, "<nil>" when there is none): its CLI prints it.
+    // A secret sent in a refused field is not echoed back (answers end up in logs and terminals).
+    const value = SECRET_FIELD.test(e.fieldCause.field) && e.fieldCause.value != null ? '<hidden>' : goValue(e.fieldCause.value);
+    error.cause = { field: e.fieldCause.field, reason: e.fieldCause.reason, value };
     error.causeMessage = `${e.fieldCause.field}: ${e.fieldCause.reason}`;
   }
   const params = request.routeOptions.url && request.params && typeof request.params === 'object' ? (request.params as Record<string, string>) : {};

@@ -24,7 +24,8 @@ export { FABRIC_PATH };
 const FabricRouter = Type.Object({
   ...baseFields,
   name: Type.String(),
-  fingerprint: Type.String(),
+  // null until the router enrolls, as upstream's fabric API (a pointer there).
+  fingerprint: Type.Union([Type.String(), Type.Null()]),
   connected: Type.Boolean(),
   cost: Type.Integer(),
   noTraversal: Type.Boolean(),
@@ -53,7 +54,7 @@ export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: Spec
         schemas: { detail: FabricRouter },
         toDetail: (r) => ({
           ...baseDetail('routers', r),
-          name: r.name, fingerprint: r.fingerprint ?? '', connected: isOnline(r), cost: Number(r.cost), noTraversal: isSet(r.noTraversal), disabled: isSet(r.disabled),
+          name: r.name, fingerprint: r.fingerprint || null, connected: isOnline(r), cost: Number(r.cost), noTraversal: isSet(r.noTraversal), disabled: isSet(r.disabled),
           listenerAddresses: fromJson<{ address: string; protocol: string }[]>(r.linkListeners, []), ctrlChanListeners: {}, interfaces: [],
         }),
       };

@@ -141,7 +141,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       config: pub,
       schema: {
         operationId: 'enrollOttCa', tags, summary: 'Enroll with a one-time token (?token= or JSON {token}) and a certificate from the enrollment\'s CA, presented over TLS; a body of another form is ignored',
-        querystring: TokenQuery, body: eitherBody(OttRequest), response: { 200: Envelope(Empty), ...errors(400, 401, 404, 409) },
+        querystring: TokenQuery, body: eitherBody(OttRequest), response: { 200: Envelope(Empty), ...errors(400, 401, 409) },
       },
     },
     async (req) => {
@@ -173,7 +173,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
         operationId: 'enrollErOtt', tags, summary: 'Enroll a router with its one-time token: a client certificate and a server certificate from two CSRs',
         querystring: TokenQuery,
         body: Type.Object({ token: Type.Optional(Type.String({ maxLength: 255 })), clientCsr: Type.Optional(Csr), serverCsr: Type.Optional(Csr), certCsr: Type.Optional(Csr), serverCertCsr: Type.Optional(Csr) }),
-        response: { 200: Envelope(RouterCerts), ...errors(400, 404, 409) },
+        response: { 200: Envelope(RouterCerts), ...errors(400, 409) },
       },
     },
     async (req) => {
