@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
+import { untilAnswering } from '../helpers/cli.js';
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -28,7 +29,7 @@ const request = (url: string, o: { method?: string; headers?: Record<string, str
     req.end();
   });
 
-describe('bin/ztc serve with the console and CORS', () => {
+describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
   it('prints the console URL, serves it, and answers preflights from the listed origin', async () => {
     const dir = tempDataDir();
     const site = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-console-'));
@@ -43,11 +44,7 @@ describe('bin/ztc serve with the console and CORS', () => {
     child.stderr.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      let status = 0;
-      for (let i = 0; i < 100 && status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        status = (await request(`https://127.0.0.1:${port}/version`)).status;
-      }
+      const status = await untilAnswering(async () => (await request(`https://127.0.0.1:${port}/version`)).status, () => child.exitCode !== null);
       expect(status, out).toBe(200);
       expect(out).toMatch(new RegExp(`console\\s+https://localhost:${port}/zac/`));
       expect(out).toMatch(/CORS origins\s+https:\/\/console\.example/);

@@ -6,6 +6,7 @@ import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { untilAnswering } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
 const freePort = () =>
@@ -34,14 +35,14 @@ async function serve(port: number, flags: string[]) {
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let ended = false;
   void exited.then(() => (ended = true));
-  for (let i = 0; i < 150 && !ended && (await get(`https://127.0.0.1:${port}/version`)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => ended);
   return { child, out, exited };
 }
 
 /** The banner sample in README.md, under "then serves HTTPS on port 1280". */
 const readmeBanner = () => /```\n(ztc controller v[\s\S]*?)```/.exec(fs.readFileSync('README.md', 'utf8'))![1];
 
-describe('bin/ztc serve', () => {
+describe('bin/ztc serve', { timeout: 90_000 }, () => {
   it('prints the banner README shows, the generated password framed, and one short line per request in text format', async () => {
     const port = await freePort();
     const dir = tempDataDir();
@@ -95,11 +96,7 @@ describe('bin/ztc serve', () => {
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      status = await get(`https://127.0.0.1:${port}/version`);
-    }
+    const status = await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => child.exitCode !== null);
     expect(status).toBe(200);
     expect(out).toMatch(new RegExp(`listening\\s+https://0\\.0\\.0\\.0:${port}`));
     expect(out).toMatch(/admin\s+admin \(password as given\)/);
@@ -121,11 +118,7 @@ describe('bin/ztc serve', () => {
       env: { ...process.env, ZTC_DATA_DIR: '', ZTC_ADMIN_PASSWORD: '' },
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      status = await get(`https://127.0.0.1:${port}/version`);
-    }
+    const status = await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => child.exitCode !== null);
     expect(status).toBe(200);
     if (fs.existsSync(`/proc/${child.pid}/cmdline`)) expect(fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')).not.toContain(secret);
     const login = (password: string) =>

@@ -45,3 +45,15 @@ export async function loggedInController(ztc: (...args: string[]) => Promise<Cli
   if (login.code !== 0) throw new Error(`ztc login failed: ${login.stderr}`);
   return running;
 }
+
+/**
+ * Poll `status` (a GET's HTTP status, 0 when refused) until it is 200, the server's process has
+ * ended, or `ms` have passed; the last status. A deadline in time, not in tries: a loaded machine
+ * (the suite runs files side by side) can take well over 10 s to start a controller.
+ */
+export async function untilAnswering(status: () => Promise<number>, ended: () => boolean, ms = 40_000): Promise<number> {
+  const deadline = Date.now() + ms;
+  let last = 0;
+  while (!ended() && Date.now() < deadline && (last = await status()) !== 200) await new Promise((r) => setTimeout(r, 100));
+  return last;
+}
