@@ -237,7 +237,7 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
     await writeTx(ctx, (tx) => applyAll(tx, work));
     return result(true);
   }
-  await applyBatched(ctx, work, names, create, applyAll);
+  await applyBatched(ctx, work, names, pace, create, applyAll);
   return result(true);
 }
 
@@ -251,7 +251,7 @@ const AHEAD = new Set(['configTypes', 'configs', 'postureChecks', 'identities', 
 /**
  * SQLite has one write lock, and a transaction holding it for the whole of a 100,000-identity import
  * made every login wait for its commit (33 s). So the creates of AHEAD's kinds are made first, a
- * BATCH_MS transaction at a time with other requests' turns between, each noted in the import's
+ * BATCH_MS transaction at a time (itself yielding every few ms, see pace.ts) with other requests' turns between, each noted in the import's
  * journal (import-journal.ts); everything else (updates; services, policies, signers, auth policies
  * and CAs, and what refers to one of them being created) then goes in one last transaction that also
  * ends the journal. A failure anywhere undoes what the batches made; a crash is undone at the next start.
@@ -260,6 +260,7 @@ async function applyBatched(
   ctx: Ctx,
   work: Work[],
   names: Names,
+  pace: () => Promise<void> | undefined,
   create: (tx: Tx, w: Work, body: Item, id: string) => Promise<void>,
   applyAll: (tx: Tx, list: Work[]) => Promise<void>,
 ) {
@@ -277,6 +278,8 @@ async function applyBatched(
         const deferred: Work[] = [];
         let i = from;
         for (; i < work.length && performance.now() - start < BATCH_MS; i++) {
+          // Requests that need no database (/version) are answered within the batch too.
+          await pace();
           const w = work[i];
           if (w.action !== 'create' || !AHEAD.has(w.k.key)) {
             deferred.push(w);
