@@ -18,7 +18,8 @@ const identities = (n: number, prefix: string) => Array.from({ length: n }, (_, 
 let c: TlsController;
 let admin: string;
 beforeAll(async () => {
-  c = await startTlsController({ apiRateLimitPerMinute: 0, authRateLimitPerMinute: 0 });
+  // No data plane: its heartbeats (a router's onlineUntil) are not the model the failing import must leave alone.
+  c = await startTlsController({ apiRateLimitPerMinute: 0, authRateLimitPerMinute: 0, router: false, ctrl: false });
   admin = await c.login();
 });
 afterAll(() => c.close());
@@ -37,7 +38,13 @@ async function everything(): Promise<Record<string, string[]>> {
 describe('a large import beside other clients', () => {
   it('lets logins through while it runs: none waits for the whole import', async () => {
     const before = await count('/identities');
-    const N = 25_000;
+    const quiet: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = performance.now();
+      await c.login();
+      quiet.push(performance.now() - t);
+    }
+    const N = 6_000;
     let done = false;
     const started = performance.now();
     const importing = c.call('POST', `${MGMT}/import`, { token: admin, body: { ztcModel: 1, identities: identities(N, 'crowd') } }).finally(() => (done = true));
@@ -53,12 +60,13 @@ describe('a large import beside other clients', () => {
     expect(r.body.data.applied).toBe(true);
     expect(await count('/identities')).toBe(before + N);
     const slowest = Math.max(...logins.map((l) => l.ms));
-    console.log(`import of ${N} identities: ${seconds.toFixed(1)} s; ${logins.length} logins meanwhile, slowest ${slowest.toFixed(0)} ms`);
+    const sorted = logins.map((l) => l.ms).sort((a, b) => a - b);
+    console.log(`import of ${N} identities: ${seconds.toFixed(1)} s; ${logins.length} logins meanwhile, median ${sorted[sorted.length >> 1].toFixed(0)} ms, slowest ${slowest.toFixed(0)} ms (quiet: slowest of 5 ${Math.max(...quiet).toFixed(0)} ms)`);
     expect(logins.every((l) => l.status === 200)).toBe(true);
-    // Logins went on all along: a login waiting for the import's one transaction (the old way) took
-    // as long as the import's writes (seconds), and fewer than a handful fitted in.
+    // Logins went on all along (the old way, a handful fitted in before the import's writes began).
     expect(logins.filter((l) => l.during).length).toBeGreaterThanOrEqual(10);
-    expect(slowest).toBeLessThan(1500);
+    // A login waiting for the import's one transaction (the old way) took most of the import's time.
+    expect(slowest).toBeLessThan(seconds * 1000 * 0.25);
     // The journal of a finished import is gone with its last transaction.
     expect(await journalRows()).toBe(0);
   }, 120_000);
@@ -73,7 +81,9 @@ describe('a large import beside other clients', () => {
       body: { ztcModel: 1, identities: identities(6_000, 'doomed'), configTypes: [{ name: 'doomed-type', schema: {} }], edgeRouters: [{ name: 'twin', roleAttributes: [] }], transitRouters: [{ name: 'twin' }] },
     });
     expect(expectError(r, 400, 'COULD_NOT_VALIDATE').message).toMatch(/transitRouters\[0\] 'twin': its name must be unique/);
-    expect(await everything()).toEqual(before);
+    const after = await everything();
+    for (const t of Object.keys(before)) expect(after[t], t).toEqual(before[t]);
+    expect(Object.keys(after)).toEqual(Object.keys(before));
   }, 120_000);
 });
 
