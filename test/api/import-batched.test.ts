@@ -44,7 +44,8 @@ describe('a large import beside other clients', () => {
       await c.login();
       quiet.push(performance.now() - t);
     }
-    const N = 6_000;
+    // On PostgreSQL every statement is a round trip: a smaller import runs as long.
+    const N = process.env.ZTC_TEST_DB ? 1_500 : 6_000;
     let done = false;
     const started = performance.now();
     const importing = c.call('POST', `${MGMT}/import`, { token: admin, body: { ztcModel: 1, identities: identities(N, 'crowd') } }).finally(() => (done = true));
