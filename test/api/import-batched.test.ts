@@ -72,19 +72,27 @@ describe('a large import beside other clients', () => {
     expect(await journalRows()).toBe(0);
   }, 120_000);
 
-  it('leaves the store exactly as it was when it fails mid-way (a conflict found at its last item)', async () => {
+  it('leaves the store exactly as it was when it fails mid-way: in a batch, or in its last transaction', async () => {
     const before = await everything();
     // The edge router and the transit router are planned as creates of different kinds, but share
-    // the routers table and its unique names: only the write of the second finds the conflict, after
-    // the identities are written.
-    const r = await c.call('POST', `${MGMT}/import`, {
+    // the routers table and its unique names: only the write of the second finds the conflict, in a
+    // batch after those of the identities.
+    const inBatch = await c.call('POST', `${MGMT}/import`, {
       token: admin,
-      body: { ztcModel: 1, identities: identities(6_000, 'doomed'), configTypes: [{ name: 'doomed-type', schema: {} }], edgeRouters: [{ name: 'twin', roleAttributes: [] }], transitRouters: [{ name: 'twin' }] },
+      body: { ztcModel: 1, identities: identities(2_500, 'doomed'), configTypes: [{ name: 'doomed-type', schema: {} }], edgeRouters: [{ name: 'twin', roleAttributes: [] }], transitRouters: [{ name: 'twin' }] },
     });
-    expect(expectError(r, 400, 'COULD_NOT_VALIDATE').message).toMatch(/transitRouters\[0\] 'twin': its name must be unique/);
-    const after = await everything();
+    expect(expectError(inBatch, 400, 'COULD_NOT_VALIDATE').message).toMatch(/transitRouters\[0\] 'twin': its name must be unique/);
+    let after = await everything();
     for (const t of Object.keys(before)) expect(after[t], t).toEqual(before[t]);
     expect(Object.keys(after)).toEqual(Object.keys(before));
+    // A service naming a config that does not exist fails in the last transaction, after every batch.
+    const inLast = await c.call('POST', `${MGMT}/import`, {
+      token: admin,
+      body: { ztcModel: 1, identities: identities(2_500, 'doomed'), services: [{ name: 'doomed-service', encryptionRequired: true, configs: ['no-such-config'] }] },
+    });
+    expect(expectError(inLast, 400).message).toMatch(/services\[0\] 'doomed-service'/);
+    after = await everything();
+    for (const t of Object.keys(before)) expect(after[t], t).toEqual(before[t]);
   }, 120_000);
 });
 
