@@ -251,10 +251,11 @@ const AHEAD = new Set(['configTypes', 'configs', 'postureChecks', 'identities', 
 /**
  * SQLite has one write lock, and a transaction holding it for the whole of a 100,000-identity import
  * made every login wait for its commit (33 s). So the creates of AHEAD's kinds are made first, a
- * BATCH_MS transaction at a time (itself yielding every few ms, see pace.ts) with other requests' turns between, each noted in the import's
- * journal (import-journal.ts); everything else (updates; services, policies, signers, auth policies
- * and CAs, and what refers to one of them being created) then goes in one last transaction that also
- * ends the journal. A failure anywhere undoes what the batches made; a crash is undone at the next start.
+ * BATCH_MS transaction at a time (itself yielding every few ms, see pace.ts) with other requests'
+ * turns between, each noted in the import's journal (import-journal.ts); everything else (updates;
+ * services, policies, signers, auth policies and CAs, and what refers to one of them being created)
+ * then goes in one last transaction that also ends the journal. A failure anywhere undoes what the
+ * batches made; a crash is undone at the next start. docs/operations.md says what readers see meanwhile.
  */
 async function applyBatched(
   ctx: Ctx,
