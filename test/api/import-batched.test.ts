@@ -3,7 +3,7 @@
 // a login waits for one of them, not for the whole import; a failure undoes it at once and a crash at
 // the next start. On PostgreSQL one transaction does the same (row locks only). Over real TLS, with a
 // real SQLite file (or PostgreSQL with ZTC_TEST_DB), and a real `ztc serve` child for the crash.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, CLIENT, expectError, MGMT, tempDataDir, testDatabase } from '../helpers/controller.js';
 import { startTlsController, type TlsController } from '../helpers/tls.js';
+import { undoUnfinishedImports } from '../../src/model/import-journal.js';
 
 const identities = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${String(i).padStart(6, '0')}`, type: 'Device', isAdmin: false, roleAttributes: ['bulk', `group-${i % 50}`] }));
 
@@ -94,6 +95,31 @@ describe('a large import beside other clients', () => {
     after = await everything();
     for (const t of Object.keys(before)) expect(after[t], t).toEqual(before[t]);
   }, 120_000);
+});
+
+describe('the journal of an unfinished import', () => {
+  it('is undone when its process is gone, and left alone while its process lives (another one importing)', async () => {
+    const ctx = c.running.ctx;
+    const made = await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name: 'journaled', type: 'Device', isAdmin: false } });
+    expect(made.status, made.text).toBe(201);
+    const id = made.body.data.id as string;
+    // Another process importing (alive: the test runner's parent) names it in its journal: left alone.
+    await ctx.store.db.insertInto('importRuns').values({ id: 'alive-run', pid: process.ppid, startedAt: new Date().toISOString() }).execute();
+    await ctx.store.db.insertInto('importJournal').values({ importId: 'alive-run', seq: 0, kind: 'identities', entityId: id }).execute();
+    expect(await undoUnfinishedImports(ctx)).toBe(0);
+    expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).status).toBe(200);
+    await ctx.store.db.deleteFrom('importJournal').where('importId', '=', 'alive-run').execute();
+    await ctx.store.db.deleteFrom('importRuns').where('id', '=', 'alive-run').execute();
+    // A process that has exited (its pid names nobody now): what its journal names is deleted.
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid!;
+    await ctx.store.db.insertInto('importRuns').values({ id: 'dead-run', pid: gone, startedAt: new Date().toISOString() }).execute();
+    await ctx.store.db.insertInto('importJournal').values({ importId: 'dead-run', seq: 0, kind: 'identities', entityId: id }).execute();
+    const lines: string[] = [];
+    expect(await undoUnfinishedImports(ctx, (l) => lines.push(l))).toBe(1);
+    expect(lines.join('\n')).toMatch(/deleted 1 entities/);
+    expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).status).toBe(404);
+    expect(await journalRows()).toBe(0);
+  });
 });
 
 async function journalRows(): Promise<number> {
