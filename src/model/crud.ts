@@ -76,11 +76,13 @@ export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scop
  * (a few times, with jitter); a unique-constraint race becomes the same 400 the pre-checks give.
  * The events the write recorded are published once it committed (model/events/record.ts).
  */
-export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>): Promise<T> {
+export async function writeTx<T>(ctx: Ctx, fn: (tx: Tx) => Promise<T>, o: { relaxed?: boolean } = {}): Promise<T> {
+  // relaxed: a commit that need not wait for the disk, where the store offers it (Store.relaxedWrite).
+  const write = (o.relaxed && ctx.store.relaxedWrite) || ctx.store.write;
   for (let attempt = 1; ; attempt++) {
     const events: ZtcEvent[] = [];
     try {
-      const out = await ctx.store.write((tx) => fn(collecting(tx, events)));
+      const out = await write((tx) => fn(collecting(tx, events)));
       publish(ctx, events);
       return out;
     } catch (err) {

@@ -1,12 +1,14 @@
-// POST /import: make the controller match a document from GET /export in one transaction (creates,
-// updates, and deletes with prune), with the plan of what it does (or would do, on a dry run).
+// POST /import: make the controller match a document from GET /export (creates, updates, and deletes
+// with prune), with the plan of what it does (or would do, on a dry run).
 //
 // Sized for models of a million entities: the controller's entities are read a page at a time and
 // only those the document names are kept (as document items), so memory follows the document, not
 // the database; the plan lists its first PLAN_LISTED steps and counts the rest; and every long loop
-// gives the event loop a turn now and then (pace.ts), inside the transaction too, so other clients
-// are answered while a large import runs. It stays all-or-nothing: one transaction, rolled back on
-// the first error.
+// gives the event loop a turn now and then (pace.ts), so other clients are answered while a large
+// import runs. It stays all-or-nothing: on PostgreSQL one transaction, rolled back on the first error;
+// on SQLite, whose one write lock a long transaction would keep from every login, the new entities
+// that grant nothing by themselves are created ahead in short transactions, journaled, and undone on
+// failure or after a crash (applyBatched, import-journal.ts). What a reader sees meanwhile: docs/model.md.
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Tx } from '../store/db.js';
@@ -16,6 +18,8 @@ import { ApiError } from './errors.js';
 import { allNames, embeddedRouters, fieldsOf, KINDS, nameKind, toDocItem, type Item, type Kind, type Names } from './export-import.js';
 import { pacer } from './pace.js';
 import { edgeRouters, transitRouters } from './resources/routers.js';
+import { newId } from './ids.js';
+import { BATCH_MS, beginImportRun, finishImportRun, nextTurn, noteCreated, undoImportRun, type JournalNote } from './import-journal.js';
 
 /** Steps the answer lists; beyond them it says how many more there are (a plan of a million steps is not an answer). */
 export const PLAN_LISTED = 1000;
@@ -202,21 +206,22 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
       throw err;
     }
   };
-  await writeTx(ctx, async (tx: Tx) => {
-    // Deletes first, dependants before what they depend on (the reverse of the creation order).
-    for (let j = work.length - 1; j >= 0; j--) {
-      const w = work[j];
+  const create = async (tx: Tx, w: Work, body: Item, id?: string) => {
+    await naming(w.where, async () => names.set(nameKind(w.k), (await createIn(tx, ctx, w.k.decl, body, id)).id, w.name));
+  };
+  /** The writes in plan order, in the caller's transaction: deletes first, dependants before what they depend on. */
+  const applyAll = async (tx: Tx, list: Work[]) => {
+    for (let j = list.length - 1; j >= 0; j--) {
+      const w = list[j];
       if (w.action !== 'delete') continue;
       await pace();
       await naming(w.where, () => deleteIn(tx, ctx, w.k.decl, w.id!));
     }
-    for (const w of work) {
+    for (const w of list) {
       if (w.action === 'delete') continue;
       await pace();
-      if (w.action === 'create') {
-        const body = toBody(w.k, w.item!, names, w.where);
-        await naming(w.where, async () => names.set(nameKind(w.k), (await createIn(tx, ctx, w.k.decl, body)).id, w.name));
-      } else {
+      if (w.action === 'create') await create(tx, w, toBody(w.k, w.item!, names, w.where));
+      else {
         // An update restates the whole entity (PUT), from the document's fields over the current ones.
         const body = toBody(w.k, { ...w.now, ...w.item }, names, w.where);
         const allowed = (w.k.decl.schemas.update as { properties?: Item } | undefined)?.properties ?? {};
@@ -224,6 +229,92 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
         await naming(w.where, () => updateIn(tx, ctx, w.k.decl, w.id!, body, 'update'));
       }
     }
-  });
+  };
+  // PostgreSQL locks rows, not the database: one transaction keeps the import atomic and lets logins
+  // and other writes through meanwhile. So does SQLite's for an import that deletes (prune), whose
+  // undo (re-creating what cascaded) is not a thing to attempt.
+  if (ctx.store.dialect.name !== 'sqlite' || counts.delete) {
+    await writeTx(ctx, (tx) => applyAll(tx, work));
+    return result(true);
+  }
+  await applyBatched(ctx, work, names, pace, create, applyAll);
   return result(true);
+}
+
+/**
+ * Kinds whose new entities a SQLite import creates ahead, in short transactions: none of them lets
+ * anyone in or grants anything by being there (an identity or router must enroll first; configs,
+ * config types and posture checks are data that policies and services refer to).
+ */
+const AHEAD = new Set(['configTypes', 'configs', 'postureChecks', 'identities', 'edgeRouters', 'transitRouters']);
+
+/**
+ * SQLite has one write lock, and a transaction holding it for the whole of a 100,000-identity import
+ * made every login wait for its commit (33 s). So the creates of AHEAD's kinds are made first, a
+ * BATCH_MS transaction at a time (itself yielding every few ms, see pace.ts) with other requests'
+ * turns between, each noted in the import's journal (import-journal.ts); everything else (updates;
+ * services, policies, signers, auth policies and CAs, and what refers to one of them being created)
+ * then goes in one last transaction that also ends the journal. A failure anywhere undoes what the
+ * batches made; a crash is undone at the next start. docs/operations.md says what readers see meanwhile.
+ */
+async function applyBatched(
+  ctx: Ctx,
+  work: Work[],
+  names: Names,
+  pace: () => Promise<void> | undefined,
+  create: (tx: Tx, w: Work, body: Item, id: string) => Promise<void>,
+  applyAll: (tx: Tx, list: Work[]) => Promise<void>,
+) {
+  const runId = await beginImportRun(ctx);
+  try {
+    const last: Work[] = [];
+    let next = 0;
+    let seq = 0;
+    while (next < work.length) {
+      const from = next;
+      // Run again from the same place if writeTx retries the transaction.
+      const made = await writeTx(ctx, async (tx) => {
+        const start = performance.now();
+        const notes: JournalNote[] = [];
+        const deferred: Work[] = [];
+        let i = from;
+        for (; i < work.length && performance.now() - start < BATCH_MS; i++) {
+          // Requests that need no database (/version) are answered within the batch too.
+          await pace();
+          const w = work[i];
+          if (w.action !== 'create' || !AHEAD.has(w.k.key)) {
+            deferred.push(w);
+            continue;
+          }
+          const body = toBody(w.k, w.item!, names, w.where);
+          // It refers to something the last transaction creates (a service, an auth policy): it waits for it.
+          if (JSON.stringify(body).includes('"new:')) {
+            deferred.push(w);
+            continue;
+          }
+          const id = newId();
+          await create(tx, w, body, id);
+          notes.push({ kind: w.k.key, entityId: id });
+        }
+        await noteCreated(tx, runId, seq, notes);
+        return { next: i, deferred, noted: notes.length };
+        // Its commit need not wait for the disk: a batch lost with a power cut goes with its notes, and
+        // the last transaction's fsync makes all of them durable (the WAL is written in order).
+      }, { relaxed: true });
+      next = made.next;
+      seq += made.noted;
+      last.push(...made.deferred);
+      await nextTurn();
+    }
+    await writeTx(ctx, async (tx) => {
+      await applyAll(tx, last);
+      await finishImportRun(tx, runId);
+    });
+  } catch (err) {
+    const left = await undoImportRun(ctx, runId).catch(() => undefined);
+    if (left?.length && err instanceof ApiError) {
+      throw new ApiError(err.status, err.code, `${err.message} (the import was undone, except ${left.length} entities that others now depend on: ${left.slice(0, 5).join(', ')})`, err.fieldCause, err.extra);
+    }
+    throw err;
+  }
 }

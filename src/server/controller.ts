@@ -16,6 +16,7 @@ import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
 import { Events } from '../model/events/hub.js';
 import { pruneAudit } from '../model/events/audit-store.js';
+import { undoUnfinishedImports } from '../model/import-journal.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir } from './data-dir.js';
 import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
@@ -41,6 +42,8 @@ export async function openDataDir(config: Config, o: { clock?: Clock; progress?:
   const clock = o.clock ?? systemClock;
   const ctx: Ctx = { store, pki, config, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store, () => clock.now()) };
   const boot = await bootstrap(ctx);
+  // An import that a crash cut short on SQLite left part of its entities (model/import-journal.ts).
+  if (store.dialect.name === 'sqlite') await undoUnfinishedImports(ctx, progress);
   const resigned = await reissueEnrollmentJwts(ctx);
   if (resigned) progress(`re-signed ${resigned} outstanding enrollment JWT(s) with the server certificate's key (SDKs check it): hand out the new ones (ztc enrollment list)`);
   return { ctx, boot, close: () => store.close() };

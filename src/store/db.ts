@@ -28,6 +28,13 @@ export interface Store {
    * on PostgreSQL each has its own, the server groups their commits.
    */
   write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * SQLite only: a write transaction of its own whose commit does not wait for the disk (synchronous
+   * NORMAL: it survives a crash of the process, not a power loss). For writes whose durability a later
+   * write provides: a batch of a journaled import (model/import-journal.ts), made final by its last
+   * transaction, which commits with the usual fsync and so makes every earlier frame of the WAL durable.
+   */
+  relaxedWrite?<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Why the store may behave differently from SQLite (shown at start), if anything. */
   warnings: string[];
   /** Told of every query's duration (the metrics' store latency); Kysely measures it anyway when a log is set. */
@@ -115,7 +122,25 @@ export async function openSqlite(file: string): Promise<Store> {
       },
     });
   };
-  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
+  // On the one connection held for the whole of it, so no other commit runs while synchronous is NORMAL.
+  const relaxedWrite = <T>(fn: (tx: Tx) => Promise<T>) =>
+    db.connection().execute(async (c) => {
+      await sql`pragma synchronous = normal`.execute(c);
+      try {
+        await sql`begin immediate`.execute(c);
+        try {
+          const out = await fn(c as unknown as Tx);
+          await sql`commit`.execute(c);
+          return out;
+        } catch (err) {
+          await sql`rollback`.execute(c).catch(() => {});
+          throw err;
+        }
+      } finally {
+        await sql`pragma synchronous = full`.execute(c);
+      }
+    });
+  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), relaxedWrite, file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

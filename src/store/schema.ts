@@ -391,6 +391,23 @@ export interface Database {
   apiSessions: ApiSessionRow;
   apiTokens: ApiTokenRow;
   auditEvents: AuditEventRow;
+  importRuns: ImportRunRow;
+  importJournal: ImportJournalRow;
+}
+
+/** An import applied in several transactions, until it finished or was undone (model/import-journal.ts). */
+export interface ImportRunRow {
+  id: string;
+  pid: number;
+  startedAt: string;
+}
+
+/** One entity an unfinished import created: `kind` is the document's key (identities, configs...). */
+export interface ImportJournalRow {
+  importId: string;
+  seq: number;
+  kind: string;
+  entityId: string;
 }
 
 /** One stored event (model/events/audit-store.ts): the event's JSON in body, and what it is looked up by. */

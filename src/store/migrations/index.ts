@@ -18,6 +18,7 @@ import { fabricState } from './0014-fabric-state.js';
 import { identityPermissions } from './0020-identity-permissions.js';
 import { apiTokens } from './0021-api-tokens.js';
 import { auditEvents } from './0022-audit-events.js';
+import { importJournal } from './0025-import-journal.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -38,5 +39,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0020-identity-permissions': identityPermissions(),
     '0021-api-tokens': apiTokens(),
     '0022-audit-events': auditEvents(),
+    '0025-import-journal': importJournal(),
   };
 }
