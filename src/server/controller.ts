@@ -77,7 +77,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     ? startFabricThread(config, {
         progress: o.progress,
         log: { info: (x, m) => app?.log.info(x, m), warn: (x, m) => app?.log.warn(x, m), debug: (x, m) => app?.log.debug(x, m) },
-        stats: (s: DataPlaneStats) => app?.metrics.dataPlaneStats(s),
+        stats: (s: DataPlaneStats) => app?.metrics?.dataPlaneStats(s),
         // Its events (routers, links, circuits, terminators) reach this process's file and live stream.
         events: (e) => ctx.events.emit(e, true),
       })

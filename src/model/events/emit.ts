@@ -52,5 +52,5 @@ export const sessionDeleted = (ctx: Ctx, row: Record<string, unknown>): SessionE
     namespace: 'edge.sessions', event_type: 'deleted', session_type: String(row.type ?? ''), id: String(row.id), api_session_id: String(row.apiSessionId ?? ''), identity_id: String(row.identityId ?? ''), service_id: String(row.serviceId ?? ''),
   });
 
-export const apiSessionDeleted = (ctx: Ctx, row: Record<string, unknown>): ApiSessionEvent =>
-  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: 'legacy', identity_id: String(row.identityId ?? ''), reason: 'deleted' });
+export const apiSessionDeleted = (ctx: Ctx, row: Record<string, unknown>, reason = 'deleted'): ApiSessionEvent =>
+  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: 'legacy', identity_id: String(row.identityId ?? ''), reason });

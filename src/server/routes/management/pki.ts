@@ -87,7 +87,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
         const a = await tx.selectFrom('authenticators').selectAll().where('id', '=', id).executeTakeFirst();
         if (!a) throw notFound('authenticator', id);
         await tx.deleteFrom('authenticators').where('id', '=', id).execute();
-        await endSessionsOf(tx, id);
+        await endSessionsOf(tx, ctx, id);
         const method = a.method === 'updb' ? 'updb' : a.caId ? 'ottca' : 'ott';
         if (a.method !== 'updb' && a.method !== 'cert') throw new ApiError(400, 'INVALID_AUTHENTICATOR_PROPERTIES', `A ${a.method} authenticator cannot be re-enrolled`);
         await insertEnrollment(tx, ctx, enrollmentId, { identityId: a.identityId, method, expiresAt, caId: a.caId, username: a.username });

@@ -1,0 +1,100 @@
+// What metrics and events cost the hot paths (issue 28's bench rule): the client service list and
+// session create on OpenZiti's Medium model, p99 within 10% of the same controller with them off.
+// One model is loaded through the API once and copied, so both controllers hold the same data; then
+// one runs with metrics on, an events file and a live SSE subscriber (and is scraped between rounds,
+// as Prometheus would), the other with --no-metrics and no events file. The measures alternate
+// between the two in short rounds, the order swapped each round, so the machine's noise (other work
+// on a shared machine) falls on both alike.
+//   BENCH_OBS_ROUNDS=8  BENCH_OBS_ROUND_SECONDS=1.5  BENCH_OBS_MODEL=medium
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { call, database, fmtSeries, login, ok, series, startServer, stopServer, tempDir, type Series, type Server } from './http.js';
+import { loadModel, MODELS } from './models.js';
+
+type Row = [string, string, string];
+const C = '/edge/client/v1';
+const ROUNDS = Number(process.env.BENCH_OBS_ROUNDS ?? 8);
+const ROUND_SECONDS = Number(process.env.BENCH_OBS_ROUND_SECONDS ?? 1.5);
+const LIMIT = 1.1;
+
+/** The live stream an operator's `ztc events --follow` holds: every event, read and dropped. */
+function subscribe(url: string, token: string) {
+  let events = 0;
+  const req = https.request(`${url}/edge/management/v1/events`, { rejectUnauthorized: false, agent: false, headers: { 'zt-session': token, accept: 'text/event-stream' } }, (res) => {
+    res.setEncoding('utf8');
+    res.on('data', (c: string) => void (events += c.split('\ndata: ').length - 1));
+  });
+  req.on('error', () => {});
+  req.end();
+  return { count: () => events, close: () => req.destroy() };
+}
+
+/** Requests one after another for `seconds`, their times appended to `into`. */
+async function round(seconds: number, into: number[], f: () => Promise<number>) {
+  const end = performance.now() + seconds * 1000;
+  let bad = 0;
+  while (performance.now() < end) {
+    const t = performance.now();
+    const status = await f();
+    into.push(performance.now() - t);
+    if (status < 200 || status >= 300) bad++;
+  }
+  return bad;
+}
+
+export async function observabilityRows(dbServer: string | undefined): Promise<Row[]> {
+  const label = dbServer ? 'postgres' : 'sqlite';
+  const m = MODELS.find((x) => x.name === (process.env.BENCH_OBS_MODEL ?? 'medium'))!;
+  const dirOn = tempDir();
+  const db = await database(dbServer);
+  console.error(`… [${label}] observability: loading the ${m.name} model once through the API`);
+  const loader = await startServer(dirOn, db, 'ztc-unobserved');
+  await loadModel(loader.url, await login(loader.url), m);
+  await stopServer(loader);
+  // SQLite: a copy of the whole data dir. PostgreSQL: both on the one database (each measured alone), the PKI copied.
+  const dirOff = tempDir();
+  if (dbServer) fs.cpSync(path.join(dirOn, 'pki'), path.join(dirOff, 'pki'), { recursive: true });
+  else fs.cpSync(dirOn, dirOff, { recursive: true });
+
+  const on = await startServer(dirOn, db, 'ztc-observed');
+  const off = await startServer(dirOff, db, 'ztc-unobserved');
+  const servers: { s: Server; name: string; probe: string; admin: string }[] = [];
+  for (const [s, name] of [[on, 'on'], [off, 'off']] as const) servers.push({ s, name, probe: await login(s.url, 'zz-probe'), admin: await login(s.url) });
+  const stream = subscribe(on.url, servers[0].admin);
+  try {
+    const services = await ok(call(on.url, 'GET', `${C}/services?limit=500`, { token: servers[0].probe }), 'probe services');
+    const dialable = services.data.find((s: { permissions: string[] }) => s.permissions.includes('Dial'));
+    const calls = {
+      'client service list': (x: (typeof servers)[number]) => call(x.s.url, 'GET', `${C}/services?limit=500`, { token: x.probe }).then((r) => r.status),
+      'session create': (x: (typeof servers)[number]) => call(x.s.url, 'POST', `${C}/sessions`, { token: x.probe, body: { serviceId: dialable.id, type: 'Dial' } }).then((r) => r.status),
+    };
+    const times: Record<string, Record<string, number[]>> = {};
+    const bad: Record<string, number> = { on: 0, off: 0 };
+    for (const name of Object.keys(calls)) times[name] = { on: [], off: [] };
+    // Warm-up (JIT, caches, the SQLite page cache), not counted.
+    for (const f of Object.values(calls)) for (const x of servers) await round(1, [], () => f(x));
+    console.error(`… [${label}] observability: ${ROUNDS} rounds of ${ROUND_SECONDS}s a call and controller, alternating`);
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 ? [servers[1], servers[0]] : servers;
+      for (const [name, f] of Object.entries(calls)) for (const x of order) bad[x.name] += await round(ROUND_SECONDS, times[name][x.name], () => f(x));
+      // A scrape between rounds, as Prometheus does every 15 s or so (here more often).
+      await ok(call(on.url, 'GET', '/metrics', { token: servers[0].admin }), 'scrape');
+    }
+    if (!stream.count()) throw new Error('bench: the SSE subscriber heard no event: the observed controller is not emitting');
+    const rows: Row[] = [];
+    for (const name of Object.keys(calls)) {
+      const a: Series = series(times[name].on, 0);
+      const b: Series = series(times[name].off, 0);
+      const ratio = a.p99 / b.p99;
+      rows.push([`[${label}] ${m.name}: ${name}, metrics+events on (${a.n} calls)`, fmtSeries(a), '-']);
+      rows.push([`[${label}] ${m.name}: ${name}, metrics+events off (${b.n} calls)`, fmtSeries(b), '-']);
+      rows.push([`[${label}] ${m.name}: ${name}, on/off`, `p50 ${(a.p50 / b.p50).toFixed(2)}x  p99 ${ratio.toFixed(2)}x`, ratio <= LIMIT ? 'within 10%: holds' : 'OVER 10%: fails']);
+    }
+    rows.push([`[${label}] ${m.name}: events the live subscriber received`, `${stream.count()}${bad.on + bad.off ? `  errors on ${bad.on}, off ${bad.off}` : ''}`, '-']);
+    return rows;
+  } finally {
+    stream.close();
+    await Promise.all([stopServer(on), stopServer(off)]);
+  }
+}
