@@ -30,7 +30,9 @@ if (kind === 'hello') {
   // real routers (one address each) never meet.
   const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0, maxConnectionsPerAddress: 2000 };
   // The observability bench (bench/observability.ts): the same controller with metrics and events on, and off.
-  const observed = kind === 'ztc-observed' ? { metrics: true, eventsFile: 'events.jsonl' } : kind === 'ztc-unobserved' ? { metrics: false, eventsFile: '' } : {};
+  // BENCH_OBS_PARTS (metrics,events,subscriber by default) turns parts on alone, to find which one costs.
+  const parts = (process.env.BENCH_OBS_PARTS ?? 'metrics,events').split(',');
+  const observed = kind === 'ztc-observed' ? { metrics: parts.includes('metrics'), eventsFile: parts.includes('events') ? 'events.jsonl' : '' } : kind === 'ztc-unobserved' ? { metrics: false, eventsFile: '' } : {};
   // Warnings and errors to stderr (the bench's own), so an unexpected answer can be explained.
   running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits, ...observed }, {}), { logger: loggerOptions('warn', process.stderr) });
 }

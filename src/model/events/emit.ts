@@ -40,9 +40,10 @@ export function sessionEvent(ctx: Ctx, eventType: SessionEvent['event_type'], s:
   }));
 }
 
-export function enrollmentEvent(ctx: Ctx, method: string, ok: boolean, remoteAddress: string, reason = '', identityId = '') {
+/** `whose`: the identity (or router) the token or certificate named, when the request got that far. */
+export function enrollmentEvent(ctx: Ctx, method: string, ok: boolean, remoteAddress: string, reason = '', whose: { identityId?: string; routerId?: string } = {}) {
   ctx.events.emit(ctx.events.stamp<EnrollmentEvent>({
-    namespace: 'enrollment', event_type: ok ? 'success' : 'fail', method, identity_id: identityId, remote_address: remoteAddress, reason,
+    namespace: 'enrollment', event_type: ok ? 'success' : 'fail', method, identity_id: whose.identityId ?? '', ...(whose.routerId ? { router_id: whose.routerId } : {}), remote_address: remoteAddress, reason,
   }));
 }
 
