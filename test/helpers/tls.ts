@@ -13,7 +13,7 @@ export interface TlsController {
   /** https://127.0.0.1:PORT */
   base: string;
   /** `token` goes in zt-session, `bearer` in Authorization: Bearer (API tokens). */
-  call(method: string, path: string, o?: { token?: string; bearer?: string; body?: unknown; cert?: string; key?: string; contentType?: string; accept?: string }): Promise<{ status: number; body: any; text: string; headers: Record<string, unknown> }>;
+  call(method: string, path: string, o?: { token?: string; bearer?: string; body?: unknown; cert?: string; key?: string; contentType?: string; accept?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; text: string; headers: Record<string, unknown> }>;
   login(): Promise<string>;
   close(): Promise<void>;
 }
@@ -40,6 +40,7 @@ export async function startTlsController(extra: Partial<Config> = {}): Promise<T
               accept: o.accept ?? 'application/json',
               ...(o.token ? { 'zt-session': o.token } : {}),
               ...(o.bearer ? { authorization: `Bearer ${o.bearer}` } : {}),
+              ...o.headers,
               ...(payload !== undefined ? { 'content-type': o.contentType ?? (typeof o.body === 'string' ? 'text/plain' : 'application/json') } : {}),
             },
           },
