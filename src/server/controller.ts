@@ -196,7 +196,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       if (ops) await new Promise<void>((resolve) => ops!.close(() => resolve()));
       await router?.close();
       await app.close();
-      await ctx.events.flush();
+      await ctx.events.close();
       await opened.close();
       unlock();
     },

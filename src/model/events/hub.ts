@@ -73,4 +73,10 @@ export class Events {
   async flush() {
     await Promise.all([this.file?.flush(), this.audit?.flush()]);
   }
+
+  /** Write out what is queued and close the events file (at shutdown). */
+  async close() {
+    await Promise.all([this.file?.close(), this.audit?.flush()]);
+    this.file = undefined;
+  }
 }
