@@ -30,7 +30,7 @@ export function tempDir() {
 }
 
 /** A controller in its own process (bench/server.ts), without rate limits unless `kind` asks. */
-export async function startServer(dir: string, db = '', kind: 'ztc' | 'ztc-limited' = 'ztc'): Promise<Server> {
+export async function startServer(dir: string, db = '', kind: 'ztc' | 'ztc-limited' | 'ztc-observed' | 'ztc-unobserved' = 'ztc'): Promise<Server> {
   const port = nextPort++;
   // BENCH_NODE_OPTIONS: extra node flags for the controllers, e.g. --cpu-prof to see where their time goes.
   const flags = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { database } from './http.js';
+import { cleanup, database } from './http.js';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
@@ -17,6 +17,7 @@ import { scaleRows } from './scale.js';
 import { relayRows } from './relay.js';
 import { ctrlRows } from './ctrl.js';
 import { importLatencyRows } from './import-latency.js';
+import { observabilityRows } from './observability.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -294,6 +295,15 @@ try {
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);
   }
+  // BENCH_ONLY=observability: only metrics and events on beside off (issue 28's bench rule), SQLite and, when at hand, PostgreSQL.
+  if (process.env.BENCH_ONLY === 'observability') {
+    const rows = await observabilityRows(undefined);
+    if (process.env.ZTC_TEST_DB) rows.push(...(await observabilityRows(process.env.ZTC_TEST_DB)));
+    cleanup();
+    const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
+    for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
+    process.exit(0);
+  }
   const hello = await load(`${await server('hello', tempDir())}/`);
   const hashes = await hashesPerSecond();
   const rows: Row[] = [
@@ -309,6 +319,7 @@ try {
   rows.push(...(await relayRows()));
   rows.push(...(await ctrlRows()));
   rows.push(...(await importLatencyRows(undefined)));
+  rows.push(...(await observabilityRows(undefined)));
 
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`${'measure'.padEnd(w[0])}  ${'result'.padEnd(w[1])}  ratio to baseline`);
@@ -316,4 +327,5 @@ try {
 } finally {
   for (const c of children) c.kill('SIGTERM');
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  cleanup();
 }

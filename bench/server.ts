@@ -3,6 +3,8 @@
 //   node dist/bench/server.js tls-echo PORT DATADIR   a plain TLS echo server (the ceiling of the relay's path)
 //   node dist/bench/server.js ztc PORT DATADIR [DB]   the controller (DB: a postgres:// URL)
 //   node dist/bench/server.js ztc-limited PORT DATADIR [DB]   the same with a login limit of 30 a minute per address
+//   node dist/bench/server.js ztc-observed PORT DATADIR [DB]  metrics on and an events file (DATADIR/events.jsonl)
+//   node dist/bench/server.js ztc-unobserved PORT DATADIR [DB]  metrics off (--no-metrics), no events file
 import tls from 'node:tls';
 import fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
@@ -27,8 +29,12 @@ if (kind === 'hello') {
   // The ctrl bench connects 500 routers from one loopback address: above the per-address cap, which
   // real routers (one address each) never meet.
   const limits = kind === 'ztc-limited' ? { authRateLimitPerMinute: 30 } : { authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0, maxConnectionsPerAddress: 2000 };
+  // The observability bench (bench/observability.ts): the same controller with metrics and events on, and off.
+  // BENCH_OBS_PARTS (metrics,events,subscriber by default) turns parts on alone, to find which one costs.
+  const parts = (process.env.BENCH_OBS_PARTS ?? 'metrics,events').split(',');
+  const observed = kind === 'ztc-observed' ? { metrics: parts.includes('metrics'), eventsFile: parts.includes('events') ? 'events.jsonl' : '' } : kind === 'ztc-unobserved' ? { metrics: false, eventsFile: '' } : {};
   // Warnings and errors to stderr (the bench's own), so an unexpected answer can be explained.
-  running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits }, {}), { logger: loggerOptions('warn', process.stderr) });
+  running = await startController(loadConfig({ dataDir, db: db || '', port: Number(port), bind: '127.0.0.1', adminPassword: 'bench-password', hostnames: 'localhost', routerPort: 0, ctrlPort: 0, ...limits, ...observed }, {}), { logger: loggerOptions('warn', process.stderr) });
 }
 // The ports the OS gave the data plane, for benches that play routers (bench/ctrl.ts).
 process.stdout.write(`ready ${JSON.stringify({ ctrlPort: running?.fabric?.ctrlPort })}\n`);

@@ -70,6 +70,12 @@ export interface Config {
    * or load balancer on a trusted network (0: not served; /metrics on the API port needs an admin then).
    */
   metricsPort: number;
+  /**
+   * Count requests, logins, enrollments and store queries for /metrics (prom-client). Off: nothing is
+   * counted and /metrics answers 404 (the health checks stay); for a controller scraped by nothing, and
+   * for the bench that measures what metrics cost.
+   */
+  metrics: boolean;
   /** A JSON-lines file the events are appended to (model/events/file-sink.ts); empty: none. */
   eventsFile: string;
   /** The events file rotates when it would pass this size (MiB). */
@@ -110,6 +116,7 @@ export const defaults = (): Config => ({
   ctrl: true,
   ctrlPort: 6262,
   metricsPort: 0,
+  metrics: true,
   eventsFile: '',
   eventsFileMaxMb: 100,
   eventsFileKeep: 5,
@@ -148,6 +155,7 @@ const ENV: Record<keyof Config, string> = {
   ctrl: 'ZTC_CTRL',
   ctrlPort: 'ZTC_CTRL_PORT',
   metricsPort: 'ZTC_METRICS_PORT',
+  metrics: 'ZTC_METRICS',
   eventsFile: 'ZTC_EVENTS_FILE',
   eventsFileMaxMb: 'ZTC_EVENTS_FILE_MAX_MB',
   eventsFileKeep: 'ZTC_EVENTS_FILE_KEEP',

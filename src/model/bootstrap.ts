@@ -6,6 +6,8 @@ import { hashPassword } from './auth/password.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { newId } from './ids.js';
+import { collecting, publish, recordRowChange } from './events/record.js';
+import type { ZtcEvent } from './events/types.js';
 import { BUILTIN_CONFIG_TYPE_IDS, BUILTIN_CONFIG_TYPES, isEarlySeed } from './config-schemas.js';
 import { IDENTITY_TYPES } from './resources/identity-types.js';
 import { DEFAULT_AUTH_POLICY_ID } from './resources/identities.js';
@@ -72,19 +74,21 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
   if (password.length < 5 || password.length > 100) throw new Error('the admin password must have 5 to 100 characters');
   const passwordHash = await hashPassword(password);
   const id = newId();
+  // The first admin is in the audit from the start, created by the controller itself.
+  const events: ZtcEvent[] = [];
   try {
-    await db.transaction().execute(async (tx) => {
-    await tx
-      .insertInto('identities')
-      .values({ id, name: 'Default Admin', typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 1, isDefaultAdmin: 1, ...base } as never)
-      .execute();
-    await tx
-      .insertInto('authenticators')
-      .values({ id: newId(), identityId: id, method: 'updb', username: ctx.config.adminUsername, passwordHash, isIssuedByNetwork: 0, ...base } as never)
-      .execute();
+    await db.transaction().execute(async (raw) => {
+    const tx = collecting(raw, events);
+    const identity = { id, name: 'Default Admin', typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 1, isDefaultAdmin: 1, ...base };
+    await tx.insertInto('identities').values(identity as never).execute();
+    const authenticator = { id: newId(), identityId: id, method: 'updb', username: ctx.config.adminUsername, passwordHash, isIssuedByNetwork: 0, ...base };
+    await tx.insertInto('authenticators').values(authenticator as never).execute();
     // Policies naming #all select the admin too.
     await evaluateEntity(tx, 'identity', id, []);
+    await recordRowChange(tx, ctx, 'identities', 'created', id, null, identity);
+    await recordRowChange(tx, ctx, 'authenticators', 'created', authenticator.id, null, authenticator);
     });
+    publish(ctx, events);
   } catch (err) {
     // Another controller on the same database created it first.
     if (ctx.store.dialect.uniqueViolation(err)) return { adminCreated: false };

@@ -21,6 +21,11 @@ export interface Ctx {
    * context (server/actor.ts); absent for the controller's own work (sweeps, start-up).
    */
   actor?: Actor;
+  /**
+   * An enrollment request's note of whose enrollment it is, filled in once its token (or certificate)
+   * names an identity or router: the enrollment event says whose it was (server/enrollment-events.ts).
+   */
+  enrolling?: { identityId?: string; routerId?: string };
 }
 
 /** Who is calling: resolved from the API session by the auth plugin. */

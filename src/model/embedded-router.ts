@@ -11,6 +11,7 @@ import forge from 'node-forge';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { createIn, writeTx } from './crud.js';
+import { recordRowChange } from './events/record.js';
 import { fingerprintOf, issueCertificate, newRsaKey } from './pki/certs.js';
 import { serverNames } from './pki/pki.js';
 import { controllerId } from './resources/controllers.js';
@@ -51,7 +52,10 @@ export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port:
     const made = await writeTx(ctx, async (tx) => {
       const r = await createIn(tx, ctx, edgeRouters, { name, roleAttributes: ['public'], isTunnelerEnabled: false, cost: 0, noTraversal: false, disabled: false, appData: {} });
       // It needs no enrollment: its certificate is issued here.
-      await tx.deleteFrom('enrollments').where('routerId', '=', r.id).execute();
+      for (const e of await tx.selectFrom('enrollments').selectAll().where('routerId', '=', r.id).execute()) {
+        await tx.deleteFrom('enrollments').where('id', '=', e.id).execute();
+        await recordRowChange(tx, ctx, 'enrollments', 'deleted', e.id, e as never, null, 'embedded-router');
+      }
       return r;
     });
     row = { id: made.id, name };
@@ -71,11 +75,14 @@ export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port:
     certPem = issueCertificate({ commonName: row.id, publicKey, issuerPem: ctx.pki.intermediatePem, issuerKeyPem: ctx.pki.intermediateKeyPem, days: 365, sans: names, usage: 'server+client' });
     fs.writeFileSync(certFile, certPem);
   }
-  await ctx.store.db
-    .updateTable('routers')
-    .set({ controllerId: controllerId(ctx.config.dataDir), isVerified: 1, fingerprint: fingerprintOf(certPem), certPem, serverCertPem: certPem, hostname: o.address, supportedProtocols: JSON.stringify({ tls: url }), updatedAt: iso(ctx.clock.now()) })
-    .where('id', '=', row.id)
-    .execute();
+  const routerId = row.id;
+  await writeTx(ctx, async (tx) => {
+    const before = await tx.selectFrom('routers').selectAll().where('id', '=', routerId).executeTakeFirst();
+    const changed = { controllerId: controllerId(ctx.config.dataDir), isVerified: 1, fingerprint: fingerprintOf(certPem), certPem, serverCertPem: certPem, hostname: o.address, supportedProtocols: JSON.stringify({ tls: url }), updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('routers').set(changed).where('id', '=', routerId).execute();
+    // A new certificate (first start, new names, renewal) is a change of the router; a plain restart is not.
+    if (before && before.fingerprint !== changed.fingerprint) await recordRowChange(tx, ctx, 'routers', 'updated', routerId, before as never, { ...before, ...changed }, 'certificate');
+  });
   return { id: row.id, name: row.name, certPem: certPem + ctx.pki.intermediatePem, keyPem, url };
 }
 

@@ -80,7 +80,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     ? startFabricThread(config, {
         progress: o.progress,
         log: { info: (x, m) => app?.log.info(x, m), warn: (x, m) => app?.log.warn(x, m), debug: (x, m) => app?.log.debug(x, m) },
-        stats: (s: DataPlaneStats) => app?.metrics.dataPlaneStats(s),
+        stats: (s: DataPlaneStats) => app?.metrics?.dataPlaneStats(s),
         // Its events (routers, links, circuits, terminators) reach this process's file and live stream.
         events: (e) => ctx.events.emit(e, true),
       })
@@ -197,7 +197,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       if (ops) await new Promise<void>((resolve) => ops!.close(() => resolve()));
       await router?.close();
       await app.close();
-      await ctx.events.flush();
+      await ctx.events.close();
       await opened.close();
       unlock();
     },

@@ -6,12 +6,12 @@ import type { Health } from './health.js';
 import { healthAnswer } from './health.js';
 import type { Metrics } from './metrics.js';
 
-export async function startOpsListener(o: { host: string; port: number; metrics: Metrics; health: Health }): Promise<http.Server> {
+export async function startOpsListener(o: { host: string; port: number; metrics: Metrics | undefined; health: Health }): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://ops');
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'only GET\n', { allow: 'GET, HEAD' });
-      if (url.pathname === '/metrics') {
+      if (url.pathname === '/metrics' && o.metrics) {
         const { contentType, body } = await o.metrics.exposition();
         return send(200, contentType, body);
       }
@@ -19,7 +19,7 @@ export async function startOpsListener(o: { host: string; port: number; metrics:
         const answer = await healthAnswer(o.health, url.pathname, url.searchParams.get('type') === 'short');
         if (answer) return send(answer.status, 'application/json', JSON.stringify(answer.body) + '\n');
       }
-      return send(404, 'text/plain', 'not found: this port serves /metrics and /health-checks\n');
+      return send(404, 'text/plain', o.metrics ? 'not found: this port serves /metrics and /health-checks\n' : 'not found: metrics are off (--no-metrics); this port serves /health-checks\n');
     })().catch(() => send(500, 'text/plain', 'could not collect\n'));
 
     function send(status: number, type: string, body: string, headers: Record<string, string> = {}) {

@@ -1,49 +1,21 @@
 // API tokens over TLS, as a CI job or Prometheus uses them: created once and shown once, stored as a
 // hash, sent as `Authorization: Bearer` or `zt-session`, scoped (admin or read-only), with expiry and
 // last use, revoked by deleting.
-import https from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/model/ids.js';
-import { startController, type Running } from '../../src/server/controller.js';
-import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+import { MGMT } from '../helpers/controller.js';
+import { startTlsController, type TlsController } from '../helpers/tls.js';
 
-let running: Running;
-let base: string;
-let ca: string;
+let c: TlsController;
 let admin: string;
 
-function call(method: string, path: string, o: { token?: string; bearer?: string; body?: unknown } = {}) {
-  return new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
-    const headers: Record<string, string> = {};
-    if (o.token) headers['zt-session'] = o.token;
-    if (o.bearer) headers.authorization = `Bearer ${o.bearer}`;
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
-    const req = https.request(`${base}${path}`, { method, ca, agent: false, headers }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body, text });
-      });
-    });
-    req.on('error', reject);
-    if (o.body !== undefined) req.write(JSON.stringify(o.body));
-    req.end();
-  });
-}
+const call: TlsController['call'] = (method, path, o) => c.call(method, path, o);
 
 beforeAll(async () => {
-  running = await startController(testConfig(tempDataDir(), { port: 0, bind: '127.0.0.1', db: await testDatabase(), router: false, ctrl: false }));
-  base = running.url.replace('localhost', '127.0.0.1');
-  ca = running.ctx.pki.caBundlePem;
-  admin = (await call('POST', `${CLIENT}/authenticate?method=password`, { body: ADMIN })).body.data.token;
+  c = await startTlsController({ router: false, ctrl: false });
+  admin = await c.login();
 });
-afterAll(() => running?.close());
+afterAll(() => c?.close());
 
 describe('API tokens', () => {
   let token: string;
@@ -61,7 +33,7 @@ describe('API tokens', () => {
     expect(detail.body.data).toMatchObject({ name: 'ci-deploy', identity: { name: 'Default Admin' }, readOnly: false, lastUsedAt: null });
     expect(detail.text).not.toContain(token);
     expect((await call('GET', `${MGMT}/api-tokens`, { token: admin })).text).not.toContain(token);
-    const row = await running.ctx.store.db.selectFrom('apiTokens').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const row = await c.running.ctx.store.db.selectFrom('apiTokens').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     expect(row.tokenHash).toBe(hashSecret(token));
     expect(JSON.stringify(row)).not.toContain(token);
   });
@@ -97,7 +69,7 @@ describe('API tokens', () => {
 
   it('stop working when they expire, when revoked, and when their identity is disabled', async () => {
     const short = (await call('POST', `${MGMT}/api-tokens`, { token: admin, body: { name: 'short', expiresInDays: 1 } })).body.data;
-    await running.ctx.store.db.updateTable('apiTokens').set({ expiresAt: '2000-01-01T00:00:00.000Z' }).where('id', '=', short.id).execute();
+    await c.running.ctx.store.db.updateTable('apiTokens').set({ expiresAt: '2000-01-01T00:00:00.000Z' }).where('id', '=', short.id).execute();
     const expired = await call('GET', `${MGMT}/identities`, { bearer: short.token });
     expect(expired.status).toBe(401);
     expect(expired.body.error.message).toMatch(/expired/);

@@ -7,49 +7,25 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pruneAudit } from '../../src/model/events/audit-store.js';
 import { FileSink } from '../../src/model/events/file-sink.js';
-import { startController, type Running } from '../../src/server/controller.js';
-import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+import { ADMIN, CLIENT, MGMT, tempDataDir } from '../helpers/controller.js';
+import { startTlsController, type TlsController } from '../helpers/tls.js';
 
-let running: Running;
-let base: string;
-let ca: string;
+let c: TlsController;
 let admin: string;
 let eventsFile: string;
 
-function call(method: string, p: string, o: { token?: string; body?: unknown } = {}) {
-  return new Promise<{ status: number; body: any; text: string; headers: Record<string, unknown> }>((resolve, reject) => {
-    const headers: Record<string, string> = {};
-    if (o.token) headers['zt-session'] = o.token;
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
-    const req = https.request(`${base}${p}`, { method, ca, agent: false, headers }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body, text, headers: res.headers });
-      });
-    });
-    req.on('error', reject);
-    if (o.body !== undefined) req.write(JSON.stringify(o.body));
-    req.end();
-  });
-}
+const call: TlsController['call'] = (method, p, o) => c.call(method, p, o);
 
 /** Open the SSE stream; resolves with the events received (data lines parsed) once `until` is met. */
 function follow(token: string, types: string) {
   const received: any[] = [];
   let req: ReturnType<typeof https.request>;
   const opened = new Promise<number>((resolve, reject) => {
-    req = https.request(`${base}${MGMT}/events?types=${types}`, { ca, agent: false, headers: { 'zt-session': token, accept: 'text/event-stream' } }, (res) => {
+    req = https.request(`${c.base}${MGMT}/events?types=${types}`, { ca: c.running.ctx.pki.caBundlePem, agent: false, headers: { 'zt-session': token, accept: 'text/event-stream' } }, (res) => {
       res.setEncoding('utf8');
       let buf = '';
-      res.on('data', (c: string) => {
-        buf += c;
+      res.on('data', (chunk: string) => {
+        buf += chunk;
         let i;
         while ((i = buf.indexOf('\n\n')) >= 0) {
           const block = buf.slice(0, i);
@@ -69,14 +45,11 @@ function follow(token: string, types: string) {
 const SECRET_PASSWORD = 'Sup3r-secret-pw!';
 
 beforeAll(async () => {
-  const dir = tempDataDir();
-  eventsFile = path.join(dir, 'events.jsonl');
-  running = await startController(testConfig(dir, { port: 0, bind: '127.0.0.1', db: await testDatabase(), router: false, ctrl: false, eventsFile }));
-  base = running.url.replace('localhost', '127.0.0.1');
-  ca = running.ctx.pki.caBundlePem;
-  admin = (await call('POST', `${CLIENT}/authenticate?method=password`, { body: ADMIN })).body.data.token;
+  eventsFile = path.join(tempDataDir(), 'events.jsonl');
+  c = await startTlsController({ router: false, ctrl: false, eventsFile });
+  admin = await c.login();
 });
-afterAll(() => running?.close());
+afterAll(() => c?.close());
 
 describe('events and the audit', () => {
   let userToken: string;
@@ -92,6 +65,8 @@ describe('events and the audit', () => {
     const policy = await call('POST', `${MGMT}/service-policies`, { token: admin, body: { name: 'web-dial', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#staff'], serviceRoles: ['#web'] } });
     expect(policy.status).toBe(201);
     const id = policy.body.data.id;
+    // The audit lists newest first: the update comes a second after the create on the controller's clock.
+    c.clock.advance(1000);
     expect((await call('PATCH', `${MGMT}/service-policies/${id}`, { token: admin, body: { identityRoles: ['#staff', '#contractors'] } })).status).toBe(200);
 
     const audit = await call('GET', `${MGMT}/audit-events?entity=web-dial`, { token: admin });
@@ -110,10 +85,10 @@ describe('events and the audit', () => {
     // The password set for alice: its change is recorded, redacted, and appears nowhere in clear.
     const authChange = (await call('GET', `${MGMT}/audit-events?entity=alice&types=entityChange`, { token: admin })).body.data.find((e: any) => e.entityType === 'authenticators');
     expect(authChange.finalState.passwordHash ?? authChange.finalState.password).toBe('[redacted]');
-    await running.ctx.events.flush();
+    await c.running.ctx.events.flush();
     const everything = [
       fs.readFileSync(eventsFile, 'utf8'),
-      JSON.stringify(await running.ctx.store.db.selectFrom('auditEvents').selectAll().execute()),
+      JSON.stringify(await c.running.ctx.store.db.selectFrom('auditEvents').selectAll().execute()),
       (await call('GET', `${MGMT}/audit-events?limit=1000`, { token: admin })).text,
     ].join('\n');
     for (const secret of [SECRET_PASSWORD, admin, userToken, ADMIN.password]) expect(everything).not.toContain(secret);
@@ -122,7 +97,7 @@ describe('events and the audit', () => {
 
   it('record a failed login with its method, address, identity and reason', async () => {
     expect((await call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'alice', password: 'wrong-password-1' } })).status).toBe(401);
-    await running.ctx.events.flush();
+    await c.running.ctx.events.flush();
     const audit = await call('GET', `${MGMT}/audit-events?types=authentication&entity=${userId}`, { token: admin });
     const failed = audit.body.data.find((e: any) => e.event_type === 'fail');
     expect(failed).toMatchObject({ namespace: 'authentication', type: 'updb', identity_id: userId, username: 'alice', success: false, remote_address: '127.0.0.1' });
@@ -133,7 +108,7 @@ describe('events and the audit', () => {
   it('record an enrollment refused, with its method and reason and not its token', async () => {
     const bogus = 'not-a-real-enrollment-token';
     expect((await call('POST', `${CLIENT}/enroll/ott?token=${bogus}`, { body: {} })).status).toBeGreaterThanOrEqual(400);
-    await running.ctx.events.flush();
+    await c.running.ctx.events.flush();
     const audit = await call('GET', `${MGMT}/audit-events?types=enrollment`, { token: admin });
     expect(audit.body.data[0]).toMatchObject({ namespace: 'enrollment', event_type: 'fail', method: 'ott', remote_address: '127.0.0.1' });
     expect(audit.body.data[0].reason).toBeTruthy();
@@ -165,10 +140,10 @@ describe('events and the audit', () => {
 
   it('are kept for the retention window', async () => {
     const old = new Date(Date.now() - 100 * 86_400_000).toISOString();
-    await running.ctx.store.db.insertInto('auditEvents').values({ id: 'old-one', at: old, namespace: 'entityChange', eventType: 'created', entityType: 'services', entityId: 'x', entityName: 'ancient', actorId: null, actorName: null, body: '{}' }).execute();
-    const before = await running.ctx.store.db.selectFrom('auditEvents').select('id').execute();
-    expect(await pruneAudit(running.ctx.store.db, new Date(), 90)).toBe(1);
-    const after = await running.ctx.store.db.selectFrom('auditEvents').select('id').execute();
+    await c.running.ctx.store.db.insertInto('auditEvents').values({ id: 'old-one', at: old, namespace: 'entityChange', eventType: 'created', entityType: 'services', entityId: 'x', entityName: 'ancient', actorId: null, actorName: null, body: '{}' }).execute();
+    const before = await c.running.ctx.store.db.selectFrom('auditEvents').select('id').execute();
+    expect(await pruneAudit(c.running.ctx.store.db, new Date(), 90)).toBe(1);
+    const after = await c.running.ctx.store.db.selectFrom('auditEvents').select('id').execute();
     expect(after.length).toBe(before.length - 1);
     expect(after.some((r) => r.id === 'old-one')).toBe(false);
   });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
 import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 import { familyOf, parseExposition, sampleValue, type MetricFamily } from '../helpers/prometheus.js';
+import { startTlsController } from '../helpers/tls.js';
 
 let running: Running;
 let base: string;
@@ -180,6 +181,32 @@ describe('health checks', () => {
       expect((await plain('/health-checks')).status).toBe(503);
     } finally {
       delete executor.executeQuery;
+    }
+  });
+});
+
+describe('metrics off (--no-metrics)', () => {
+  it('count nothing: /metrics is 404 on the API port and the metrics port, the health checks still answer', async () => {
+    const port = await freePort();
+    const off = await startTlsController({ router: false, ctrl: false, metrics: false, metricsPort: port });
+    try {
+      const token = await off.login();
+      expect((await off.call('GET', '/metrics', { token })).status).toBe(404);
+      expect((await off.call('GET', '/health-checks')).status).toBe(200);
+      expect(off.running.ctx.store.queryTimes.observer).toBeUndefined();
+      const open = (p: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
+        http.get(`http://127.0.0.1:${port}${p}`, { agent: false }, (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        }).on('error', reject);
+      });
+      const metrics = await open('/metrics');
+      expect(metrics.status).toBe(404);
+      expect(metrics.text).toMatch(/metrics are off/);
+      expect((await open('/health-checks/live')).status).toBe(200);
+    } finally {
+      await off.close();
     }
   });
 });

@@ -9,7 +9,11 @@ import { ADMIN, CLIENT, tempDataDir, testConfig, testDatabase } from './controll
 export interface TlsController {
   running: Running;
   clock: ManualClock;
-  call(method: string, path: string, o?: { token?: string; body?: unknown; cert?: string; key?: string; contentType?: string; accept?: string }): Promise<{ status: number; body: any; text: string; headers: Record<string, unknown> }>;
+  dataDir: string;
+  /** https://127.0.0.1:PORT */
+  base: string;
+  /** `token` goes in zt-session, `bearer` in Authorization: Bearer (API tokens). */
+  call(method: string, path: string, o?: { token?: string; bearer?: string; body?: unknown; cert?: string; key?: string; contentType?: string; accept?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; text: string; headers: Record<string, unknown> }>;
   login(): Promise<string>;
   close(): Promise<void>;
 }
@@ -23,6 +27,8 @@ export async function startTlsController(extra: Partial<Config> = {}): Promise<T
   const tc: TlsController = {
     running,
     clock,
+    dataDir,
+    base,
     call(method, path, o = {}) {
       return new Promise((resolve, reject) => {
         const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
@@ -33,6 +39,8 @@ export async function startTlsController(extra: Partial<Config> = {}): Promise<T
             headers: {
               accept: o.accept ?? 'application/json',
               ...(o.token ? { 'zt-session': o.token } : {}),
+              ...(o.bearer ? { authorization: `Bearer ${o.bearer}` } : {}),
+              ...o.headers,
               ...(payload !== undefined ? { 'content-type': o.contentType ?? (typeof o.body === 'string' ? 'text/plain' : 'application/json') } : {}),
             },
           },

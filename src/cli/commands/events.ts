@@ -63,7 +63,14 @@ export function eventsCommand(): Command {
       await withTransport(opts, async (t) => {
         const query = opts.type.length ? `?types=${encodeURIComponent(opts.type.join(','))}` : '';
         let buf = '';
+        let announced = false;
         const reply = await t.download(`${API}/events${query}`, 'text/event-stream', (chunk) => {
+          // The controller opens the stream with a comment: from then on no event is missed. Said on
+          // stderr, so a script can wait for it before making the change it wants to see.
+          if (!announced && chunk.startsWith(': ztc events')) {
+            announced = true;
+            process.stderr.write(`following events${opts.type.length ? ` (${opts.type.join(', ')})` : ''}: Ctrl-C to stop\n`);
+          }
           buf += chunk;
           let i;
           while ((i = buf.indexOf('\n\n')) >= 0) {

@@ -44,6 +44,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--no-ctrl', 'do not listen for upstream routers (env ZTC_CTRL=false)')
     .option('--enforce-password-policy', 'refuse passwords that break their auth policy\'s updb rules (env ZTC_ENFORCE_PASSWORD_POLICY; default off, as upstream)')
     .option('--metrics-port <port>', 'also serve /metrics and /health-checks over plain HTTP on this port, without authentication, for Prometheus and load balancers on a trusted network (env ZTC_METRICS_PORT; default: not served; /metrics on the API port needs an admin)')
+    .option('--no-metrics', 'count nothing for /metrics: it answers 404 (env ZTC_METRICS=false; the health checks stay)')
     .option('--events-file <path>', 'append events (entity changes, logins, API sessions, sessions, enrollments) to this JSON-lines file, rotated by size (env ZTC_EVENTS_FILE; config eventsFile; default: none)')
     .option('--events-file-max-mb <n>', 'rotate the events file at this size in MiB (env ZTC_EVENTS_FILE_MAX_MB; default 100)')
     .option('--events-file-keep <n>', 'rotated events files kept (env ZTC_EVENTS_FILE_KEEP; default 5)')
@@ -87,6 +88,7 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     ctrlPort: opts.ctrlPort,
     ctrl: (opts as Record<string, unknown>).ctrl === false ? false : undefined,
     metricsPort: opts.metricsPort,
+    metrics: (opts as Record<string, unknown>).metrics === false ? false : undefined,
     eventsFile: opts.eventsFile,
     eventsFileMaxMb: opts.eventsFileMaxMb,
     eventsFileKeep: opts.eventsFileKeep,
@@ -150,7 +152,8 @@ export async function runController(config: Config, format: LogFormat = logForma
   const edge = running.fabric?.edge;
   if (edge) lines.push(`  edge router   ${edge.url}   ('${edge.name}': SDKs connect, bind and dial here)`);
   if (running.fabric?.ctrlPort) lines.push(`  routers ctrl  tls:${config.hostnames[0] ?? 'localhost'}:${running.fabric.ctrlPort}   (ctrl.endpoint for upstream routers: ziti router run)`);
-  if (config.metricsPort) lines.push(`  metrics       http://${config.bind}:${config.metricsPort}/metrics   (and /health-checks, open: keep this port on a trusted network)`);
+  if (config.metricsPort && config.metrics) lines.push(`  metrics       http://${config.bind}:${config.metricsPort}/metrics   (and /health-checks, open: keep this port on a trusted network)`);
+  else if (config.metricsPort) lines.push(`  health        http://${config.bind}:${config.metricsPort}/health-checks   (metrics off: --no-metrics)`);
   if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
   if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);

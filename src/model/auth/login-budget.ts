@@ -58,15 +58,16 @@ export class LoginBudget {
   }
 }
 
-const budgets = new WeakMap<Ctx, LoginBudget>();
+// Keyed by the controller's event hub, which the per-request copies of the context share (server/actor.ts).
+const budgets = new WeakMap<Ctx['events'], LoginBudget>();
 
 /** The budget of this controller (one per opened data dir, on its clock's monotonic time). */
 export function loginBudget(ctx: Ctx): LoginBudget {
-  let b = budgets.get(ctx);
+  let b = budgets.get(ctx.events);
   if (!b) {
     // Durations on the monotonic clock: stepping the wall clock back a day must not mean a day's wait.
     b = new LoginBudget(() => ctx.clock.monotonic());
-    budgets.set(ctx, b);
+    budgets.set(ctx.events, b);
   }
   return b;
 }

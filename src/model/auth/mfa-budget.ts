@@ -13,23 +13,24 @@ import { LoginBudget } from './login-budget.js';
 export const MAX_PARTIAL_FAILURES = 5;
 const MAX_TRACKED_SESSIONS = 100_000;
 
-const budgets = new WeakMap<Ctx, LoginBudget>();
-const sessionFailures = new WeakMap<Ctx, Map<string, number>>();
+// Keyed by the controller's event hub, which the per-request copies of the context share (server/actor.ts).
+const budgets = new WeakMap<Ctx['events'], LoginBudget>();
+const sessionFailures = new WeakMap<Ctx['events'], Map<string, number>>();
 
 /** The per-identity budget of MFA code attempts of this controller. */
 export function mfaBudget(ctx: Ctx): LoginBudget {
-  let b = budgets.get(ctx);
+  let b = budgets.get(ctx.events);
   if (!b) {
     b = new LoginBudget(() => ctx.clock.monotonic(), 'Too many wrong MFA codes for this identity');
-    budgets.set(ctx, b);
+    budgets.set(ctx.events, b);
   }
   return b;
 }
 
 /** Count a wrong code on a partial API session; returns how many it has had. */
 export function failOnSession(ctx: Ctx, apiSessionId: string): number {
-  let m = sessionFailures.get(ctx);
-  if (!m) sessionFailures.set(ctx, (m = new Map()));
+  let m = sessionFailures.get(ctx.events);
+  if (!m) sessionFailures.set(ctx.events, (m = new Map()));
   const n = (m.get(apiSessionId) ?? 0) + 1;
   m.delete(apiSessionId);
   m.set(apiSessionId, n);
@@ -39,5 +40,5 @@ export function failOnSession(ctx: Ctx, apiSessionId: string): number {
 }
 
 export function forgetSession(ctx: Ctx, apiSessionId: string) {
-  sessionFailures.get(ctx)?.delete(apiSessionId);
+  sessionFailures.get(ctx.events)?.delete(apiSessionId);
 }

@@ -9,6 +9,9 @@ import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { deleteApiSession } from './api-sessions.js';
 import { apiSessionEnded } from '../events/emit.js';
+import { recordRowChange } from '../events/record.js';
+import { REDACTED } from '../events/redact.js';
+import { writeTx } from '../crud.js';
 import { failOnSession, forgetSession, MAX_PARTIAL_FAILURES, mfaBudget } from './mfa-budget.js';
 import { newId, safeEqual } from '../ids.js';
 import { selfLink } from '../resource.js';
@@ -46,13 +49,15 @@ export async function startMfa(ctx: Ctx, identityId: string) {
   if (existing) throw new ApiError(409, 'ALREADY_MFA_ENROLLED', isSet(existing.isVerified) ? 'MFA is already enrolled' : 'An MFA enrollment is already started: verify it, or delete it and start again');
   const now = iso(ctx.clock.now());
   const id = newId();
+  const row = { id, createdAt: now, updatedAt: now, tags: '{}', identityId, secret: ctx.sealer.seal(generateSecret({ length: 20 })), isVerified: 0, recoveryCodes: sealCodes(ctx, recoveryCodes()), lastStep: 0 };
   try {
-    await ctx.store.db
-      .insertInto('mfa')
-      .values({ id, createdAt: now, updatedAt: now, tags: '{}', identityId, secret: ctx.sealer.seal(generateSecret({ length: 20 })), isVerified: 0, recoveryCodes: sealCodes(ctx, recoveryCodes()), lastStep: 0 })
-      .execute();
+    await writeTx(ctx, async (tx) => {
+      await tx.insertInto('mfa').values(row).execute();
+      await recordRowChange(tx, ctx, 'mfas', 'created', id, null, row);
+    });
   } catch (err) {
-    if (ctx.store.dialect.uniqueViolation(err)) throw new ApiError(409, 'ALREADY_MFA_ENROLLED', 'An MFA enrollment is already started');
+    // writeTx reports a unique violation as COULD_NOT_VALIDATE: here it means a concurrent start.
+    if (ctx.store.dialect.uniqueViolation(err) || (err instanceof ApiError && err.code === 'COULD_NOT_VALIDATE')) throw new ApiError(409, 'ALREADY_MFA_ENROLLED', 'An MFA enrollment is already started');
     throw err;
   }
   return id;
@@ -98,14 +103,21 @@ async function acceptRecoveryCode(ctx: Ctx, m: MfaRow & { storedRecoveryCodes: s
   const codes = fromJson<string[]>(m.recoveryCodes, []);
   const match = codes.find((c) => safeEqual(c, code.toUpperCase()));
   if (!match) return false;
-  const res = await ctx.store.db
-    .updateTable('mfa')
-    .set({ recoveryCodes: sealCodes(ctx, codes.filter((c) => c !== match)), updatedAt: iso(ctx.clock.now()) })
-    .where('id', '=', m.id)
-    .where('recoveryCodes', '=', m.storedRecoveryCodes)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  // A recovery code spent is a change an operator wants in the audit (a lost device, or a stolen code).
+  return writeTx(ctx, async (tx) => {
+    const changed = { recoveryCodes: sealCodes(ctx, codes.filter((c) => c !== match)), updatedAt: iso(ctx.clock.now()) };
+    const res = await tx.updateTable('mfa').set(changed).where('id', '=', m.id).where('recoveryCodes', '=', m.storedRecoveryCodes).executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) return false;
+    await recordRowChange(tx, ctx, 'mfas', 'updated', m.id, storedMfa(m), { ...storedMfa(m), ...changed }, 'recovery-code-used');
+    return true;
+  });
 }
+
+/** The row as stored (for an event's states: its secrets are redacted there anyway). */
+const storedMfa = (m: MfaRow & { storedRecoveryCodes: string }): Record<string, unknown> => {
+  const { storedRecoveryCodes, ...row } = m;
+  return { ...row, secret: REDACTED, recoveryCodes: storedRecoveryCodes };
+};
 
 /**
  * A current TOTP code, or (when allowed) a recovery code. Every check spends one attempt of the identity's
@@ -130,7 +142,11 @@ export async function verifyMfa(ctx: Ctx, identityId: string, apiSessionId: stri
   const m = await getMfa(ctx, identityId);
   if (!m || isSet(m.isVerified)) throw mfaNotFound();
   if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode(400);
-  await ctx.store.db.updateTable('mfa').set({ isVerified: 1, updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
+  await writeTx(ctx, async (tx) => {
+    const changed = { isVerified: 1, updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('mfa').set(changed).where('id', '=', m.id).execute();
+    await recordRowChange(tx, ctx, 'mfas', 'updated', m.id, storedMfa(m), { ...storedMfa(m), ...changed }, 'verify');
+  });
   // The session on which enrollment is verified has done its MFA.
   if (apiSessionId) {
     await ctx.store.db.updateTable('apiSessions').set({ isMfaComplete: 1 }).where('id', '=', apiSessionId).execute();
@@ -160,7 +176,10 @@ export async function deleteMfa(ctx: Ctx, identityId: string, code: string | und
   const m = await getMfa(ctx, identityId);
   if (!m) throw mfaNotFound();
   if (isSet(m.isVerified) && !(await checkCode(ctx, m, code, { recovery: true }))) throw invalidCode();
-  await ctx.store.db.deleteFrom('mfa').where('id', '=', m.id).execute();
+  await writeTx(ctx, async (tx) => {
+    const res = await tx.deleteFrom('mfa').where('id', '=', m.id).executeTakeFirst();
+    if (Number(res.numDeletedRows) === 1) await recordRowChange(tx, ctx, 'mfas', 'deleted', m.id, storedMfa(m), null);
+  });
 }
 
 export async function recoveryCodesOf(ctx: Ctx, identityId: string, code: unknown) {
@@ -175,7 +194,11 @@ export async function regenerateRecoveryCodes(ctx: Ctx, identityId: string, code
   const m = await getMfa(ctx, identityId);
   if (!m || !isSet(m.isVerified)) throw mfaNotFound();
   if (!(await checkCode(ctx, m, code, { recovery: false }))) throw invalidCode();
-  await ctx.store.db.updateTable('mfa').set({ recoveryCodes: sealCodes(ctx, recoveryCodes()), updatedAt: iso(ctx.clock.now()) }).where('id', '=', m.id).execute();
+  await writeTx(ctx, async (tx) => {
+    const changed = { recoveryCodes: sealCodes(ctx, recoveryCodes()), updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('mfa').set(changed).where('id', '=', m.id).execute();
+    await recordRowChange(tx, ctx, 'mfas', 'updated', m.id, storedMfa(m), { ...storedMfa(m), ...changed }, 'regenerate-recovery-codes');
+  });
 }
 
 /** The auth query a partially authenticated session must answer. */

@@ -42,6 +42,9 @@ export function auditRow(id: string, e: ZtcEvent): AuditRow {
       actorId = e.metadata.author.id;
       actorName = e.metadata.author.name;
     }
+  } else if (e.namespace === 'enrollment' && e.router_id) {
+    entityType = 'routers';
+    entityId = e.router_id;
   } else if (e.namespace === 'authentication' || e.namespace === 'enrollment') {
     actorId = e.identity_id || null;
     entityType = 'identities';

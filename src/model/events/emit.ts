@@ -40,9 +40,10 @@ export function sessionEvent(ctx: Ctx, eventType: SessionEvent['event_type'], s:
   }));
 }
 
-export function enrollmentEvent(ctx: Ctx, method: string, ok: boolean, remoteAddress: string, reason = '', identityId = '') {
+/** `whose`: the identity (or router) the token or certificate named, when the request got that far. */
+export function enrollmentEvent(ctx: Ctx, method: string, ok: boolean, remoteAddress: string, reason = '', whose: { identityId?: string; routerId?: string } = {}) {
   ctx.events.emit(ctx.events.stamp<EnrollmentEvent>({
-    namespace: 'enrollment', event_type: ok ? 'success' : 'fail', method, identity_id: identityId, remote_address: remoteAddress, reason,
+    namespace: 'enrollment', event_type: ok ? 'success' : 'fail', method, identity_id: whose.identityId ?? '', ...(whose.routerId ? { router_id: whose.routerId } : {}), remote_address: remoteAddress, reason,
   }));
 }
 
@@ -52,5 +53,5 @@ export const sessionDeleted = (ctx: Ctx, row: Record<string, unknown>): SessionE
     namespace: 'edge.sessions', event_type: 'deleted', session_type: String(row.type ?? ''), id: String(row.id), api_session_id: String(row.apiSessionId ?? ''), identity_id: String(row.identityId ?? ''), service_id: String(row.serviceId ?? ''),
   });
 
-export const apiSessionDeleted = (ctx: Ctx, row: Record<string, unknown>): ApiSessionEvent =>
-  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: 'legacy', identity_id: String(row.identityId ?? ''), reason: 'deleted' });
+export const apiSessionDeleted = (ctx: Ctx, row: Record<string, unknown>, reason = 'deleted'): ApiSessionEvent =>
+  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: 'legacy', identity_id: String(row.identityId ?? ''), reason });

@@ -10,7 +10,8 @@ import { AuditBatcher, auditRow, STORED } from './audit-store.js';
 import { FileSink, type FileSinkOptions } from './file-sink.js';
 import type { ZtcEvent } from './types.js';
 
-type Subscriber = (e: ZtcEvent) => void;
+/** A live subscriber: the event, and its JSON text (made once for the file and every subscriber). */
+type Subscriber = (e: ZtcEvent, json: string) => void;
 
 /** Fields every event has, filled by the hub. */
 export type Unstamped<E extends ZtcEvent = ZtcEvent> = E extends ZtcEvent ? Omit<E, 'event_src_id' | 'timestamp'> & { timestamp?: string } : never;
@@ -46,7 +47,7 @@ export class Events {
       this.file?.write(line);
       for (const s of this.subscribers) {
         try {
-          s(e);
+          s(e, line);
         } catch {
           // a subscriber's failure is its own (a closed stream); the others still hear
         }
@@ -71,5 +72,11 @@ export class Events {
   /** Write out what is queued (at shutdown, and in tests). */
   async flush() {
     await Promise.all([this.file?.flush(), this.audit?.flush()]);
+  }
+
+  /** Write out what is queued and close the events file (at shutdown). */
+  async close() {
+    await Promise.all([this.file?.close(), this.audit?.flush()]);
+    this.file = undefined;
   }
 }

@@ -47,6 +47,16 @@ export function authorOf(ctx: Ctx): EntityChangeEvent['metadata'] {
 
 /** Record one change of an entity inside its write's transaction. */
 export async function recordChange(tx: Tx, ctx: Ctx, decl: ResourceDecl, eventType: EntityChangeEvent['eventType'], id: string, before: Row | null, after: Row | null, action?: string) {
+  await recordRowChange(tx, ctx, entityType(decl), eventType, id, before, after, action);
+}
+
+/**
+ * Record a change of a stored row that no resource declaration covers, or made outside the generic
+ * crud (MFA enrolment, posture responses, PKI actions, revoked API sessions...): the same event and audit
+ * row as crud's, in the write's transaction. `type` is upstream's store name where it has the entity
+ * (mfas, apiSessions, authenticators, enrollments, cas), ztc's table name otherwise.
+ */
+export async function recordRowChange(tx: Tx, ctx: Ctx, type: string, eventType: EntityChangeEvent['eventType'], id: string, before: Row | null, after: Row | null, action?: string) {
   const named = after ?? before ?? {};
   const name = typeof named.name === 'string' ? named.name : typeof named.username === 'string' ? named.username : undefined;
   const event = ctx.events.stamp<EntityChangeEvent>({
@@ -54,7 +64,7 @@ export async function recordChange(tx: Tx, ctx: Ctx, decl: ResourceDecl, eventTy
     eventId: newId(12),
     eventType,
     metadata: authorOf(ctx),
-    entityType: entityType(decl),
+    entityType: type,
     entityId: id,
     ...(name !== undefined ? { entityName: name } : {}),
     isParentEvent: false,

@@ -88,7 +88,10 @@ export interface EnrollmentEvent extends Base {
   namespace: 'enrollment';
   event_type: 'success' | 'fail';
   method: string;
+  /** The identity whose enrollment it was ('' when the request never named one: an unknown token). */
   identity_id: string;
+  /** The router, for a router's enrollment or certificate extension (ztc's addition). */
+  router_id?: string;
   remote_address: string;
   reason: string;
 }

@@ -7,7 +7,8 @@ import { SnapshotUnavailable } from '../../store/db.js';
 
 /** As upstream: at most one snapshot a minute per controller, so a loop cannot fill the disk. */
 export const SNAPSHOT_INTERVAL_MS = 60_000;
-const lastSnapshot = new WeakMap<Ctx, number>();
+// Keyed by the controller's event hub, which the per-request copies of the context share (server/actor.ts).
+const lastSnapshot = new WeakMap<Ctx['events'], number>();
 
 /**
  * A snapshot as the API answers it: the file's name within the data dir's snapshots/ directory and
@@ -16,19 +17,19 @@ const lastSnapshot = new WeakMap<Ctx, number>();
  */
 export async function snapshotForApi(ctx: Ctx): Promise<{ name: string; sizeBytes: number }> {
   const now = ctx.clock.now().getTime();
-  const last = lastSnapshot.get(ctx);
+  const last = lastSnapshot.get(ctx.events);
   if (last !== undefined && now - last < SNAPSHOT_INTERVAL_MS) {
     const seconds = Math.ceil((SNAPSHOT_INTERVAL_MS - (now - last)) / 1000);
     throw new ApiError(429, 'RATE_LIMITED', `One snapshot a minute: try again in ${seconds} s`, undefined, { headers: { 'retry-after': String(seconds) } });
   }
   // Claimed before the copy starts, so two requests at once do not both copy.
-  lastSnapshot.set(ctx, now);
+  lastSnapshot.set(ctx.events, now);
   let taken: { path: string; sizeBytes: number };
   try {
     taken = await takeSnapshot(ctx);
   } catch (e) {
     // A snapshot that failed (no pg_dump, a full disk) does not count: the retry after the fix is not 429.
-    if (lastSnapshot.get(ctx) === now) lastSnapshot.delete(ctx);
+    if (lastSnapshot.get(ctx.events) === now) lastSnapshot.delete(ctx.events);
     throw e;
   }
   return { name: path.basename(taken.path), sizeBytes: taken.sizeBytes };

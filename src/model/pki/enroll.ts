@@ -18,6 +18,7 @@ import type { EnrollmentRow } from '../../store/schema.js';
 import { fingerprintOf } from './certs.js';
 import { chainsTo, issuingCa, requireClientCert, requireCurrent, signClientCsr } from './client-certs.js';
 import { X509Certificate as X509 } from 'node:crypto';
+import { recordRowChange } from '../events/record.js';
 
 // 400 INVALID_ENROLLMENT_TOKEN, as upstream answers an unknown token on every enroll operation
 // (enrollment_manager.go); two of them (ottca, erott) declare no 404 at all.
@@ -28,6 +29,10 @@ async function findEnrollment(db: Db | Tx, ctx: Ctx, token: unknown, methods: st
   if (typeof token !== 'string' || !token) throw new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', 'An enrollment token is required (query parameter token, or token in the body)');
   const row = await db.selectFrom('enrollments').selectAll().where('tokenHash', '=', hashSecret(token)).executeTakeFirst();
   if (!row) throw unknownToken();
+  if (ctx.enrolling) {
+    if (row.identityId) ctx.enrolling.identityId = row.identityId;
+    if (row.routerId) ctx.enrolling.routerId = row.routerId;
+  }
   if (!methods.includes(row.method)) throw new ApiError(400, 'INVALID_ENROLLMENT_TOKEN', `This token is for ${row.method} enrollment, not ${methods.join('/')}`);
   if (Date.parse(row.expiresAt) <= ctx.clock.now().getTime()) throw new ApiError(400, 'ENROLLMENT_EXPIRED', `This enrollment expired at ${row.expiresAt}: ask an administrator to refresh it`);
   return row;
@@ -44,6 +49,7 @@ export async function takeEnrollment(tx: Tx, ctx: Ctx, token: unknown, methods: 
   const row = await findEnrollment(tx, ctx, token, methods);
   const gone = await tx.deleteFrom('enrollments').where('id', '=', row.id).where('tokenHash', '=', row.tokenHash).executeTakeFirst();
   if (Number(gone.numDeletedRows) !== 1) throw unknownToken();
+  await recordRowChange(tx, ctx, 'enrollments', 'deleted', row.id, row as never, null, 'enroll');
   return row;
 }
 
@@ -54,10 +60,9 @@ async function addCertAuthenticator(tx: Tx, ctx: Ctx, identityId: string, pem: s
   const exists = await tx.selectFrom('authenticators').select('id').where('identityId', '=', identityId).where('method', '=', 'cert').executeTakeFirst();
   if (exists) throw conflict('MAX_AUTHENTICATOR_METHODS_REACHED', 'The identity already has a certificate authenticator');
   const now = iso(ctx.clock.now());
-  await tx
-    .insertInto('authenticators')
-    .values({ id: newId(), createdAt: now, updatedAt: now, tags: '{}', identityId, method: 'cert', certPem: pem, fingerprint, isIssuedByNetwork: o.network ? 1 : 0, caId: o.caId ?? null } as never)
-    .execute();
+  const row = { id: newId(), createdAt: now, updatedAt: now, tags: '{}', identityId, method: 'cert', certPem: pem, fingerprint, isIssuedByNetwork: o.network ? 1 : 0, caId: o.caId ?? null };
+  await tx.insertInto('authenticators').values(row as never).execute();
+  await recordRowChange(tx, ctx, 'authenticators', 'created', row.id, null, row, 'enroll');
 }
 
 /** One-time token + CSR: a client certificate from the intermediate CA. */
@@ -80,10 +85,9 @@ export async function enrollUpdb(ctx: Ctx, token: unknown, password: string) {
     const e = await takeEnrollment(tx, ctx, token, ['updb']);
     await checkPasswordPolicy(ctx, tx, e.identityId!, password);
     const now = iso(ctx.clock.now());
-    await tx
-      .insertInto('authenticators')
-      .values({ id: newId(), createdAt: now, updatedAt: now, tags: '{}', identityId: e.identityId!, method: 'updb', username: e.username, passwordHash, isIssuedByNetwork: 0 } as never)
-      .execute();
+    const row = { id: newId(), createdAt: now, updatedAt: now, tags: '{}', identityId: e.identityId!, method: 'updb', username: e.username, passwordHash, isIssuedByNetwork: 0 };
+    await tx.insertInto('authenticators').values(row as never).execute();
+    await recordRowChange(tx, ctx, 'authenticators', 'created', row.id, null, row, 'enroll');
   });
 }
 
@@ -107,7 +111,7 @@ export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
   const ca = await issuingCa(ctx, leaf, presented, 'isAutoCaEnrollmentEnabled');
   if (!ca) throw new ApiError(400, 'ENROLLMENT_NO_VALID_CAS', 'The presented certificate was not issued by a verified CA with auto-enrollment enabled');
   const commonName = /(?:^|\n)CN=([^\n]*)/.exec(leaf.subject)?.[1] ?? '';
-  return writeTx(ctx, async (tx) => {
+  const made = await writeTx(ctx, async (tx) => {
     const id = newId();
     const base = ca.identityNameFormat
       .replace(/\[caName\]/g, ca.name)
@@ -119,13 +123,14 @@ export async function enrollCa(ctx: Ctx, presented: X509Certificate[]) {
     for (let n = 1; await tx.selectFrom('identities').select('id').where('name', '=', name).executeTakeFirst(); n++) name = `${base}-${String(n).padStart(6, '0')}`;
     const now = iso(ctx.clock.now());
     const roles = fromJson<string[]>(ca.identityRoles, []);
-    await tx
-      .insertInto('identities')
-      .values({ id, name, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' } as never)
-      .execute();
+    const row = { id, name, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID, isAdmin: 0, isDefaultAdmin: 0, roleAttributes: JSON.stringify(roles), createdAt: now, updatedAt: now, tags: '{}' };
+    await tx.insertInto('identities').values(row as never).execute();
     await indexRoleAttributes(tx, id, roles);
     await evaluateEntity(tx, 'identity', id, roles);
+    await recordRowChange(tx, ctx, 'identities', 'created', id, null, row, 'enroll');
     await addCertAuthenticator(tx, ctx, id, leaf.toString(), { network: false, caId: ca.id });
     return { id, name };
   });
+  if (ctx.enrolling) ctx.enrolling.identityId = made.id;
+  return made;
 }

@@ -8,6 +8,8 @@ import { ApiError } from '../errors.js';
 import { isSet } from '../../store/json.js';
 import { fingerprintOf } from './certs.js';
 import { signClientCsr } from './client-certs.js';
+import { writeTx } from '../crud.js';
+import { recordRowChange } from '../events/record.js';
 
 const refuse = (why: string) => new ApiError(401, 'UNAUTHORIZED', why);
 
@@ -34,7 +36,11 @@ export async function extendCertificate(ctx: Ctx, session: SessionWithIdentity |
   if (!leaf) throw refuse('Present the certificate to extend on the connection (TLS client certificate)');
   if (fingerprintOf(leaf.toString()) !== a.fingerprint) throw refuse('The certificate presented on the connection is not the one this authenticator holds');
   const { pem, fingerprint } = await signClientCsr(ctx, csrPem, session!.identityId);
-  await ctx.store.db.updateTable('authenticators').set({ unverifiedCertPem: pem, unverifiedFingerprint: fingerprint, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
+  await writeTx(ctx, async (tx) => {
+    const changed = { unverifiedCertPem: pem, unverifiedFingerprint: fingerprint, updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('authenticators').set(changed).where('id', '=', id).execute();
+    await recordRowChange(tx, ctx, 'authenticators', 'updated', id, a as never, { ...a, ...changed }, 'extend');
+  });
   return { ca: ctx.pki.caBundlePem, clientCert: pem };
 }
 
@@ -47,10 +53,10 @@ export async function verifyExtendedCertificate(ctx: Ctx, session: SessionWithId
     throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'clientCert is not a PEM certificate');
   }
   if (!a.unverifiedFingerprint || a.unverifiedFingerprint !== fingerprint) throw refuse('clientCert is not the certificate returned by the last extend request');
-  await ctx.store.db
-    .updateTable('authenticators')
-    .set({ certPem: a.unverifiedCertPem, fingerprint, unverifiedCertPem: null, unverifiedFingerprint: null, updatedAt: iso(ctx.clock.now()) })
-    .where('id', '=', id)
-    .where('unverifiedFingerprint', '=', fingerprint)
-    .execute();
+  await writeTx(ctx, async (tx) => {
+    const changed = { certPem: a.unverifiedCertPem, fingerprint, unverifiedCertPem: null, unverifiedFingerprint: null, updatedAt: iso(ctx.clock.now()) };
+    const res = await tx.updateTable('authenticators').set(changed).where('id', '=', id).where('unverifiedFingerprint', '=', fingerprint).executeTakeFirst();
+    // A concurrent verify of the same certificate did it first: one change, recorded once.
+    if (Number(res.numUpdatedRows) === 1) await recordRowChange(tx, ctx, 'authenticators', 'updated', id, a as never, { ...a, ...changed }, 'extend-verify');
+  });
 }

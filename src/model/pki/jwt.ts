@@ -38,7 +38,8 @@ export const tokenOf = (jwt: string): string => String(decodeJwt(jwt).jti ?? '')
 /** The audience upstream's enrollment tooling expects on a network JWT. */
 export const ENROLLER_AUDIENCE = 'openziti-enroller';
 
-const networkJwts = new WeakMap<Ctx, Promise<string>>();
+// Keyed by the controller's event hub, which the per-request copies of the context share (server/actor.ts).
+const networkJwts = new WeakMap<Ctx['events'], Promise<string>>();
 
 /**
  * The network's enrollment JWT (method "network"): not a credential, but what a client needs to find
@@ -47,7 +48,7 @@ const networkJwts = new WeakMap<Ctx, Promise<string>>();
  * against /enroll/jwks. It does not expire, and is made once per process as upstream makes it.
  */
 export function networkJwt(ctx: Ctx): Promise<string> {
-  let jwt = networkJwts.get(ctx);
+  let jwt = networkJwts.get(ctx.events);
   if (!jwt) {
     const url = `${controllerUrl(ctx)}/`;
     jwt = new SignJWT({ em: 'network' })
@@ -57,7 +58,7 @@ export function networkJwt(ctx: Ctx): Promise<string> {
       .setAudience([ENROLLER_AUDIENCE])
       .setJti(randomUUID())
       .sign(ctx.pki.signingKey);
-    networkJwts.set(ctx, jwt);
+    networkJwts.set(ctx.events, jwt);
   }
   return jwt;
 }

@@ -9,6 +9,7 @@ import { insertRouterEnrollment } from '../resources/routers.js';
 import { fingerprintOf } from './certs.js';
 import { requireClientCert, signClientCsr } from './client-certs.js';
 import { peekEnrollment, takeEnrollment } from './enroll.js';
+import { recordRowChange } from '../events/record.js';
 
 const needCsr = (field: string, v: unknown): string => {
   if (typeof v !== 'string' || !v.trim()) throw new ApiError(400, 'COULD_NOT_PROCESS_CSR', `${field} is required: a PEM certificate signing request`, { field, reason: 'required' });
@@ -32,13 +33,11 @@ export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown,
   const { client, serverCert, hostname } = await issueRouterCerts(ctx, peeked.routerId ?? '', c, s);
   return writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['erott', 'trott']);
-    const router = await tx.selectFrom('routers').select(['id']).where('id', '=', e.routerId!).executeTakeFirst();
+    const router = await tx.selectFrom('routers').selectAll().where('id', '=', e.routerId!).executeTakeFirst();
     if (!router) throw notFound('router', e.routerId ?? '');
-    await tx
-      .updateTable('routers')
-      .set({ fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, isVerified: 1, hostname, updatedAt: iso(ctx.clock.now()) })
-      .where('id', '=', router.id)
-      .execute();
+    const changed = { fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, isVerified: 1, hostname, updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('routers').set(changed).where('id', '=', router.id).execute();
+    await recordRowChange(tx, ctx, 'routers', 'updated', router.id, router as never, { ...router, ...changed }, 'enroll');
     return { ca: ctx.pki.caBundlePem, cert: client.pem, serverCert: serverCert.pem };
   });
 }
@@ -49,18 +48,16 @@ export async function extendRouter(ctx: Ctx, presented: X509Certificate[], certC
   const c = needCsr('certCsr', certCsr);
   const s = needCsr('serverCertCsr', serverCertCsr);
   const fingerprint = fingerprintOf(leaf.toString());
-  const router = await ctx.store.db.selectFrom('routers').select(['id']).where('fingerprint', '=', fingerprint).executeTakeFirst();
+  const router = await ctx.store.db.selectFrom('routers').selectAll().where('fingerprint', '=', fingerprint).executeTakeFirst();
   if (!router) throw new ApiError(401, 'UNAUTHORIZED', 'The presented certificate is not the current certificate of an enrolled router');
+  if (ctx.enrolling) ctx.enrolling.routerId = router.id;
   const { client, serverCert, hostname } = await issueRouterCerts(ctx, router.id, c, s);
   return writeTx(ctx, async (tx) => {
     // The fingerprint condition makes this a no-op if another extension won meanwhile.
-    const done = await tx
-      .updateTable('routers')
-      .set({ fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, hostname, updatedAt: iso(ctx.clock.now()) })
-      .where('id', '=', router.id)
-      .where('fingerprint', '=', fingerprint)
-      .executeTakeFirst();
+    const changed = { fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, hostname, updatedAt: iso(ctx.clock.now()) };
+    const done = await tx.updateTable('routers').set(changed).where('id', '=', router.id).where('fingerprint', '=', fingerprint).executeTakeFirst();
     if (Number(done.numUpdatedRows) !== 1) throw new ApiError(401, 'UNAUTHORIZED', 'The router\'s certificate changed while it was being extended');
+    await recordRowChange(tx, ctx, 'routers', 'updated', router.id, router as never, { ...router, ...changed }, 'extend');
     return { ca: ctx.pki.caBundlePem, cert: client.pem, serverCert: serverCert.pem };
   });
 }
@@ -68,10 +65,14 @@ export async function extendRouter(ctx: Ctx, presented: X509Certificate[], certC
 /** Forget the router's certificates and give it a new enrollment (replacing any outstanding one). */
 export async function reEnrollRouter(ctx: Ctx, routerId: string) {
   await writeTx(ctx, async (tx) => {
-    const router = await tx.selectFrom('routers').select('id').where('id', '=', routerId).where('isEdge', '=', 1).executeTakeFirst();
+    const router = await tx.selectFrom('routers').selectAll().where('id', '=', routerId).where('isEdge', '=', 1).executeTakeFirst();
     if (!router) throw notFound('edge router', routerId);
+    const outstanding = await tx.selectFrom('enrollments').selectAll().where('routerId', '=', routerId).execute();
     await tx.deleteFrom('enrollments').where('routerId', '=', routerId).execute();
-    await tx.updateTable('routers').set({ fingerprint: null, certPem: null, serverCertPem: null, isVerified: 0, updatedAt: iso(ctx.clock.now()) }).where('id', '=', routerId).execute();
+    for (const e of outstanding) await recordRowChange(tx, ctx, 'enrollments', 'deleted', e.id, e as never, null, 're-enroll');
+    const changed = { fingerprint: null, certPem: null, serverCertPem: null, isVerified: 0, updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('routers').set(changed).where('id', '=', routerId).execute();
+    await recordRowChange(tx, ctx, 'routers', 'updated', routerId, router as never, { ...router, ...changed }, 're-enroll');
     await insertRouterEnrollment(tx, ctx, routerId);
   });
 }

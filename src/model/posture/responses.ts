@@ -5,6 +5,8 @@ import { fromJson, isSet } from '../../store/json.js';
 import { iso } from '../clock.js';
 import type { Ctx, Principal } from '../context.js';
 import { writeTx } from '../crud.js';
+import { recordRowChange } from '../events/record.js';
+import type { Tx } from '../../store/db.js';
 import { ApiError, invalidField } from '../errors.js';
 import { touchServices } from '../changes.js';
 import { ENDPOINT_STATE_KEY, MFA_KEY, storeResponse } from './evaluate.js';
@@ -35,7 +37,7 @@ export async function submitResponses(ctx: Ctx, who: Principal, list: PostureRes
       if (r.typeId === 'ENDPOINT_STATE') {
         const data = { woken: r.woken === true, unlocked: r.unlocked === true };
         woke ||= data.woken || data.unlocked;
-        await storeResponse(tx, { apiSessionId: who.apiSessionId, identityId: who.identityId, checkId: ENDPOINT_STATE_KEY, typeId: r.typeId, data, at });
+        await storeAndRecord(tx, ctx, { apiSessionId: who.apiSessionId, identityId: who.identityId, checkId: ENDPOINT_STATE_KEY, typeId: r.typeId, data, at });
         continue;
       }
       if (r.typeId === 'MFA') throw invalidField(i === undefined ? 'typeId' : `[${i}].typeId`, 'MFA is answered by POST /authenticate/mfa with a code, not by a posture response', r.typeId);
@@ -71,11 +73,22 @@ export async function submitResponses(ctx: Ctx, who: Principal, list: PostureRes
         default:
           throw invalidField(i === undefined ? 'typeId' : `[${i}].typeId`, 'must be OS, PROCESS, DOMAIN, MAC or ENDPOINT_STATE', r.typeId);
       }
-      await storeResponse(tx, { apiSessionId: who.apiSessionId, identityId: who.identityId, checkId: r.id, typeId: check.typeId, data, at });
+      await storeAndRecord(tx, ctx, { apiSessionId: who.apiSessionId, identityId: who.identityId, checkId: r.id, typeId: check.typeId, data, at });
     }
     await touchServices(tx, ctx);
     return { services: woke ? await mfaTimedServices(tx, who.identityId) : [] };
   });
+}
+
+/**
+ * Store one response and record it as an entity change (created, or updated from the response it replaces),
+ * in the batch's transaction. Its id is the row's key: the API session and the posture check it answers.
+ */
+async function storeAndRecord(tx: Tx, ctx: Ctx, r: Parameters<typeof storeResponse>[1]) {
+  const before = await tx.selectFrom('postureResponses').selectAll().where('apiSessionId', '=', r.apiSessionId).where('checkId', '=', r.checkId).executeTakeFirst();
+  await storeResponse(tx, r);
+  const after = { apiSessionId: r.apiSessionId, identityId: r.identityId, checkId: r.checkId, typeId: r.typeId, data: JSON.stringify(r.data), updatedAt: r.at };
+  await recordRowChange(tx, ctx, 'postureResponses', before ? 'updated' : 'created', `${r.apiSessionId}.${r.checkId}`, (before as Record<string, unknown> | undefined) ?? null, after);
 }
 
 /** Services whose MFA checks ask for MFA again after a wake or unlock: their timers just ran out. */

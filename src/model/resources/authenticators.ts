@@ -155,11 +155,11 @@ export const authenticators = defineResource({
   hooks: {
     prepare,
     // A new password ends the sessions the old one opened (but the caller's own, when it is the owner).
-    afterWrite: async (tx, id, _ctx, input, mode) => {
-      if (mode !== 'create' && typeof input.passwordHash === 'string') await endSessionsOf(tx, id, input[KEEP_API_SESSION as never]);
+    afterWrite: async (tx, id, ctx, input, mode) => {
+      if (mode !== 'create' && typeof input.passwordHash === 'string') await endSessionsOf(tx, ctx, id, input[KEEP_API_SESSION as never]);
     },
-    beforeDelete: async (tx, existing) => {
-      await endSessionsOf(tx, existing.id);
+    beforeDelete: async (tx, existing, ctx) => {
+      await endSessionsOf(tx, ctx, existing.id);
     },
   },
   cli: { columns: ['id', 'method', 'identity.name', 'username', 'fingerprint'] },

@@ -4,6 +4,8 @@ import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
+import { writeTx } from '../crud.js';
+import { recordRowChange } from '../events/record.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
@@ -138,6 +140,10 @@ export async function verifyCa(ctx: Ctx, id: string, pem: unknown) {
   if (cn !== ca.verificationToken) {
     throw new ApiError(400, 'INVALID_COMMON_NAME', `The verification certificate's common name must be the CA's verificationToken, got '${cn ?? ''}'`);
   }
-  const res = await ctx.store.db.updateTable('cas').set({ isVerified: 1, updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).where('isVerified', '=', 0).executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) throw new ApiError(409, 'CA_ALREADY_VERIFIED', 'This CA is already verified');
+  await writeTx(ctx, async (tx) => {
+    const changed = { isVerified: 1, updatedAt: ctx.clock.now().toISOString() };
+    const res = await tx.updateTable('cas').set(changed).where('id', '=', id).where('isVerified', '=', 0).executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) throw new ApiError(409, 'CA_ALREADY_VERIFIED', 'This CA is already verified');
+    await recordRowChange(tx, ctx, 'cas', 'updated', id, ca as never, { ...ca, ...changed }, 'verify');
+  });
 }

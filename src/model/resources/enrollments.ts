@@ -5,6 +5,8 @@ import { isSet } from '../../store/json.js';
 
 import type { Ctx } from '../context.js';
 import { ApiError, conflict, invalidField } from '../errors.js';
+import { writeTx } from '../crud.js';
+import { recordRowChange } from '../events/record.js';
 import { hashSecret } from '../ids.js';
 import { signEnrollmentJwt, tokenOf, type EnrollMethod } from '../pki/jwt.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
@@ -69,7 +71,9 @@ export async function enrollmentValues(tx: Tx, ctx: Ctx, e: NewEnrollment): Prom
 
 export async function insertEnrollment(tx: Tx, ctx: Ctx, id: string, e: NewEnrollment) {
   const now = ctx.clock.now().toISOString();
-  await tx.insertInto('enrollments').values({ id, createdAt: now, updatedAt: now, tags: '{}', ...(await enrollmentValues(tx, ctx, e)) } as never).execute();
+  const row = { id, createdAt: now, updatedAt: now, tags: '{}', ...(await enrollmentValues(tx, ctx, e)) };
+  await tx.insertInto('enrollments').values(row as never).execute();
+  await recordRowChange(tx, ctx, 'enrollments', 'created', id, null, row);
 }
 
 /**
@@ -77,13 +81,15 @@ export async function insertEnrollment(tx: Tx, ctx: Ctx, id: string, e: NewEnrol
  * works again until the new expiry; the JWT is signed again to carry it.
  */
 export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
-  await ctx.store.db.transaction().execute(async (tx) => {
+  await writeTx(ctx, async (tx) => {
     const row = await tx.selectFrom('enrollments').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw new ApiError(404, 'NOT_FOUND', `The enrollment with id '${id}' was not found`);
     if (expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', expiresAt.toISOString());
     const token = tokenOf(ctx.sealer.open(row.jwt));
     const jwt = await signEnrollmentJwt(ctx, { subject: row.identityId ?? row.routerId ?? '', token, method: row.method as EnrollMethod, expiresAt, caId: row.caId, username: row.username });
-    await tx.updateTable('enrollments').set({ jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() }).where('id', '=', id).execute();
+    const changed = { jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), updatedAt: ctx.clock.now().toISOString() };
+    await tx.updateTable('enrollments').set(changed).where('id', '=', id).execute();
+    await recordRowChange(tx, ctx, 'enrollments', 'updated', id, row as never, { ...row, ...changed }, 'refresh');
   });
 }
 

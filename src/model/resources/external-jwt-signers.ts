@@ -138,11 +138,11 @@ export const externalJwtSigners = defineResource({
   }),
   toRow,
   hooks: {
-    beforeDelete: async (tx, existing) => {
+    beforeDelete: async (tx, existing, ctx) => {
       const policies = await tx.selectFrom('authPolicies').select(['id', 'primaryJson', 'secondaryJson']).execute();
       const user = policies.find((p) => p.primaryJson.includes(`"${existing.id}"`) || p.secondaryJson.includes(`"${existing.id}"`));
       if (user) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The signer is named by auth policy '${user.id}': remove it there first`);
-      await endSessionsOf(tx, existing.id);
+      await endSessionsOf(tx, ctx, existing.id);
     },
   },
   cli: { columns: ['id', 'name', 'enabled', 'issuer', 'audience', 'jwksEndpoint'] },

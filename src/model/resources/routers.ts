@@ -9,6 +9,7 @@ import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { hashSecret, newId } from '../ids.js';
+import { recordRowChange } from '../events/record.js';
 import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
@@ -24,10 +25,9 @@ export async function insertRouterEnrollment(tx: Tx, ctx: Ctx, routerId: string)
   const router = await tx.selectFrom('routers').select('isEdge').where('id', '=', routerId).executeTakeFirst();
   const method = router && !Number(router.isEdge) ? 'trott' : 'erott';
   const jwt = await signEnrollmentJwt(ctx, { subject: routerId, token, method, expiresAt });
-  await tx
-    .insertInto('enrollments')
-    .values({ id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method, tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), caId: null, username: null })
-    .execute();
+  const row = { id: newId(), createdAt: iso(now), updatedAt: iso(now), tags: '{}', identityId: null, routerId, method, tokenHash: hashSecret(token), jwt: ctx.sealer.seal(jwt), expiresAt: expiresAt.toISOString(), caId: null, username: null };
+  await tx.insertInto('enrollments').values(row).execute();
+  await recordRowChange(tx, ctx, 'enrollments', 'created', row.id, null, row);
 }
 
 const common = {

@@ -3,6 +3,7 @@ import { sign } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
+import { enrollCtx } from '../../enrollment-events.js';
 import { ApiError } from '../../../model/errors.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { enrollCa, enrollOtt, enrollOttCa, enrollUpdb } from '../../../model/pki/enroll.js';
@@ -83,25 +84,25 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       if (method === 'updb') {
         const password = (req.body as { password?: unknown } | undefined)?.password;
         if (typeof password !== 'string' || password.length < 5 || password.length > 100) throw new ApiError(400, 'COULD_NOT_VALIDATE', 'password must be a string of 5 to 100 characters', { field: 'password', reason: 'length 5 to 100' });
-        await enrollUpdb(ctx, token, password);
+        await enrollUpdb(enrollCtx(ctx, req), token, password);
         return empty();
       }
       if (method === 'ottca') {
-        await enrollOttCa(ctx, token, presentedCertificates(req.raw.socket));
+        await enrollOttCa(enrollCtx(ctx, req), token, presentedCertificates(req.raw.socket));
         return empty();
       }
       if (method === 'ca') {
-        await enrollCa(ctx, presentedCertificates(req.raw.socket));
+        await enrollCa(enrollCtx(ctx, req), presentedCertificates(req.raw.socket));
         return empty();
       }
       if (method === 'erott' || method === 'trott') {
         // How routers enroll (edge: erott, transit: trott) (router/enroll: the JWT's enrollment URL, a JSON body with both CSRs).
         const b = (req.body && typeof req.body === 'object' ? req.body : {}) as RouterCsrs;
-        return ok(await enrollRouter(ctx, token, b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
+        return ok(await enrollRouter(enrollCtx(ctx, req), token, b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
       }
       if (method && method !== 'ott') throw new ApiError(400, 'INVALID_ENROLL_METHOD', `Unknown enrollment method '${method}': use ott, ottca, updb, ca, erott or trott`);
       // Upstream's legacy form: the certificate as PEM unless JSON is asked for (SDKs read either).
-      return sendCerts(reply, await enrollOtt(ctx, token, csrOf(req.body)), wantsPem(req.headers.accept, true));
+      return sendCerts(reply, await enrollOtt(enrollCtx(ctx, req), token, csrOf(req.body)), wantsPem(req.headers.accept, true));
     },
   );
 
@@ -116,7 +117,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
         response: { 200: Envelope(Certs), ...errors(400, 404, 409) },
       },
     },
-    async (req, reply) => sendCerts(reply, await enrollOtt(ctx, tokenOf(req), csrOf(req.body)), wantsPem(req.headers.accept, false)),
+    async (req, reply) => sendCerts(reply, await enrollOtt(enrollCtx(ctx, req), tokenOf(req), csrOf(req.body)), wantsPem(req.headers.accept, false)),
   );
 
   app.post(
@@ -130,7 +131,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req) => {
-      await enrollUpdb(ctx, tokenOf(req), (req.body as { password: string }).password);
+      await enrollUpdb(enrollCtx(ctx, req), tokenOf(req), (req.body as { password: string }).password);
       return empty();
     },
   );
@@ -145,7 +146,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req) => {
-      await enrollOttCa(ctx, tokenOf(req), presentedCertificates(req.raw.socket));
+      await enrollOttCa(enrollCtx(ctx, req), tokenOf(req), presentedCertificates(req.raw.socket));
       return empty();
     },
   );
@@ -157,7 +158,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       schema: { operationId: 'enrollCa', tags, summary: 'CA auto-enrollment: a certificate from a verified CA, presented over TLS, creates its identity', response: { 200: Envelope(Empty), ...errors(400, 401, 409) } },
     },
     async (req) => {
-      await enrollCa(ctx, presentedCertificates(req.raw.socket));
+      await enrollCa(enrollCtx(ctx, req), presentedCertificates(req.raw.socket));
       return empty();
     },
   );
@@ -178,7 +179,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     },
     async (req) => {
       const b = req.body as RouterCsrs;
-      return ok(await enrollRouter(ctx, tokenOf(req), b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
+      return ok(await enrollRouter(enrollCtx(ctx, req), tokenOf(req), b.clientCsr ?? b.certCsr, b.serverCsr ?? b.serverCertCsr));
     },
   );
 
@@ -194,7 +195,7 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
     },
     async (req) => {
       const b = req.body as { certCsr: string; serverCertCsr: string };
-      return ok(await extendRouter(ctx, presentedCertificates(req.raw.socket), b.certCsr, b.serverCertCsr));
+      return ok(await extendRouter(enrollCtx(ctx, req), presentedCertificates(req.raw.socket), b.certCsr, b.serverCertCsr));
     },
   );
 

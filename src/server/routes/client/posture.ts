@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
+import { actorCtx } from '../../actor.js';
 import { assertSession, submitResponses, type PostureResponseInput } from '../../../model/posture/responses.js';
 import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
@@ -37,7 +38,7 @@ export function registerPosture(app: FastifyInstance, ctx: Ctx) {
     async (req, reply) => {
       const who = principalOf(req);
       assertSession(who);
-      const result = await submitResponses(ctx, who, [req.body as PostureResponseInput], false);
+      const result = await submitResponses(actorCtx(ctx, req), who, [req.body as PostureResponseInput], false);
       reply.code(201);
       return ok(result);
     },
@@ -48,7 +49,7 @@ export function registerPosture(app: FastifyInstance, ctx: Ctx) {
     async (req) => {
       const who = principalOf(req);
       assertSession(who);
-      return ok(await submitResponses(ctx, who, req.body as PostureResponseInput[], true));
+      return ok(await submitResponses(actorCtx(ctx, req), who, req.body as PostureResponseInput[], true));
     },
   );
 }

@@ -3,7 +3,8 @@ import { X509Certificate } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
-import { listResource } from '../../../model/crud.js';
+import { listResource, writeTx } from '../../../model/crud.js';
+import { recordRowChange } from '../../../model/events/record.js';
 import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
 import { newId } from '../../../model/ids.js';
 import { signClientCsr } from '../../../model/pki/client-certs.js';
@@ -11,6 +12,7 @@ import { aliases, baseFilterable, defineResource, selfLink } from '../../../mode
 import { baseFields, Empty, Envelope, IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
 import type { ListParams } from '../../../store/list.js';
+import { actorCtx } from '../../actor.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 
@@ -76,10 +78,12 @@ export function registerSessionCertificates(app: FastifyInstance, ctx: Ctx) {
       const x = new X509Certificate(pem);
       const id = newId();
       const now = ctx.clock.now().toISOString();
-      await ctx.store.db
-        .insertInto('apiSessionCertificates')
-        .values({ id, createdAt: now, updatedAt: now, tags: '{}', apiSessionId: sid, certPem: pem, fingerprint, subject: x.subject.replace(/\n/g, ','), validFrom: new Date(x.validFrom).toISOString(), validTo: new Date(x.validTo).toISOString() })
-        .execute();
+      const row = { id, createdAt: now, updatedAt: now, tags: '{}', apiSessionId: sid, certPem: pem, fingerprint, subject: x.subject.replace(/\n/g, ','), validFrom: new Date(x.validFrom).toISOString(), validTo: new Date(x.validTo).toISOString() };
+      const c = actorCtx(ctx, req);
+      await writeTx(c, async (tx) => {
+        await tx.insertInto('apiSessionCertificates').values(row).execute();
+        await recordRowChange(tx, c, 'apiSessionCertificates', 'created', id, null, row);
+      });
       reply.code(201);
       return ok({ id, _links: selfLink('current-api-session/certificates', id), certificate: pem, cas: ctx.pki.caBundlePem });
     },
@@ -100,9 +104,13 @@ export function registerSessionCertificates(app: FastifyInstance, ctx: Ctx) {
     async (req) => {
       const sid = sessionId(req);
       const { id } = req.params as { id: string };
-      await one(sid, id);
-      const res = await ctx.store.db.deleteFrom('apiSessionCertificates').where('id', '=', id).where('apiSessionId', '=', sid).executeTakeFirst();
-      if (Number(res.numDeletedRows) !== 1) throw new ApiError(404, 'NOT_FOUND', `The certificate with id '${id}' was not found`);
+      const existing = await one(sid, id);
+      const c = actorCtx(ctx, req);
+      await writeTx(c, async (tx) => {
+        const res = await tx.deleteFrom('apiSessionCertificates').where('id', '=', id).where('apiSessionId', '=', sid).executeTakeFirst();
+        if (Number(res.numDeletedRows) !== 1) throw new ApiError(404, 'NOT_FOUND', `The certificate with id '${id}' was not found`);
+        await recordRowChange(tx, c, 'apiSessionCertificates', 'deleted', id, existing as never, null);
+      });
       return empty();
     },
   );

@@ -54,10 +54,10 @@ export function registerEvents(app: FastifyInstance, ctx: Ctx) {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
       res.write(': ztc events\n\n');
       let seq = 0;
-      const send = (e: ZtcEvent) => {
+      const send = (e: ZtcEvent, json: string) => {
         if (wanted.size && !wanted.has(e.namespace)) return;
         if (res.writableLength > MAX_UNSENT_BYTES) return close();
-        res.write(`id: ${++seq}\nevent: ${e.namespace}\ndata: ${JSON.stringify(e)}\n\n`);
+        res.write(`id: ${++seq}\nevent: ${e.namespace}\ndata: ${json}\n\n`);
       };
       const unsubscribe = ctx.events.subscribe(send);
       const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);

@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { iso } from '../../../model/clock.js';
 import type { Ctx } from '../../../model/context.js';
+import { endApiSessions } from '../../../model/auth/revoke.js';
 import { asUpdate, writeTx } from '../../../model/crud.js';
+import { recordRowChange } from '../../../model/events/record.js';
 import { identities } from '../../../model/resources/identities.js';
 import { actorCtx } from '../../actor.js';
 import { notFound } from '../../../model/errors.js';
@@ -41,7 +43,7 @@ export function registerIdentityActions(app: FastifyInstance, ctx: Ctx) {
           .set({ disabled: 1, disabledAt: iso(now), disabledUntil: durationMinutes > 0 ? iso(new Date(now.getTime() + durationMinutes * 60_000)) : null, updatedAt: iso(now) })
           .where('id', '=', id)
           .execute());
-        await tx.deleteFrom('apiSessions').where('identityId', '=', id).execute();
+        await endApiSessions(tx, actorCtx(ctx, req), { identityId: id }, 'identity-disabled');
       });
       return empty();
     },
@@ -66,7 +68,10 @@ export function registerIdentityActions(app: FastifyInstance, ctx: Ctx) {
       const { id } = req.params as { id: string };
       await writeTx(actorCtx(ctx, req), async (tx) => {
         await mustExist(tx, id);
+        const mfa = await tx.selectFrom('mfa').selectAll().where('identityId', '=', id).executeTakeFirst();
         await asUpdate(tx, actorCtx(ctx, req), identities, id, 'remove-mfa', () => tx.deleteFrom('mfa').where('identityId', '=', id).execute());
+        // The enrolment itself is gone too (upstream's mfas entity): its state without its secret and codes.
+        if (mfa) await recordRowChange(tx, actorCtx(ctx, req), 'mfas', 'deleted', mfa.id, mfa as never, null, 'remove-mfa');
       });
       return empty();
     },

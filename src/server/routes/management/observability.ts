@@ -5,12 +5,16 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { iso } from '../../../model/clock.js';
 import type { Ctx } from '../../../model/context.js';
+import { writeTx } from '../../../model/crud.js';
 import { invalidField } from '../../../model/errors.js';
+import { recordRowChange } from '../../../model/events/record.js';
 import { failedRequestsOf, postureDataOf } from '../../../model/posture/responses.js';
 import { onlineControllerCount } from '../../../model/resources/controllers.js';
 import { identities } from '../../../model/resources/identities.js';
 import { POSTURE_CHECK_TYPES } from '../../../model/resources/posture-check-types.js';
 import { Envelope, IdParams, MapOf } from '../../../model/schemas/common.js';
+import type { Tx } from '../../../store/db.js';
+import { actorCtx } from '../../actor.js';
 import { errors } from '../../crud.js';
 import { listOf, ok } from '../../envelope.js';
 import { parentExists } from '../../related.js';
@@ -105,15 +109,26 @@ export function registerObservability(app: FastifyInstance, ctx: Ctx) {
       const b = req.body as { enabled?: boolean; duration?: string; traceId?: string; channels?: string[] };
       await parentExists(ctx, identities, id);
       const now = ctx.clock.now();
+      const c = actorCtx(ctx, req);
+      // A trace shows an identity's traffic: who turned it on or off is the audit's business.
+      const traced = (tx: Tx) => tx.selectFrom('identityTraces').selectAll().where('identityId', '=', id).executeTakeFirst();
       if (!b.enabled) {
-        await ctx.store.db.deleteFrom('identityTraces').where('identityId', '=', id).execute();
+        await writeTx(c, async (tx) => {
+          const before = await traced(tx);
+          await tx.deleteFrom('identityTraces').where('identityId', '=', id).execute();
+          if (before) await recordRowChange(tx, c, 'identityTraces', 'deleted', id, before as never, null);
+        });
         return ok({ enabled: false, traceId: '', until: iso(now) });
       }
       const ms = parseDuration(b.duration ?? '10m');
       if (ms === undefined || ms <= 0 || ms > 7 * 86_400_000) throw invalidField('duration', 'must be a duration such as 90s, 10m or 1h30m, at most a week', b.duration);
       const until = iso(new Date(now.getTime() + ms));
       const row = { traceId: b.traceId ?? '', channels: JSON.stringify(b.channels ?? []), until };
-      await ctx.store.db.insertInto('identityTraces').values({ identityId: id, ...row }).onConflict((oc) => oc.column('identityId').doUpdateSet(row)).execute();
+      await writeTx(c, async (tx) => {
+        const before = await traced(tx);
+        await tx.insertInto('identityTraces').values({ identityId: id, ...row }).onConflict((oc) => oc.column('identityId').doUpdateSet(row)).execute();
+        await recordRowChange(tx, c, 'identityTraces', before ? 'updated' : 'created', id, (before as never) ?? null, { identityId: id, ...row });
+      });
       return ok({ enabled: true, traceId: row.traceId, until });
     },
   );

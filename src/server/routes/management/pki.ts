@@ -13,6 +13,8 @@ import { verifyCa } from '../../../model/resources/cas.js';
 import { enrollmentDetail, enrollmentRefresh, enrollments, insertEnrollment, refreshEnrollment } from '../../../model/resources/enrollments.js';
 import { CreateLocation, DateTime, Empty, Envelope, IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
+import { recordRowChange } from '../../../model/events/record.js';
+import { actorCtx } from '../../actor.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 
@@ -29,7 +31,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req) => {
-      await verifyCa(ctx, (req.params as { id: string }).id, req.body);
+      await verifyCa(actorCtx(ctx, req), (req.params as { id: string }).id, req.body);
       return empty();
     },
   );
@@ -53,7 +55,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
     },
     async (req) => {
       const { id } = req.params as { id: string };
-      await refreshEnrollment(ctx, id, new Date((req.body as { expiresAt: string }).expiresAt));
+      await refreshEnrollment(actorCtx(ctx, req), id, new Date((req.body as { expiresAt: string }).expiresAt));
       return ok(await getResource(ctx, enrollments, id));
     },
   );
@@ -83,14 +85,16 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
       const { id } = req.params as { id: string };
       const expiresAt = new Date((req.body as { expiresAt: string }).expiresAt);
       const enrollmentId = newId();
-      await writeTx(ctx, async (tx) => {
+      const c = actorCtx(ctx, req);
+      await writeTx(c, async (tx) => {
         const a = await tx.selectFrom('authenticators').selectAll().where('id', '=', id).executeTakeFirst();
         if (!a) throw notFound('authenticator', id);
         await tx.deleteFrom('authenticators').where('id', '=', id).execute();
-        await endSessionsOf(tx, id);
+        await recordRowChange(tx, c, 'authenticators', 'deleted', id, a as never, null, 're-enroll');
+        await endSessionsOf(tx, c, id);
         const method = a.method === 'updb' ? 'updb' : a.caId ? 'ottca' : 'ott';
         if (a.method !== 'updb' && a.method !== 'cert') throw new ApiError(400, 'INVALID_AUTHENTICATOR_PROPERTIES', `A ${a.method} authenticator cannot be re-enrolled`);
-        await insertEnrollment(tx, ctx, enrollmentId, { identityId: a.identityId, method, expiresAt, caId: a.caId, username: a.username });
+        await insertEnrollment(tx, c, enrollmentId, { identityId: a.identityId, method, expiresAt, caId: a.caId, username: a.username });
       });
       reply.code(201);
       return ok({ id: enrollmentId, _links: selfLink('enrollments', enrollmentId) });

@@ -5,6 +5,8 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { writeTx } from '../../../model/crud.js';
+import { recordRowChange } from '../../../model/events/record.js';
+import { actorCtx } from '../../actor.js';
 import { touchServices } from '../../../model/changes.js';
 import { invalidField, notFound } from '../../../model/errors.js';
 import { canUse, idIn, kindsOfType, membersOf, policiesOf, relatedIds, sharedEdgeRouters } from '../../../model/policy/access.js';
@@ -122,7 +124,7 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
     '/edge-routers/:id/re-enroll',
     { config: { access: 'admin' }, schema: { operationId: 'reEnrollEdgeRouter', tags: ['Edge Routers'], summary: 'Forget the edge router\'s certificates and issue a new enrollment', params: IdParams, response: { 200: Envelope(Empty), ...errors(401, 404) } } },
     async (req) => {
-      await reEnrollRouter(ctx, (req.params as { id: string }).id);
+      await reEnrollRouter(actorCtx(ctx, req), (req.params as { id: string }).id);
       return empty();
     },
   );
@@ -178,6 +180,16 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
     return listOf(data, { limit: data.length, offset: 0, totalCount: data.length }, []);
   });
 
+  /**
+   * An identity's service-config overrides, as the states of its entity change: they live in a table of
+   * their own, but upstream keeps them on the identity, and an audit of the identity should show them.
+   */
+  async function serviceConfigsState(tx: Db, id: string) {
+    const identity = await tx.selectFrom('identities').select('name').where('id', '=', id).executeTakeFirst();
+    const serviceConfigs = await tx.selectFrom('identityServiceConfigs').select(['serviceId', 'configId', 'configTypeId']).where('identityId', '=', id).orderBy('serviceId').orderBy('configTypeId').execute();
+    return { id, name: identity?.name ?? '', serviceConfigs };
+  }
+
   const pairs = (req: FastifyRequest) => (Array.isArray(req.body) ? (req.body as { serviceId: string; configId: string }[]) : []);
   async function resolvePairs(tx: Db, list: { serviceId: string; configId: string }[]) {
     const out = [];
@@ -194,12 +206,15 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
   app.post(url, { config: { access: 'admin' }, schema: { operationId: 'associateIdentitysServiceConfigs', tags, summary: 'Use these configs for these services (one config per type and service; a later one replaces an earlier one)', params: IdParams, body: Type.Array(ServiceConfigPair, { maxItems: 1000 }), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
     const { id } = req.params as { id: string };
     await parentExists(ctx, identities, id);
-    await writeTx(ctx, async (tx) => {
+    const c = actorCtx(ctx, req);
+    await writeTx(c, async (tx) => {
+      const before = await serviceConfigsState(tx, id);
       for (const p of await resolvePairs(tx as Db, pairs(req))) {
         await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).where('serviceId', '=', p.serviceId).where('configTypeId', '=', p.configTypeId).execute();
         await tx.insertInto('identityServiceConfigs').values({ identityId: id, ...p }).execute();
       }
       await touchServices(tx, ctx);
+      await recordRowChange(tx, c, 'identities', 'updated', id, before, await serviceConfigsState(tx, id), 'service-configs');
     });
     return empty();
   });
@@ -208,15 +223,18 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
     const { id } = req.params as { id: string };
     await parentExists(ctx, identities, id);
     const list = pairs(req);
-    await writeTx(ctx, async (tx) => {
+    const c = actorCtx(ctx, req);
+    await writeTx(c, async (tx) => {
       await touchServices(tx, ctx);
+      const before = await serviceConfigsState(tx, id);
       if (!list.length) {
         await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).execute();
-        return;
+      } else {
+        for (const p of await resolvePairs(tx as Db, list)) {
+          await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).where('serviceId', '=', p.serviceId).where('configId', '=', p.configId).execute();
+        }
       }
-      for (const p of await resolvePairs(tx as Db, list)) {
-        await tx.deleteFrom('identityServiceConfigs').where('identityId', '=', id).where('serviceId', '=', p.serviceId).where('configId', '=', p.configId).execute();
-      }
+      await recordRowChange(tx, c, 'identities', 'updated', id, before, await serviceConfigsState(tx, id), 'service-configs');
     });
     return empty();
   });

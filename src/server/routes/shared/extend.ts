@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { extendCertificate, verifyExtendedCertificate } from '../../../model/pki/extend.js';
+import { actorCtx } from '../../actor.js';
 import { Empty, Envelope, IdParams } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { empty, ok } from '../../envelope.js';
@@ -21,7 +22,7 @@ export function registerExtend(app: FastifyInstance, ctx: Ctx) {
         response: { 200: Envelope(Type.Object({ ca: Type.String(), clientCert: Type.String() })), ...errors(400, 401) },
       },
     },
-    async (req) => ok(await extendCertificate(ctx, req.apiSession, (req.params as { id: string }).id, (req.body as { clientCertCsr: string }).clientCertCsr, presentedCertificates(req.raw.socket))),
+    async (req) => ok(await extendCertificate(actorCtx(ctx, req), req.apiSession, (req.params as { id: string }).id, (req.body as { clientCertCsr: string }).clientCertCsr, presentedCertificates(req.raw.socket))),
   );
   app.post(
     '/current-identity/authenticators/:id/extend-verify',
@@ -34,7 +35,7 @@ export function registerExtend(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req) => {
-      await verifyExtendedCertificate(ctx, req.apiSession, (req.params as { id: string }).id, (req.body as { clientCert: string }).clientCert);
+      await verifyExtendedCertificate(actorCtx(ctx, req), req.apiSession, (req.params as { id: string }).id, (req.body as { clientCert: string }).clientCert);
       return empty();
     },
   );

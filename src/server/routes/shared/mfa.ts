@@ -8,6 +8,7 @@ import {
 import { selfLink } from '../../../model/resource.js';
 import { baseFields, CreateLocation, Empty, Envelope } from '../../../model/schemas/common.js';
 import { isSet } from '../../../store/json.js';
+import { actorCtx } from '../../actor.js';
 import { errors } from '../../crud.js';
 import { empty, ok } from '../../envelope.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -28,7 +29,7 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'authenticateMfa', tags: ['Authentication'], summary: 'Complete MFA on this API session with a TOTP code or a recovery code', body: Code, response: { 200: Envelope(Empty), ...errors(400, 401) } } },
     async (req) => {
       const p = principalOf(req);
-      await completeMfaLogin(ctx, p.identityId, p.apiSessionId, (req.body as { code: string }).code);
+      await completeMfaLogin(actorCtx(ctx, req), p.identityId, p.apiSessionId, (req.body as { code: string }).code);
       return empty();
     },
   );
@@ -46,7 +47,7 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
     '/current-identity/mfa',
     { config: partial, schema: { operationId: 'enrollMfa', tags, summary: 'Start TOTP MFA enrollment (then verify it with a code)', response: { 201: Envelope(CreateLocation), ...errors(401, 409) } } },
     async (req, reply) => {
-      const id = await startMfa(ctx, principalOf(req).identityId);
+      const id = await startMfa(actorCtx(ctx, req), principalOf(req).identityId);
       reply.code(201);
       return ok({ id, _links: selfLink('current-identity/mfa', id) });
     },
@@ -55,7 +56,7 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
     '/current-identity/mfa',
     { config: partial, schema: { operationId: 'deleteMfa', tags, summary: 'Disable MFA: a current code in header mfa-validation-code (empty while not verified)', response: { 200: Envelope(Empty), ...errors(401, 404) } } },
     async (req) => {
-      await deleteMfa(ctx, principalOf(req).identityId, headerCode(req));
+      await deleteMfa(actorCtx(ctx, req), principalOf(req).identityId, headerCode(req));
       return empty();
     },
   );
@@ -74,7 +75,7 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'verifyMfa', tags, summary: 'Finish MFA enrollment with a code from the authenticator app', body: Code, response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } },
     async (req) => {
       const p = principalOf(req);
-      await verifyMfa(ctx, p.identityId, p.apiSessionId || undefined, (req.body as { code: string }).code);
+      await verifyMfa(actorCtx(ctx, req), p.identityId, p.apiSessionId || undefined, (req.body as { code: string }).code);
       return empty();
     },
   );
@@ -87,7 +88,7 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
     '/current-identity/mfa/recovery-codes',
     { config: partial, schema: { operationId: 'createMfaRecoveryCodes', tags, summary: 'Replace all recovery codes (a current code in the body)', body: Code, response: { 200: Envelope(Empty), ...errors(401, 404) } } },
     async (req) => {
-      await regenerateRecoveryCodes(ctx, principalOf(req).identityId, (req.body as { code: string }).code);
+      await regenerateRecoveryCodes(actorCtx(ctx, req), principalOf(req).identityId, (req.body as { code: string }).code);
       return empty();
     },
   );
