@@ -5,7 +5,8 @@
 // no transaction of their own to ride in, and a login must not wait for one: they are queued and
 // inserted in batches, a quarter second later, off the request path. API-session and service-session
 // events are not stored: they come with every SDK login and dial (the hot paths), and their live rows
-// are in their own tables; the events file and the stream carry them.
+// are in their own tables; the events file and the stream carry them. (An API session ended by another
+// identity's change, a password set or an identity disabled, is also an entity change: auth/revoke.ts.)
 import { sql } from 'kysely';
 import type { Db, Store, Tx } from '../../store/db.js';
 import { iso } from '../clock.js';
