@@ -80,7 +80,12 @@ describe('crash durability', () => {
         }
       };
       const writers = Array.from({ length: 4 }, (_, w) => writer(w));
-      await new Promise((r) => setTimeout(r, 150 + Math.random() * 600));
+      // Kill at a random moment once this cycle has some acknowledged writes (a wait on a condition:
+      // a loaded machine acknowledges far fewer in a fixed window).
+      const before = acked.length;
+      const deadline = Date.now() + 30_000;
+      while (acked.length < before + 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, Math.random() * 400));
       child.kill('SIGKILL');
       stop = true;
       await Promise.all(writers);

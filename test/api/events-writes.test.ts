@@ -170,7 +170,7 @@ describe('enrollment events', () => {
     const { token } = (await ok(c.call('GET', `${MGMT}/identities/${id}/enrollments`, { token: admin }))).data[0];
     expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: 'not a csr' } })).status).toBe(400);
     await ok(c.call('POST', `${CLIENT}/enroll/ott`, { body: { token, clientCsr: ecCsr('enrolling-walrus').csrPem } }));
-    expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: 'no-such-token', clientCsr: ecCsr().csrPem } })).status).toBe(404);
+    expect((await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: 'no-such-token', clientCsr: ecCsr().csrPem } })).status).toBe(400);
     await c.running.ctx.events.flush();
     const mine = (await ok(c.call('GET', `${MGMT}/audit-events?types=enrollment&entity=${id}`, { token: admin }))).data;
     expect(mine.map((e: any) => e.event_type).sort()).toEqual(['fail', 'success']);
