@@ -1,6 +1,6 @@
 // better-sqlite3, loaded so that the single executable can hand it the embedded native addon.
 import Database from 'better-sqlite3';
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver, type DatabaseConnection, type DialectAdapter, type Driver, type SqliteDialectConfig } from 'kysely';
 
 type Options = Database.Options;
 
@@ -33,6 +33,23 @@ export class ImmediateSqliteDialect extends SqliteDialect {
 
   override createDriver(): Driver {
     return new ImmediateSqliteDriver(this.settings);
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlAdapter();
+  }
+}
+
+/**
+ * SQLite runs DDL inside transactions, but Kysely's adapter says it does not, so its migrator ran each
+ * migration bare: a process killed mid-migration (a first start or a local command timed out on a
+ * loaded machine) left half a migration behind ("table cas already exists" at every later start),
+ * and two processes opening a new data dir at once could both migrate it. In one transaction taken
+ * with the write lock, a migration is all or nothing, and the second process waits, then sees it done.
+ */
+class TransactionalDdlAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
   }
 }
 

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { sql } from 'kysely';
+import { Migrator, sql, type Kysely } from 'kysely';
 import { afterAll, expect, it } from 'vitest';
 import { openSqlite } from '../../src/store/db.js';
 
@@ -30,5 +30,32 @@ it('a transaction that reads, then writes, outlives another process writing mean
   expect(await other).toBe(0);
   const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
   expect(rows).toEqual(['us', 'other']);
+  await store.close();
+});
+
+it('a migration that fails half-way leaves nothing of itself, so the next start can run it again', async () => {
+  const store = await openSqlite(path.join(dir, 'migrated.db'));
+  const fail = { now: true };
+  const migrator = new Migrator({
+    db: store.db,
+    migrationTableName: 'test_migration',
+    migrationLockTableName: 'test_migration_lock',
+    provider: {
+      getMigrations: async () => ({
+        '9001-half': {
+          up: async (db: Kysely<any>) => {
+            await sql`create table half_made (x integer)`.execute(db);
+            if (fail.now) throw new Error('killed here');
+          },
+        },
+      }),
+    },
+  });
+  expect((await migrator.migrateToLatest()).error).toBeDefined();
+  const tables = async () => (await sql<{ name: string }>`select name from sqlite_master where name = 'half_made'`.execute(store.db)).rows;
+  expect(await tables()).toEqual([]);
+  fail.now = false;
+  expect((await migrator.migrateToLatest()).error).toBeUndefined();
+  expect(await tables()).toHaveLength(1);
   await store.close();
 });
