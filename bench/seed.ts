@@ -1,6 +1,8 @@
 // Bulk rows for the benchmarks, written straight to the store (the API path is measured, not seeding).
+// Identities are of type Default, the type upstream 1.x keeps (migration 0012 removed User and Device).
 import { iso } from '../src/model/clock.js';
 import { newId } from '../src/model/ids.js';
+import { DEFAULT_AUTH_POLICY_ID } from '../src/model/resources/identities.js';
 import type { Db } from '../src/store/db.js';
 
 const ATTRS = ['web', 'db', 'eu', 'us', 'staff', 'contractor', 'prod', 'dev'];
@@ -14,7 +16,7 @@ export async function seedIdentities(db: Db, count: number, progress: (done: num
         const i = done + k;
         const at = iso(new Date(start + i * 1000));
         return {
-          id: newId(), name: `user-${String(i).padStart(6, '0')}`, typeId: i % 10 === 0 ? 'Device' : 'User', authPolicyId: 'default',
+          id: newId(), name: `user-${String(i).padStart(6, '0')}`, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID,
           isAdmin: 0, isDefaultAdmin: 0, disabled: i % 50 === 0 ? 1 : 0, defaultHostingCost: i % 100,
           roleAttributes: JSON.stringify([ATTRS[i % 8], ATTRS[(i * 7) % 8]].filter((v, j, a) => a.indexOf(v) === j)),
           tags: JSON.stringify({ env: i % 3 === 0 ? 'prod' : 'dev', shard: String(i % 16) }), createdAt: at, updatedAt: at,
