@@ -1,7 +1,8 @@
 // OpenZiti's controller scale models (Small, Medium, Large), loaded through the HTTP API as an
 // operator's script would (parallel creates), then the calls a client makes, timed for the identity
 // that reaches every service and router and sorts last, plus an administrator's filtered list.
-//   BENCH_MODELS=small,medium,large (default)  BENCH_MODEL_SECONDS=3 per call
+//   BENCH_MODELS=small,medium,large (default; on PostgreSQL BENCH_PG_MODELS, see bench/scale.ts)  BENCH_MODEL_SECONDS=3 per call
+//   Each run ends with the client calls' goals (bench/goals.ts), met or missed.
 //   BENCH_PAIR_MODEL=large: the model also measured behind two controllers on one PostgreSQL database
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { openDataDir } from '../src/server/controller.js';
 import { seedIdentities } from './seed.js';
+import { goalRows, type ModelResult } from './goals.js';
 import { call, concurrently, database, fmtSeries, login, ok, PASSWORD, peakRssMb, sequential, startServer, stopServer, tempDir, type Series, type Server } from './http.js';
 
 type Row = [string, string, string];
@@ -180,9 +182,11 @@ async function rawInsertRate(dbServer: string | undefined, n: number) {
   return rate;
 }
 
-export async function measureModels(dbServer: string | undefined): Promise<Row[]> {
+/** Each database's results, for comparing PostgreSQL with SQLite (bench/goals.ts). */
+export const measuredModels = new Map<string, Map<string, ModelResult>>();
+
+export async function measureModels(dbServer: string | undefined, wanted = (process.env.BENCH_MODELS ?? 'small,medium,large').split(',')): Promise<Row[]> {
   const label = dbServer ? 'postgres' : 'sqlite';
-  const wanted = (process.env.BENCH_MODELS ?? 'small,medium,large').split(',');
   const results = new Map<string, Measured & { pair?: Record<string, Series> }>();
   for (const m of MODELS.filter((x) => wanted.includes(x.name))) results.set(m.name, await runModel(m, dbServer));
   const rows: Row[] = [];
@@ -207,6 +211,8 @@ export async function measureModels(dbServer: string | undefined): Promise<Row[]
     }
     if (r.pair) for (const c of CALLS) rows.push([`[${label}] ${name}, two controllers: ${c}`, fmtSeries(r.pair[c]), `p99 ${(r.pair[c].p99 / r.calls[c].p99).toFixed(1)}x one`]);
   }
+  measuredModels.set(label, results);
+  rows.push(...goalRows(label, results));
   const large = results.get('large') ?? results.get('medium') ?? small;
   if (large) {
     const n = MODELS.find((x) => results.get(x.name) === large)!.identities;

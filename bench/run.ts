@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
 import { measureCliStartup } from './cli-startup.js';
-import { scaleRows } from './scale.js';
+import { modelRows, scaleRows } from './scale.js';
 import { relayRows } from './relay.js';
 import { ctrlRows } from './ctrl.js';
 import { importLatencyRows } from './import-latency.js';
@@ -283,6 +283,13 @@ try {
   const only = { relay: relayRows, ctrl: ctrlRows, cli: measureCliStartup }[process.env.BENCH_ONLY ?? ''];
   if (only) {
     const rows = await only();
+    const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
+    for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
+    process.exit(0);
+  }
+  // BENCH_ONLY=models: only OpenZiti's scale models and the client calls' goals (issue 31), SQLite then PostgreSQL.
+  if (process.env.BENCH_ONLY === 'models') {
+    const rows = await modelRows(process.env.ZTC_TEST_DB);
     const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);

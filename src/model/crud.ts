@@ -204,10 +204,11 @@ export async function updateIn(tx: Tx, ctx: Ctx, decl: ResourceDecl, id: string,
  * membership is recomputed (model/policy/membership.ts), all in the same transaction.
  */
 async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, mode: WriteMode, ctx: Ctx) {
-  if (mode !== 'patch' || 'tags' in input) await indexTags(tx, id, input.tags);
+  const fresh = mode === 'create';
+  if (mode !== 'patch' || 'tags' in input) await indexTags(tx, id, input.tags, fresh);
   const roles = decl.roleAttributes;
   if (roles && (mode !== 'patch' || roles in input)) {
-    await indexRoleAttributes(tx, id, input[roles]);
+    await indexRoleAttributes(tx, id, input[roles], fresh);
     if (decl.policySide) {
       await evaluateEntity(tx, decl.policySide, id, [...new Set((input[roles] as string[] | null) ?? [])]);
       if (mode !== 'create') await touchServices(tx, ctx);

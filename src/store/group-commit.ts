@@ -53,13 +53,18 @@ export function groupCommitter(db: Db): <T>(fn: (tx: Tx) => Promise<T>) => Promi
       // The commit itself failed: none of the group's writes happened.
       for (const d of done) d.job.reject(err);
       current?.reject(err);
+      // The transaction did not even begin (a closed store): the first write hears it, so the loop in
+      // drain moves on instead of spinning on a queue that never shrinks.
+      if (!done.length && !current) pending.shift()?.reject(err);
       return;
     }
+    lastGroupSize = done.length;
     for (const d of done) (d.ok ? d.job.resolve : d.job.reject)(d.value);
   }
 
   let lastCommit = 0;
   let lastCommitMs = 0;
+  let lastGroupSize = 0;
   async function drain() {
     running = true;
     try {
@@ -67,7 +72,9 @@ export function groupCommitter(db: Db): <T>(fn: (tx: Tx) => Promise<T>) => Promi
         // Under a stream of writes, give the next writers a moment to arrive before the group starts:
         // a request reaches its write only after reads that the open transaction would make wait.
         // The longer a commit takes (the disk's flush), the longer it pays to wait, as long as writers keep coming.
-        if (performance.now() - lastCommit < GATHER_AFTER_MS) {
+        // Only while writers come together (the last group had several): a client writing one request
+        // after another would otherwise wait a timer tick on every write for company that never comes.
+        if (performance.now() - lastCommit < GATHER_AFTER_MS && (lastGroupSize > 1 || pending.length > 1)) {
           const until = performance.now() + Math.min(MAX_GATHER_MS, Math.max(1, lastCommitMs));
           for (let seen = -1; seen !== pending.length && pending.length < MAX_WRITES && performance.now() < until; ) {
             seen = pending.length;

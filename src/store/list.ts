@@ -85,36 +85,46 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
     if (roles) base = base.where(roles as never);
   }
 
-  const counted = await base.select(sql<number>`count(*)`.as('n')).executeTakeFirst();
-  const totalCount = Number(counted?.n ?? 0);
+  const count = async () => Number((await base.select(sql<number>`count(*)`.as('n')).executeTakeFirst())?.n ?? 0);
 
   let ids = base.select(sql.ref('e.id').as('id'));
   for (const s of compiled.sort) ids = ids.orderBy(s.ref, s.desc ? 'desc' : 'asc');
   // Without a sort (and after it, to break ties) by id, as upstream lists its stores in key order.
   ids = ids.orderBy(sql.ref('e.id'), 'asc');
 
+  // How many ids the last fetch found: a page that is not full, and starts at 0 or has rows, ends the
+  // list, so the total is its offset plus its length without counting again (one query fewer for the
+  // small answers clients ask most: one service by name, a short filtered list).
+  let found = 0;
   const fetch = async (n: number, from: number): Promise<Row[]> => {
     let q = ids.limit(n);
     if (from) q = q.offset(from);
     const order = (await q.execute()).map((r) => String(r.id));
+    found = order.length;
     if (!order.length) return [];
-    const found = await src.detailQuery(db).where(sql.ref('e.id'), 'in', order).execute();
-    const byId = new Map(found.map((r: Row) => [r.id, r]));
+    const details = await src.detailQuery(db).where(sql.ref('e.id'), 'in', order).execute();
+    const byId = new Map(details.map((r: Row) => [r.id, r]));
     return order.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
   };
 
+  const totalAfter = (n: number, from: number) => (found < n && (found > 0 || from === 0) ? from + found : count());
+
   if (limit === 'none') {
+    // The first chunk is read before counting: when it is the whole answer, it is the count.
+    const first = await fetch(STREAM_CHUNK, offset);
+    const totalCount = await totalAfter(STREAM_CHUNK, offset);
     const pagination = { limit: Math.max(totalCount - offset, 0), offset, totalCount };
     // Small answers are read at once; large ones are streamed a chunk at a time.
-    if (totalCount - offset <= STREAM_CHUNK) return { rows: await fetch(STREAM_CHUNK, offset), pagination };
+    if (totalCount - offset <= STREAM_CHUNK) return { rows: first, pagination };
     async function* chunks() {
       for (let at = offset; ; at += STREAM_CHUNK) {
-        const rows = await fetch(STREAM_CHUNK, at);
+        const rows = at === offset ? first : await fetch(STREAM_CHUNK, at);
         if (rows.length) yield rows;
         if (rows.length < STREAM_CHUNK) return;
       }
     }
     return { rows: [], chunks: chunks(), pagination };
   }
-  return { rows: await fetch(limit, offset), pagination: { limit, offset, totalCount } };
+  const rows = await fetch(limit, offset);
+  return { rows, pagination: { limit, offset, totalCount: await totalAfter(limit, offset) } };
 }

@@ -101,7 +101,8 @@ export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: Se
     : [];
   const grants = viewer ? await grantsFor(db, viewer.identityId, ids) : [];
   const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
-  const responses = viewer?.apiSessionId ? await responsesOf(db, viewer.apiSessionId) : new Map();
+  // Responses matter only to checks: none in most networks, so no query for them.
+  const responses = viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map();
   const byService = <T extends { serviceId: string }>(list: T[]) => {
     const m = new Map<string, T[]>();
     for (const x of list) m.set(x.serviceId, [...(m.get(x.serviceId) ?? []), x]);
