@@ -4,13 +4,19 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
-    testTimeout: 30_000,
+    // Files that start controllers and `ztc` children wait on them; four files share 2 cores, so a
+    // test that takes 5 s alone can take 30 s when the machine is loaded (seen in CI-like runs).
+    testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // vitest's default is the number of cores less one (a single worker on a 2-core machine), yet most
     // files wait on sockets, child processes and timers rather than compute: four at a time took the
     // suite from about 8 minutes to under 5 here.
     maxWorkers: 4,
+    // A worker keeps its loaded modules from one file to the next: each file used to load fastify,
+    // node-forge, Kysely and the model afresh (172 s of the suite's CPU in module loading, 17 s with this).
+    // Every file starts its own controllers and stores, so nothing a test asserts lives in module state.
+    isolate: false,
     // Controllers started by tests (in process or as `ztc serve` children) run their edge router and
     // control channel on any free port, so parallel files never fight over 3022 and 6262.
     env: { ZTC_ROUTER_PORT: '0', ZTC_CTRL_PORT: '0' },

@@ -70,7 +70,8 @@ function schemathesis(doc: string, who: 'admin' | 'plain'): Promise<Run> {
     ...excluded,
   ];
   return new Promise((resolve) => {
-    execFile(PYTHON, args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
+    // In the test's own directory: schemathesis writes its cache (.schemathesis/) where it runs.
+    execFile(PYTHON, args, { cwd: dir, timeout: 120_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
     });
   });
