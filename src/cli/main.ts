@@ -29,6 +29,14 @@ function overridingExit(c: Command): Command {
   return c;
 }
 
+/**
+ * The arguments part of a usage line, for a command listed but not loaded: commander reads the text after
+ * the name as arguments, so option words (`--follow [--type T]`) would show as `<--follow> [--typ] <T]>`.
+ */
+function stubArguments(usage: string): string {
+  return usage.replace(/\[-[^\]]*\]/g, '').replace(/(^|\s)--?\S+/g, '').replace(/\s+/g, ' ').trim();
+}
+
 /** The program for these arguments: the named command loaded, the others as help entries. */
 export async function program(argv: string[]): Promise<Command> {
   const args = argv.slice(2);
@@ -39,7 +47,7 @@ export async function program(argv: string[]): Promise<Command> {
   const p = root();
   for (const e of COMMANDS) {
     if (e.name === wanted) p.addCommand(overridingExit(await e.load()));
-    else p.command(`${e.name}${e.usage ? ` ${e.usage}` : ''}`).description(e.description);
+    else p.command(`${e.name}${e.usage ? ` ${stubArguments(e.usage)}` : ''}`).description(e.description);
   }
   p.command('completion <shell>').description('print a shell completion script: source <(ztc completion bash|zsh|fish)');
   return p;

@@ -17,6 +17,15 @@ describe('the command registry', () => {
     expect([...loaded.keys()].sort()).toEqual([...COMMANDS.map((e) => e.name), 'completion'].sort());
   });
 
+  it('lists each command in the top-level help as its own help names it (no option words read as arguments)', async () => {
+    const stub = await program(['node', 'ztc', '--help']);
+    const full = await fullProgram();
+    const term = (c: { name(): string; registeredArguments: readonly { name(): string; required: boolean; variadic: boolean }[] }) =>
+      // A stub's `[options]` is kept as a word of its line (it has no options of its own to show it).
+      [c.name(), ...c.registeredArguments.filter((a) => a.name() !== 'options').map((a) => (a.required ? `<${a.name()}${a.variadic ? '...' : ''}>` : `[${a.name()}${a.variadic ? '...' : ''}]`))].join(' ');
+    for (const c of stub.commands) expect(term(c), c.name()).toBe(term(full.commands.find((f) => f.name() === c.name())!));
+  });
+
   it('loads only the command being run', async () => {
     const p = await program(['node', 'ztc', 'identity', 'list']);
     const identity = p.commands.find((c) => c.name() === 'identity')!;
