@@ -100,3 +100,52 @@ describe('ztc token', () => {
     }
   }, 120_000);
 });
+
+describe('a read-only admin through the CLI', () => {
+  it('lists what an admin lists and is refused every change, with a message that says why', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const { cliRunner, loggedInController } = await import('../helpers/cli.js');
+    const { ztc, cleanup } = cliRunner();
+    const running = await loggedInController(ztc);
+    const viewer = cliRunner();
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-viewer-'));
+      const jwt = path.join(dir, 'viewer.jwt');
+      const made = await ztc('identity', 'create', 'viewer', '--permissions', 'admin_readonly', '--enroll', 'updb', '-f', jwt);
+      expect(made.code, made.stderr).toBe(0);
+      expect((await ztc('service', 'create', 'payroll')).code).toBe(0);
+      const enrolled = await viewer.ztc('enroll', jwt, '--password', 'viewer-pass-1234');
+      expect(enrolled.code, enrolled.stderr).toBe(0);
+      const login = await viewer.ztc('login', running.url, '-u', 'viewer', '-p', 'viewer-pass-1234', '--yes');
+      expect(login.code, login.stderr).toBe(0);
+
+      // Reads: the management API's lists, as an admin sees them.
+      const services = await viewer.ztc('service', 'list', '-o', 'json');
+      expect(services.code, services.stderr).toBe(0);
+      expect((JSON.parse(services.stdout) as { name: string }[]).map((x) => x.name)).toContain('payroll');
+      const identities = await viewer.ztc('identity', 'list', '-o', 'json');
+      expect((JSON.parse(identities.stdout) as { name: string }[]).map((x) => x.name)).toEqual(expect.arrayContaining(['viewer', 'Default Admin']));
+
+      // Changes: refused, nothing changed, and the error says the identity is read-only (not "log in again").
+      for (const change of [
+        ['service', 'create', 'sneaky'],
+        ['service', 'update', 'payroll', '--name', 'renamed'],
+        ['service', 'delete', 'payroll'],
+        ['identity', 'create', 'someone'],
+        ['token', 'create', 'escalate'],
+      ]) {
+        const r = await viewer.ztc(...change);
+        expect(r.code, change.join(' ')).not.toBe(0);
+        expect(r.stderr, change.join(' ')).toMatch(/read-only/i);
+        expect(r.stderr, change.join(' ')).not.toMatch(/log in again/i);
+      }
+      const after = await ztc('service', 'list', '-o', 'json');
+      expect((JSON.parse(after.stdout) as { name: string }[]).map((x) => x.name).sort()).toEqual(['payroll']);
+    } finally {
+      viewer.cleanup();
+      await running.close();
+      cleanup();
+    }
+  }, 120_000);
+});
