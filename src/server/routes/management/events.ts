@@ -57,8 +57,7 @@ export function registerEvents(app: FastifyInstance, ctx: Ctx) {
       res.write(': ztc events\n\n');
       let seq = 0;
       // Events are gathered for a moment and written together: one TLS record and one system call for
-      // many events, instead of one each (a busy controller emits an event per session created; writing
-      // each cost session create 8% more CPU with a subscriber in the bench).
+      // many events instead of one each, as a busy controller emits an event per session created.
       let pending = '';
       let flushing: NodeJS.Timeout | undefined;
       const flush = () => {
