@@ -91,6 +91,13 @@ describe('COULD_NOT_VALIDATE where upstream says it', () => {
   });
 });
 
+describe('an enrollment for an identity that does not exist', () => {
+  it('is 400 REFERENCED_ENTITY_NOT_FOUND, as upstream', async () => {
+    const e = expectError(await mg('POST', '/enrollments', { method: 'ott', identityId: 'nope', expiresAt: new Date(Date.now() + 3_600_000).toISOString() }), 400, 'REFERENCED_ENTITY_NOT_FOUND');
+    expect(e.cause).toMatchObject({ field: 'identityId', value: 'nope' });
+  });
+});
+
 describe('external JWT signer updates from the CLI', () => {
   it('keep scopes and client id that `update ext-jwt-signer` sends as null', async () => {
     const id = await made('/external-jwt-signers', { ...signer('kept', 'https://kept.example.com'), clientId: 'cli', scopes: ['openid', 'email'] });
