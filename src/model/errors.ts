@@ -34,6 +34,17 @@ export const invalidField = (field: string, reason: string, value?: unknown) =>
 export const couldNotValidate = (field: string, reason: string, value?: unknown) =>
   new ApiError(400, 'COULD_NOT_VALIDATE', `The request is not valid: ${field} ${reason}`, { field, reason, value });
 
+/**
+ * A delete refused because other entities name this one: upstream's 409 and its cause, which lists the
+ * referring ids as Go prints a slice (`[a b]`) under the field that names this entity.
+ */
+export const referencedBy = (localType: string, remoteType: string, ids: string[], field: string) =>
+  new ApiError(409, 'CAN_NOT_DELETE_REFERENCED_ENTITY', 'the entity cannot be deleted because it is referenced by another entity, see cause', {
+    field,
+    reason: `entity type ${localType} referenced by ${remoteType}: [${ids.join(' ')}]`,
+    value: `[${ids.join(' ')}]`,
+  });
+
 export const conflict = (code: string, message: string) => new ApiError(409, code, message);
 
 export const cannotDelete = (message: string) => new ApiError(400, 'ENTITY_CAN_NOT_BE_DELETED', message);

@@ -196,6 +196,10 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     reply.header('x-request-id', String(request.id));
     reply.header('ziti-instance-id', instanceId);
     if (isListStream(payload)) reply.header('content-type', 'application/json; charset=utf-8');
+    // Upstream's JSON encoder ends every body with a newline, and `ziti edge ... -j` prints the body as
+    // it came: without one the shell's prompt follows the closing brace on the same line.
+    if (typeof payload === 'string' && payload.length && String(reply.getHeader('content-type') ?? '').startsWith('application/json') && !payload.endsWith('\n')) return payload + '\n';
+    return payload;
   });
 
   const specs = new SpecRegistry();

@@ -34,7 +34,7 @@ export function listOf(data: unknown[] | AsyncIterable<unknown[]>, pagination: P
       yield first ? body : ',' + body;
       first = false;
     }
-    yield `],"meta":${JSON.stringify(m)}}`;
+    yield `],"meta":${JSON.stringify(m)}}\n`; // a newline at the end, as every JSON answer (app.ts)
   }
   const stream = Readable.from(text(), { objectMode: false });
   listStreams.add(stream);

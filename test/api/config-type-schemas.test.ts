@@ -3,19 +3,13 @@
 // closed objects, host terminators that dial a fixed value or forward one with an allowed list,
 // non-empty sets, proxies, health checks. Databases seeded with ztc's earlier cut-down schemas get the
 // full ones at start, and the configs they already hold still load.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, MGMT, startTestController, tempDataDir, type TestController } from '../helpers/controller.js';
+import { describe, expect, it } from 'vitest';
+import { controllerForFile, expectError, MGMT, startTestController, tempDataDir } from '../helpers/controller.js';
 
-let c: TestController;
-let admin: string;
-beforeAll(async () => {
-  c = await startTestController();
-  admin = await c.login();
-});
-afterAll(() => c.close());
+const file = controllerForFile();
 
 let n = 0;
-const create = (type: string, data: unknown) => c.call('POST', `${MGMT}/configs`, { token: admin, body: { name: `cfg-${type}-${n++}`, configTypeId: type, data } });
+const create = (type: string, data: unknown) => file.c.call('POST', `${MGMT}/configs`, { token: file.admin, body: { name: `cfg-${type}-${n++}`, configTypeId: type, data } });
 async function accepts(type: string, data: unknown) {
   const r = await create(type, data);
   expect(r.status, `${type} ${JSON.stringify(data)}: ${r.text}`).toBe(201);
@@ -147,9 +141,9 @@ describe('config updates', () => {
     const made = await create('host.v1', fixed);
     expect(made.status, made.text).toBe(201);
     const id = made.body.data.id;
-    expectError(await c.call('PATCH', `${MGMT}/configs/${id}`, { token: admin, body: { data: { protocol: 'tcp' } } }), 400, 'COULD_NOT_VALIDATE');
-    expectError(await c.call('PUT', `${MGMT}/configs/${id}`, { token: admin, body: { name: 'x-host', data: { ...fixed, unknown: true } } }), 400, 'COULD_NOT_VALIDATE');
-    expect((await c.call('PATCH', `${MGMT}/configs/${id}`, { token: admin, body: { data: { ...fixed, port: 9090 } } })).status).toBe(200);
+    expectError(await file.c.call('PATCH', `${MGMT}/configs/${id}`, { token: file.admin, body: { data: { protocol: 'tcp' } } }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await file.c.call('PUT', `${MGMT}/configs/${id}`, { token: file.admin, body: { name: 'x-host', data: { ...fixed, unknown: true } } }), 400, 'COULD_NOT_VALIDATE');
+    expect((await file.c.call('PATCH', `${MGMT}/configs/${id}`, { token: file.admin, body: { data: { ...fixed, port: 9090 } } })).status).toBe(200);
   });
 });
 

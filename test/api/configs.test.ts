@@ -21,12 +21,12 @@ describe('config types', () => {
   });
 
   it('refuses a schema that is not a JSON schema, and a type in use cannot be deleted', async () => {
-    expectError(await post('/config-types', { name: 'broken', schema: { type: 'no-such-type' } }), 400, 'INVALID_FIELD');
+    expectError(await post('/config-types', { name: 'broken', schema: { type: 'no-such-type' } }), 400, 'COULD_NOT_VALIDATE');
     const t = await post('/config-types', { name: 'my.v1', schema: { type: 'object', required: ['size'], properties: { size: { type: 'integer', minimum: 1 } } } });
     expect(t.status, t.text).toBe(201);
     const cfg = await post('/configs', { name: 'small', configTypeId: 'my.v1', data: { size: 2 } });
     expect(cfg.status, cfg.text).toBe(201);
-    expectError(await c.call('DELETE', `${MGMT}/config-types/${t.body.data.id}`, { token: admin }), 409, 'CONFLICT_CANNOT_MODIFY_REFERENCED');
+    expectError(await c.call('DELETE', `${MGMT}/config-types/${t.body.data.id}`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
     // A schema change that would reject existing configs is refused too.
     // 400, the status the document declares (upstream accepts it and leaves such configs unchecked).
     const refused = expectError(await c.call('PATCH', `${MGMT}/config-types/${t.body.data.id}`, { token: admin, body: { schema: { type: 'object', required: ['colour'] } } }), 400, 'COULD_NOT_VALIDATE');
@@ -54,7 +54,7 @@ describe('configs', () => {
     expect(missing.cause.field).toMatch(/^(addresses|portRanges)$/);
     const port = expectError(await post('/configs', { name: 'bad-port', configTypeId: 'host.v1', data: { protocol: 'tcp', address: 'x', port: 70000 } }), 400, 'COULD_NOT_VALIDATE');
     expect(port.cause.field).toBe('port');
-    expectError(await post('/configs', { name: 'no-type', configTypeId: 'nope.v1', data: {} }), 400, 'INVALID_FIELD');
+    expectError(await post('/configs', { name: 'no-type', configTypeId: 'nope.v1', data: {} }), 400, 'COULD_NOT_VALIDATE');
     expectError(await c.call('PATCH', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { data: { ...good, portRanges: [{ low: 70000, high: 1 }] } } }), 400, 'COULD_NOT_VALIDATE');
     expect((await c.call('PATCH', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { data: { ...good, addresses: ['*.internal'] } } })).status).toBe(200);
     expect((await c.call('PUT', `${MGMT}/configs/${made.body.data.id}`, { token: admin, body: { name: 'web-intercept-2', data: good } })).status).toBe(200);

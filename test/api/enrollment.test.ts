@@ -137,7 +137,7 @@ describe('updb enrollment and the enrollments API', () => {
     expect(expectError(await post({ identityId: id, method: 'ott', expiresAt: inMinutes(-5) }), 400, 'INVALID_FIELD').cause.field).toBe('expiresAt');
     expect(expectError(await post({ identityId: id, method: 'ott', expiresAt: 'tomorrow' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('expiresAt');
     expect(expectError(await post({ identityId: id, method: 'magic', expiresAt: inMinutes(60) }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('method');
-    expect(expectError(await post({ identityId: 'nobody', method: 'ott', expiresAt: inMinutes(60) }), 400, 'INVALID_FIELD').cause.field).toBe('identityId');
+    expect(expectError(await post({ identityId: 'nobody', method: 'ott', expiresAt: inMinutes(60) }), 400, 'REFERENCED_ENTITY_NOT_FOUND').cause.field).toBe('identityId');
     expect((await post({ identityId: id, method: 'ott', expiresAt: inMinutes(60) })).status).toBe(201);
     expectError(await post({ identityId: id, method: 'ott', expiresAt: inMinutes(60) }), 409);
     const list = await c.call('GET', `${MGMT}/enrollments?filter=${encodeURIComponent(`identityId = "${id}"`)}`, { token: admin });

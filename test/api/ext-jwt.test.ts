@@ -110,7 +110,7 @@ describe('external JWT signers', () => {
     await c.call('PATCH', `${MGMT}/external-jwt-signers/${signerId}`, { token: admin, body: { enabled: false } });
     expectError(await extLogin(await jwt(key, 'k1', { email: 'ana@example.com' })), 401, 'INVALID_AUTH');
     await c.call('PATCH', `${MGMT}/external-jwt-signers/${signerId}`, { token: admin, body: { enabled: true } });
-    expectError(await c.call('DELETE', `${MGMT}/external-jwt-signers/${other}`, { token: admin }), 409, 'CONFLICT_CANNOT_MODIFY_REFERENCED');
+    expectError(await c.call('DELETE', `${MGMT}/external-jwt-signers/${other}`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
   });
 
   it('verifies with a certificate instead of a JWKS, by identity id', async () => {

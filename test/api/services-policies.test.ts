@@ -87,8 +87,8 @@ describe('policies', () => {
     const db = (await get(`/services?filter=${encodeURIComponent('name = "db"')}`)).body.data[0].id;
     expect(spd.serviceRoles).toEqual(['#public-svc', `@${db}`]);
     expect(spd.serviceRolesDisplay).toEqual([{ role: '#public-svc', name: '#public-svc' }, { role: `@${db}`, name: '@db' }]);
-    expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['staff'] }), 400, 'INVALID_FIELD');
-    expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['@nobody'] }), 400, 'INVALID_FIELD');
+    expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['staff'] }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['@nobody'] }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post('/service-policies', { name: 'bad', type: 'Sometimes', semantic: 'AnyOf' }), 400, 'COULD_NOT_VALIDATE');
 
     const aliceToken = await c.login('alice', 'password1');

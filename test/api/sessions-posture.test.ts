@@ -87,7 +87,8 @@ describe('sessions', () => {
 
 describe('posture', () => {
   it('checks gate session creation; responses pass them; failures are recorded', async () => {
-    // As upstream: five types (no MFA row), listed by id, with the operating systems and versions it records.
+    // As upstream 1.1.10 answers: five types (no MFA row), listed by id, with the operating systems and
+    // versions it records, each list sorted as its sets are (types and versions as strings).
     const types = (await mg('GET', '/posture-check-types')).body;
     expect(types.data.map((t: { id: string }) => t.id)).toEqual(['DOMAIN', 'MAC', 'OS', 'PROCESS', 'PROCESS_MULTI']);
     expect(types.meta.pagination.totalCount).toBe(5);
@@ -95,14 +96,14 @@ describe('posture', () => {
     expect(byId.OS).toMatchObject({
       name: 'Operating System Check',
       operatingSystems: [
-        { type: 'Windows', versions: ['Vista', '7', '8', '10', '2000'] }, { type: 'Linux', versions: ['4.14', '4.19', '5.4', '5.9'] },
-        { type: 'Android', versions: ['9', '10', '11'] }, { type: 'macOS', versions: ['10.15', '11.0'] }, { type: 'iOS', versions: ['11', '12'] },
+        { type: 'Android', versions: ['10', '11', '9'] }, { type: 'Linux', versions: ['4.14', '4.19', '5.4', '5.9'] },
+        { type: 'Windows', versions: ['10', '2000', '7', '8', 'Vista'] }, { type: 'iOS', versions: ['11', '12'] }, { type: 'macOS', versions: ['10.15', '11.0'] },
       ],
     });
-    expect(byId.PROCESS.operatingSystems.map((o: { type: string }) => o.type)).toEqual(['Windows', 'macOS', 'Linux']);
-    expect(byId.MAC).toMatchObject({ name: 'MAC Address Check', operatingSystems: [{ type: 'Windows' }, { type: 'Linux' }, { type: 'macOS' }, { type: 'Android' }] });
-    expect(byId.PROCESS_MULTI).toMatchObject({ name: 'Process Multi Check', operatingSystems: [{ type: 'Windows', versions: [] }, { type: 'macOS', versions: [] }, { type: 'Linux', versions: [] }] });
-    expect((await mg('GET', '/posture-check-types/DOMAIN')).body.data).toMatchObject({ name: 'Windows Domain Check', operatingSystems: [{ type: 'Windows', versions: ['Vista', '7', '8', '10', '2000'] }] });
+    expect(byId.PROCESS.operatingSystems.map((o: { type: string }) => o.type)).toEqual(['Linux', 'Windows', 'macOS']);
+    expect(byId.MAC).toMatchObject({ name: 'MAC Address Check', operatingSystems: [{ type: 'Android' }, { type: 'Linux' }, { type: 'Windows' }, { type: 'macOS' }] });
+    expect(byId.PROCESS_MULTI).toMatchObject({ name: 'Process Multi Check', operatingSystems: [{ type: 'Linux', versions: [] }, { type: 'Windows', versions: [] }, { type: 'macOS', versions: [] }] });
+    expect((await mg('GET', '/posture-check-types/DOMAIN')).body.data).toMatchObject({ name: 'Windows Domain Check', operatingSystems: [{ type: 'Windows', versions: ['10', '2000', '7', '8', 'Vista'] }] });
     expectError(await mg('GET', '/posture-check-types/MFA'), 404, 'NOT_FOUND');
     expectError(await mg('POST', '/posture-checks', { name: 'no-domains', typeId: 'DOMAIN', domains: [] }), 400);
     expectError(await mg('POST', '/posture-checks', { name: 'missing', typeId: 'DOMAIN' }), 400, 'INVALID_FIELD');

@@ -3,19 +3,13 @@
 // omitempty), never ""; the served document says they may be null; every validation error's cause
 // carries field, reason and a value (a string, as upstream's %v, "<nil>" when there is none); MAC
 // addresses are bare lower-case hex; lists upstream keeps as sets come back sorted without repeats.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { selfSignedCert } from '../helpers/certs.js';
-import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { CLIENT, controllerForFile, expectError, MGMT } from '../helpers/controller.js';
 
-let c: TestController;
-let admin: string;
-beforeAll(async () => {
-  c = await startTestController();
-  admin = await c.login();
-});
-afterAll(() => c.close());
+const file = controllerForFile();
 
-const mg = (method: string, path: string, body?: unknown) => c.call(method, `${MGMT}${path}`, { token: admin, body });
+const mg = (method: string, path: string, body?: unknown) => file.c.call(method, `${MGMT}${path}`, { token: file.admin, body });
 const made = async (path: string, body: unknown) => {
   const r = await mg('POST', path, body);
   expect(r.status, r.text).toBe(201);
@@ -47,7 +41,7 @@ describe('unset optional strings', () => {
     expect(e.fingerprint).toMatch(/^[0-9a-f]{40}$/);
 
     // The client API's view of the same signers.
-    const client = (await c.call('GET', `${CLIENT}/external-jwt-signers`)).body.data as { name: string; clientId: unknown; externalAuthUrl: unknown }[];
+    const client = (await file.c.call('GET', `${CLIENT}/external-jwt-signers`)).body.data as { name: string; clientId: unknown; externalAuthUrl: unknown }[];
     expect(client.find((s) => s.name === 'jwks-signer')).toMatchObject({ clientId: null, externalAuthUrl: null });
   });
 
@@ -108,8 +102,8 @@ describe('values upstream normalises', () => {
     expect((await mg('PATCH', `/posture-checks/${check}`, { typeId: 'MAC', macAddresses: ['00:11:22:33:44:55'] })).status).toBe(200);
     expect((await mg('GET', `/posture-checks/${check}`)).body.data.macAddresses).toEqual(['001122334455']);
 
-    const me = (await c.call('GET', `${CLIENT}/current-identity`, { token: admin })).body.data.id;
-    const r = await c.call('POST', `${CLIENT}/posture-response`, { token: admin, body: { id: check, typeId: 'MAC', macAddresses: ['00:11:22:33:44:55', 'DE-AD-BE-EF-00-01'] } });
+    const me = (await file.c.call('GET', `${CLIENT}/current-identity`, { token: file.admin })).body.data.id;
+    const r = await file.c.call('POST', `${CLIENT}/posture-response`, { token: file.admin, body: { id: check, typeId: 'MAC', macAddresses: ['00:11:22:33:44:55', 'DE-AD-BE-EF-00-01'] } });
     expect(r.status, r.text).toBe(201);
     expect((await mg('GET', `/identities/${me}/posture-data`)).body.data.mac.addresses).toEqual(['001122334455', 'deadbeef0001']);
   });

@@ -141,13 +141,14 @@ export async function normaliseRoles(tx: AnyDb, side: Side, field: string, roles
   const out: string[] = [];
   for (const role of roles ?? []) {
     if (typeof role !== 'string' || role.length < 2 || !/^[#@]/.test(role)) {
-      throw new ApiError(400, 'INVALID_FIELD', `The field '${field}' is not valid: '${role}' is not a role; use #attribute, @id, @name or #all`, { field, reason: 'not a role', value: role });
+      // COULD_NOT_VALIDATE with upstream's reason, as its controller answers.
+      throw new ApiError(400, 'COULD_NOT_VALIDATE', `The field '${field}' is not valid: '${role}' is not a role; use #attribute, @id, @name or #all`, { field, reason: 'role entries must prefixed with # (to indicate role attributes) or @ (to indicate a name or id)', value: role });
     }
     if (role.startsWith('@')) {
       const ref = role.slice(1);
       const byId = await sideQuery(tx, side).select('e.id').where('e.id', '=', ref).executeTakeFirst();
       const byName = byId ?? (await sideQuery(tx, side).select('e.id').where('e.name', '=', ref).executeTakeFirst());
-      if (!byName) throw new ApiError(400, 'INVALID_FIELD', `The field '${field}' is not valid: no ${side} has the id or name '${ref}'`, { field, reason: 'unknown entity', value: role });
+      if (!byName) throw new ApiError(400, 'COULD_NOT_VALIDATE', `The field '${field}' is not valid: no ${side} has the id or name '${ref}'`, { field, reason: `no ${side} has the id or name '${ref}'`, value: role });
       out.push(`@${(byName as { id: string }).id}`);
     } else out.push(role);
   }

@@ -2,7 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import type { Ctx } from '../context.js';
 import { fromJson, isSet, sortedSet } from '../../store/json.js';
-import { ApiError, cannotDelete, conflict, invalidField } from '../errors.js';
+import { ApiError, cannotDelete, invalidField, referencedBy } from '../errors.js';
 import { baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
@@ -104,8 +104,9 @@ export const authPolicies = defineResource({
   hooks: {
     beforeDelete: async (tx, existing) => {
       if (isSet(existing.isSystem)) throw cannotDelete('The default auth policy cannot be deleted; edit it instead');
-      const user = await tx.selectFrom('identities').select('id').where('authPolicyId', '=', existing.id).executeTakeFirst();
-      if (user) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `The auth policy is in use by identity '${user.id}' (and maybe others): move them to another policy first`);
+      // As upstream: every referring identity is named (up to 100 here, so the answer stays small).
+      const users = await tx.selectFrom('identities').select('id').where('authPolicyId', '=', existing.id).orderBy('id').limit(100).execute();
+      if (users.length) throw referencedBy('authPolicy', 'identity', users.map((u) => u.id), 'authPolicyId');
     },
   },
   cli: { columns: ['id', 'name', 'primary.updb.allowed', 'primary.cert.allowed', 'primary.extJwt.allowed', 'secondary.requireTotp'] },

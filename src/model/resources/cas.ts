@@ -1,4 +1,4 @@
-import { randomUUID, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
@@ -6,9 +6,17 @@ import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
 import { writeTx } from '../crud.js';
 import { recordRowChange } from '../events/record.js';
+import { newId } from '../ids.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
+
+/**
+ * The common name a verification certificate must carry: short as upstream's (a 9-character id there;
+ * `ziti edge list cas` shows it in a column, and a UUID wraps), not a secret (it proves nothing alone:
+ * the certificate must also be signed by the CA's key).
+ */
+const verificationToken = () => newId(10);
 
 export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
 
@@ -75,7 +83,7 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
     const dup = await tx.selectFrom('cas').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
     // 400 as upstream (the document allows only 400 here; go-swagger clients cannot read a 409).
     if (dup) throw new ApiError(400, 'COULD_NOT_VALIDATE', `certPem: this certificate is already the CA '${dup.id}'`, { field: 'certPem', reason: `already the CA '${dup.id}'`, value: input.certPem });
-    Object.assign(out, { certPem: input.certPem, fingerprint, verificationToken: randomUUID(), isVerified: 0 });
+    Object.assign(out, { certPem: input.certPem, fingerprint, verificationToken: verificationToken(), isVerified: 0 });
   }
   set('name', input.name);
   set('identityRoles', toJson(input.identityRoles ?? [], []));

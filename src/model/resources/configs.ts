@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { fromJson } from '../../store/json.js';
-import { ApiError, conflict, invalidField } from '../errors.js';
+import { ApiError, couldNotValidate, referencedBy } from '../errors.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row, type WriteMode } from '../resource.js';
 import { baseFields, EntityRef, Name, Tags } from '../schemas/common.js';
 
@@ -33,7 +33,8 @@ function checkSchema(schema: unknown) {
   try {
     validatorFor(JSON.stringify(schema ?? {}));
   } catch (e) {
-    throw invalidField('schema', `is not a valid JSON schema: ${(e as Error).message}`);
+    // COULD_NOT_VALIDATE, the code upstream gives a schema it cannot compile.
+    throw couldNotValidate('schema', `is not a valid JSON schema: ${(e as Error).message}`, schema);
   }
 }
 
@@ -73,8 +74,9 @@ export const configTypes = defineResource({
   },
   hooks: {
     beforeDelete: async (tx, existing) => {
-      const used = await tx.selectFrom('configs').select('id').where('configTypeId', '=', existing.id).executeTakeFirst();
-      if (used) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `The config type is used by config '${used.id}' (and maybe others): delete those first`);
+      // Upstream answers 500 here (a plain error from its store); the 409 and cause of its other referenced deletes say more.
+      const used = await tx.selectFrom('configs').select('id').where('configTypeId', '=', existing.id).orderBy('id').limit(100).execute();
+      if (used.length) throw referencedBy('configTypes', 'configs', used.map((u) => u.id), 'configTypeId');
     },
   },
   cli: { columns: ['id', 'name'] },
@@ -130,7 +132,7 @@ export const configs = defineResource({
     let typeId = existing?.configTypeId as string | undefined;
     if (mode === 'create') {
       const t = await configType(tx, input.configTypeId);
-      if (!t) throw invalidField('configTypeId', `no config type has the id or name '${input.configTypeId}'`, input.configTypeId);
+      if (!t) throw couldNotValidate('configTypeId', `no config type has the id or name '${input.configTypeId}'`, input.configTypeId);
       typeId = out.configTypeId = t.id;
     }
     if (mode !== 'patch' || 'data' in input) {
@@ -142,8 +144,9 @@ export const configs = defineResource({
   },
   hooks: {
     beforeDelete: async (tx, existing) => {
-      const identity = await tx.selectFrom('identityServiceConfigs as o').innerJoin('identities as i', 'i.id', 'o.identityId').select('i.name').where('o.configId', '=', existing.id).executeTakeFirst();
-      if (identity) throw conflict('CONFLICT_CANNOT_MODIFY_REFERENCED', `Identity '${identity.name}' uses the config for a service (and maybe others): remove it from its service configs first`);
+      // Upstream answers 500 here ("config is in use by identity X for service Y"); ztc the 409 of its referenced deletes.
+      const users = await tx.selectFrom('identityServiceConfigs').select('identityId').distinct().where('configId', '=', existing.id).orderBy('identityId').limit(100).execute();
+      if (users.length) throw referencedBy('configs', 'identities', users.map((u) => u.identityId), 'serviceConfigs');
       // As upstream: the services that carried it simply no longer do (its CLI's `delete config` is a 200).
       await tx.deleteFrom('serviceConfigs').where('configId', '=', existing.id).execute();
     },

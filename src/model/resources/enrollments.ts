@@ -40,7 +40,8 @@ export interface NewEnrollment {
 export async function enrollmentValues(tx: Tx, ctx: Ctx, e: NewEnrollment): Promise<Row> {
   if (e.expiresAt.getTime() <= ctx.clock.now().getTime() + 60_000) throw invalidField('expiresAt', 'must be at least a minute in the future', e.expiresAt.toISOString());
   const identity = await tx.selectFrom('identities').select('id').where('id', '=', e.identityId).executeTakeFirst();
-  if (!identity) throw invalidField('identityId', `no identity has the id '${e.identityId}'`, e.identityId);
+  // Upstream's code for this one (400 REFERENCED_ENTITY_NOT_FOUND), with ztc's field cause.
+  if (!identity) throw new ApiError(400, 'REFERENCED_ENTITY_NOT_FOUND', `The field 'identityId' is not valid: no identity has the id '${e.identityId}'`, { field: 'identityId', reason: `no identity has the id '${e.identityId}'`, value: e.identityId });
   const outstanding = await tx.selectFrom('enrollments').select('id').where('identityId', '=', e.identityId).where('method', '=', e.method).executeTakeFirst();
   if (outstanding) throw conflict('ENROLLMENT_EXISTS', `The identity already has an outstanding ${e.method} enrollment (${outstanding.id}): refresh or delete it`);
   const has = await tx.selectFrom('authenticators').select('id').where('identityId', '=', e.identityId).where('method', '=', producesMethod(e.method)).executeTakeFirst();

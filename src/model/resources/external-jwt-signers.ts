@@ -6,7 +6,7 @@ import { bit, fromJson, isSet, sortedSet, toJson } from '../../store/json.js';
 import { isInternalAddress } from '../auth/jwks-fetch.js';
 import { endSessionsOf } from '../auth/revoke.js';
 import type { Ctx } from '../context.js';
-import { ApiError } from '../errors.js';
+import { ApiError, couldNotValidate, referencedBy } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
@@ -73,9 +73,18 @@ function checkJwksHost(value: string, ctx: Ctx) {
 /** Fields upstream's CLI sends as null in every `update ext-jwt-signer` it leaves them out of: kept, as upstream keeps them. */
 const KEPT_ON_NULL = new Set(['scopes', 'clientId']);
 
-async function toRow(input: Row, mode: WriteMode, _tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
+async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
   const out: Row = {};
   const has = (k: string) => mode !== 'patch' || (k in input && !(input[k] === null && KEPT_ON_NULL.has(k)));
+  // One signer per issuer, as upstream's unique index: a JWT's iss picks the signer that verifies it.
+  // Checked in the write's transaction (no index: databases from before may hold duplicates, and a
+  // write that leaves the issuer alone still goes through).
+  if (has('issuer') && typeof input.issuer === 'string') {
+    let q = tx.selectFrom('externalJwtSigners').select('id').where('issuer', '=', input.issuer);
+    if (existing) q = q.where('id', '!=', existing.id as string);
+    const other = await q.executeTakeFirst();
+    if (other) throw couldNotValidate('issuer', `must be unique: an external JWT signer with issuer '${input.issuer}' already exists (id ${other.id})`, input.issuer);
+  }
   for (const k of ['name', 'issuer', 'audience', 'jwksEndpoint', 'kid', 'clientId', 'externalAuthUrl']) if (has(k)) out[k] = input[k] ?? null;
   if (has('enabled')) out.enabled = bit(input.enabled);
   if (has('useExternalId')) out.useExternalId = bit(input.useExternalId);
@@ -139,9 +148,12 @@ export const externalJwtSigners = defineResource({
   toRow,
   hooks: {
     beforeDelete: async (tx, existing, ctx) => {
-      const policies = await tx.selectFrom('authPolicies').select(['id', 'primaryJson', 'secondaryJson']).execute();
-      const user = policies.find((p) => p.primaryJson.includes(`"${existing.id}"`) || p.secondaryJson.includes(`"${existing.id}"`));
-      if (user) throw new ApiError(409, 'CONFLICT_CANNOT_MODIFY_REFERENCED', `The signer is named by auth policy '${user.id}': remove it there first`);
+      // Refused as upstream refuses it (409 and the referring policies), allowed signers checked first as there.
+      const policies = await tx.selectFrom('authPolicies').select(['id', 'primaryJson', 'secondaryJson']).orderBy('id').execute();
+      const allowing = policies.filter((p) => (fromJson<{ extJwt?: { allowedSigners?: string[] } }>(p.primaryJson, {}).extJwt?.allowedSigners ?? []).includes(existing.id));
+      if (allowing.length) throw referencedBy('externalJwtSigners', 'authPolicies', allowing.slice(0, 100).map((p) => p.id), 'primary.extJwt.allowedSigners');
+      const requiring = policies.filter((p) => fromJson<{ requireExtJwtSigner?: string | null }>(p.secondaryJson, {}).requireExtJwtSigner === existing.id);
+      if (requiring.length) throw referencedBy('externalJwtSigner', 'authPolicy', requiring.slice(0, 100).map((p) => p.id), 'secondary.requireExtJwtSigner');
       await endSessionsOf(tx, ctx, existing.id);
     },
   },

@@ -83,8 +83,9 @@ export const identityDetail = Type.Object({
   hasApiSession: Type.Boolean(),
   hasEdgeRouterConnection: Type.Boolean(),
   disabled: Type.Boolean(),
-  disabledAt: Nullable(Type.String()),
-  disabledUntil: Nullable(Type.String()),
+  // Absent unless the identity is disabled, as upstream (omitempty there).
+  disabledAt: Type.Optional(Type.String()),
+  disabledUntil: Type.Optional(Type.String()),
 });
 
 async function checkAuthPolicy(tx: Tx, id: string) {
@@ -200,8 +201,8 @@ export const identities = defineResource({
     hasApiSession: isSet(r.hasApiSession),
     hasEdgeRouterConnection: false,
     disabled: isSet(r.disabled),
-    disabledAt: r.disabledAt ?? null,
-    disabledUntil: r.disabledUntil ?? null,
+    ...(r.disabledAt ? { disabledAt: r.disabledAt } : {}),
+    ...(r.disabledUntil ? { disabledUntil: r.disabledUntil } : {}),
   }),
   toRow,
   hooks: {

@@ -17,15 +17,20 @@ const linux: Os = { type: 'Linux', versions: ['4.14', '4.19', '5.4', '5.9'] };
 const iOS: Os = { type: 'iOS', versions: ['11', '12'] };
 const macOS: Os = { type: 'macOS', versions: ['10.15', '11.0'] };
 const android: Os = { type: 'Android', versions: ['9', '10', '11'] };
+/**
+ * Upstream serves the operating systems sorted by type and the versions sorted as strings (its store
+ * keeps them as sets): Android, Linux, Windows, iOS, macOS; "10", "2000", "7", "8", "Vista".
+ */
+const asSets = (list: Os[]): Os[] => [...list].sort((a, b) => (a.type < b.type ? -1 : 1)).map((o) => ({ type: o.type, versions: [...o.versions].sort() }));
 /** PROCESS_MULTI came later upstream, with empty version lists. */
 const bare = (os: Os): Os => ({ type: os.type, versions: [] });
 
 export const POSTURE_CHECK_TYPES: { id: string; name: string; operatingSystems: Os[] }[] = [
-  { id: 'OS', name: 'Operating System Check', operatingSystems: [windows, linux, android, macOS, iOS] },
-  { id: 'PROCESS', name: 'Process Check', operatingSystems: [windows, macOS, linux] },
-  { id: 'DOMAIN', name: 'Windows Domain Check', operatingSystems: [windows] },
-  { id: 'MAC', name: 'MAC Address Check', operatingSystems: [windows, linux, macOS, android] },
-  { id: 'PROCESS_MULTI', name: 'Process Multi Check', operatingSystems: [bare(windows), bare(macOS), bare(linux)] },
+  { id: 'OS', name: 'Operating System Check', operatingSystems: asSets([windows, linux, android, macOS, iOS]) },
+  { id: 'PROCESS', name: 'Process Check', operatingSystems: asSets([windows, macOS, linux]) },
+  { id: 'DOMAIN', name: 'Windows Domain Check', operatingSystems: asSets([windows]) },
+  { id: 'MAC', name: 'MAC Address Check', operatingSystems: asSets([windows, linux, macOS, android]) },
+  { id: 'PROCESS_MULTI', name: 'Process Multi Check', operatingSystems: asSets([bare(windows), bare(macOS), bare(linux)]) },
 ];
 
 /** The built-in types as rows of a derived table, so their list takes filters, sorting and paging like any other. */

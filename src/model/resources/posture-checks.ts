@@ -4,7 +4,7 @@ import { Value } from 'typebox/value';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
 import { fromJson, sortedStrings } from '../../store/json.js';
-import { invalidField } from '../errors.js';
+import { couldNotValidate, invalidField } from '../errors.js';
 import { normaliseCheckData } from '../posture/clean.js';
 import { aliases, baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, Name, Tags } from '../schemas/common.js';
@@ -57,6 +57,16 @@ const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(
 
 export const postureCheckDetail = Type.Object({ ...baseFields, name: Type.String(), typeId: Type.String(), version: Type.Integer(), roleAttributes: Type.Array(Type.String()) }, { additionalProperties: true });
 
+/**
+ * A null inside a type's field is an unset Go field: `ziti edge create posture-check process-multi`
+ * sends `"hashes": null, "signerFingerprints": null` for a process without them, and upstream takes it.
+ */
+function withoutNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutNulls);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null).map(([k, x]) => [k, withoutNulls(x)]));
+  return v;
+}
+
 /** The type's fields of a request, checked: the required ones present and well-formed; another type's ignored, as upstream. */
 function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode): Row {
   const spec = FIELDS[typeId];
@@ -64,9 +74,16 @@ function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode)
   const data: Row = mode === 'patch' ? { ...previous } : {};
   for (const k of own) {
     if (!(k in input)) continue;
-    const error = Value.Errors(typeFields[k as keyof typeof typeFields], input[k])[0];
-    if (error) throw invalidField(`${k}${error.instancePath.replace(/\//g, '.')}`, error.message, input[k]);
-    data[k] = input[k];
+    const value = withoutNulls(input[k]);
+    const error = Value.Errors(typeFields[k as keyof typeof typeFields], value)[0];
+    if (error) {
+      const field = `${k}${error.instancePath.replace(/\//g, '.')}`;
+      const at = error.instancePath.split('/').slice(1).reduce<unknown>((v, p) => (v as Record<string, unknown> | undefined)?.[p], value);
+      // An OS type outside the list: upstream's words and the one value, not the whole list.
+      if (/\.(type|osType)$/.test(field)) throw couldNotValidate(field, `${field} in body should be one of [${OS_TYPES.join(' ')}]`, at);
+      throw invalidField(field, error.message, value);
+    }
+    data[k] = value;
   }
   for (const k of spec.required) if (data[k] === undefined) throw invalidField(k, `is required for ${typeId} posture checks`);
   if (typeId === 'MFA') data.timeoutSeconds ??= -1;
