@@ -3,15 +3,13 @@
 // a login waits for one of them, not for the whole import; a failure undoes it at once and a crash at
 // the next start. On PostgreSQL one transaction does the same (row locks only). Over real TLS, with a
 // real SQLite file (or PostgreSQL with ZTC_TEST_DB), and a real `ztc serve` child for the crash.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import https from 'node:https';
-import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, CLIENT, expectError, MGMT, tempDataDir, testDatabase } from '../helpers/controller.js';
-import { startTlsController, type TlsController } from '../helpers/tls.js';
+import { childCall, serveChild, startTlsController, type TlsController } from '../helpers/tls.js';
 import { undoUnfinishedImports } from '../../src/model/import-journal.js';
 
 const identities = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${String(i).padStart(6, '0')}`, type: 'Device', isAdmin: false, roleAttributes: ['bulk', `group-${i % 50}`] }));
@@ -131,46 +129,9 @@ async function journalRows(): Promise<number> {
 
 // --- A SIGKILL mid-import: a `ztc serve` child, killed once part of the import is written. ---
 
-const bin = path.resolve('bin/ztc');
 const PASSWORD = 'import-crash-1';
-
-function serve(dir: string, db: string): Promise<{ child: ChildProcess; base: string; out: () => string }> {
-  const child = spawn(process.execPath, [bin, 'serve', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', PASSWORD, '--log-level', 'error', '--auth-rate-limit-per-minute', '0', '--api-rate-limit-per-minute', '0'], {
-    env: { ...process.env, ZTC_DB: db, ZTC_DATA_DIR: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const seen = (d: Buffer) => {
-      out += d.toString();
-      const m = /client API\s+(https:\/\/[^/\s]+)/.exec(out);
-      if (m) resolve({ child, base: m[1], out: () => out });
-    };
-    child.stdout!.on('data', seen);
-    child.stderr!.on('data', seen);
-    child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
-  });
-}
-
-function call(dir: string, base: string, method: string, p: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
-  return new Promise((resolve) => {
-    const req = https.request(`${base}${p}`, { method, ca: fs.readFileSync(path.join(dir, 'pki', 'root.pem'), 'utf8'), agent: false, headers: { ...(token ? { 'zt-session': token } : {}), ...(body ? { 'content-type': 'application/json' } : {}) } }, (res) => {
-      let t = '';
-      res.on('data', (d) => (t += d));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(t) });
-        } catch {
-          resolve({ status: res.statusCode ?? 0, body: undefined });
-        }
-      });
-      res.on('error', () => resolve({ status: 0, body: undefined }));
-    });
-    // The killed server resets the connection.
-    req.on('error', () => resolve({ status: 0, body: undefined }));
-    req.end(body ? JSON.stringify(body) : undefined);
-  });
-}
+const serve = (dir: string, db: string) => serveChild(dir, db, PASSWORD);
+const call = childCall;
 
 /** On PostgreSQL the import's writes are not visible until its commit: its row locks on identities say it is writing. */
 async function pgWriting(db: string): Promise<boolean> {
