@@ -3,7 +3,8 @@
 // another client asks for /version one request at a time, and a third logs in again and again. The
 // goals: /version's p99 under 100 ms during the import, and logins keep working. On SQLite a login
 // writes its API session, so it needs the one write lock: the import takes it a short transaction at a
-// time (model/import-model.ts, applyBatched), and the logins' p99 says how long one waits.
+// time (model/import-model.ts, applyBatched; for a large import on a thread of its own, import-thread.ts),
+// and the logins' p99 says how long one waits. BENCH_IMPORT_COMPARE=1 runs it first as before that thread.
 import { call, database, fmtSeries, login, ok, sequential, startServer, stopServer, tempDir } from './http.js';
 
 type Row = [string, string, string];
@@ -11,9 +12,16 @@ const M = '/edge/management/v1';
 const C = '/edge/client/v1';
 const N = Number(process.env.BENCH_IMPORT_IDENTITIES ?? 100_000);
 
-export async function importLatencyRows(dbServer: string | undefined): Promise<Row[]> {
-  const label = dbServer ? 'postgres' : 'sqlite';
-  const server = await startServer(tempDir(), await database(dbServer));
+/** `variant` 'API thread': the creates ahead on the API thread, as before the import had a thread of its own (import-thread.ts). */
+export async function importLatencyRows(dbServer: string | undefined, variant?: 'API thread'): Promise<Row[]> {
+  const label = `${dbServer ? 'postgres' : 'sqlite'}${variant ? `, ${variant}` : ''}`;
+  // The controller's process reads its environment when it starts.
+  const saved = process.env.ZTC_IMPORT_THREAD_MIN;
+  if (variant) process.env.ZTC_IMPORT_THREAD_MIN = String(Number.MAX_SAFE_INTEGER);
+  const server = await startServer(tempDir(), await database(dbServer)).finally(() => {
+    if (saved === undefined) delete process.env.ZTC_IMPORT_THREAD_MIN;
+    else process.env.ZTC_IMPORT_THREAD_MIN = saved;
+  });
   try {
     const admin = await login(server.url);
     const doc = {

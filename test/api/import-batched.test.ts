@@ -95,6 +95,39 @@ describe('a large import beside other clients', () => {
   }, 120_000);
 });
 
+describe('an import that deletes (prune)', () => {
+  it('creates ahead as well and deletes in its last transaction: a failure keeps what it would have deleted', async () => {
+    // An identity and an edge router that the document leaves out; a transit router takes the edge router's name (one table).
+    for (const [p, body] of [['/identities', { name: 'pruned-one', type: 'Device', isAdmin: false }], ['/edge-routers', { name: 'swapped', roleAttributes: [] }]] as const) {
+      const made = await c.call('POST', `${MGMT}${p}`, { token: admin, body });
+      expect(made.status, made.text).toBe(201);
+    }
+    const exported = await c.call('GET', `${MGMT}/export`, { token: admin });
+    expect(exported.status, exported.text).toBe(200);
+    const doc = exported.body as Record<string, { name: string }[]>;
+    doc.identities = doc.identities.filter((i) => i.name !== 'pruned-one').concat(identities(2_500, 'pruned-new'));
+    doc.edgeRouters = (doc.edgeRouters ?? []).filter((r) => r.name !== 'swapped');
+    doc.transitRouters = [...(doc.transitRouters ?? []), { name: 'swapped' }];
+    const before = await everything();
+    // Fails in the last transaction, after the batches: nothing deleted, nothing created.
+    const failing = await c.call('POST', `${MGMT}/import?prune=true`, { token: admin, body: { ...doc, services: [...(doc.services ?? []), { name: 'doomed-service', encryptionRequired: true, configs: ['no-such-config'] }] } });
+    expect(expectError(failing, 400).message).toMatch(/'doomed-service'/);
+    const after = await everything();
+    for (const t of Object.keys(before)) expect(after[t], t).toEqual(before[t]);
+    expect(await journalRows()).toBe(0);
+
+    const r = await c.call('POST', `${MGMT}/import?prune=true`, { token: admin, body: doc });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.counts ?? {}).toMatchObject({ create: 2_501, delete: 2 });
+    const named = async (p: string, name: string) => (await c.call('GET', `${MGMT}${p}?filter=${encodeURIComponent(`name = "${name}"`)}`, { token: admin })).body.meta.pagination.totalCount as number;
+    expect(await named('/identities', 'pruned-one')).toBe(0);
+    expect(await named('/identities', 'pruned-new-002499')).toBe(1);
+    expect(await named('/edge-routers', 'swapped')).toBe(0);
+    expect(await named('/transit-routers', 'swapped')).toBe(1);
+    expect(await journalRows()).toBe(0);
+  }, 120_000);
+});
+
 describe('the journal of an unfinished import', () => {
   it('is undone when its process is gone, and left alone while its process lives (another one importing)', async () => {
     const ctx = c.running.ctx;
