@@ -5,7 +5,7 @@
 // writes its API session, so it needs the one write lock: the import takes it a short transaction at a
 // time (model/import-model.ts, applyBatched; for a large import on a thread of its own, import-thread.ts),
 // and the logins' p99 says how long one waits. BENCH_IMPORT_COMPARE=1 runs it first as before that thread.
-import { call, database, fmtSeries, login, ok, sequential, startServer, stopServer, tempDir } from './http.js';
+import { call, database, fmtSeries, login, ok, onSchedule, sequential, startServer, stopServer, tempDir } from './http.js';
 
 type Row = [string, string, string];
 const M = '/edge/management/v1';
@@ -36,16 +36,19 @@ export async function importLatencyRows(dbServer: string | undefined, variant?: 
     let done = false;
     const started = performance.now();
     const importing = ok(call(server.url, 'POST', `${M}/import`, { token: admin, body: doc }), 'import').finally(() => (done = true));
-    const [imported, version, logins] = await Promise.all([
+    const [imported, version, logins, sampled] = await Promise.all([
       importing,
       sequential(0, () => call(server.url, 'GET', '/version', { localAddress: '127.0.0.2' }).then((r) => r.status), { until: () => done }),
       sequential(0, loginOnce, { until: () => done }),
+      // A fourth client: /version every 50 ms, timed from when each was due (the wait at a random moment).
+      onSchedule(50, () => call(server.url, 'GET', '/version', { localAddress: '127.0.0.4' }).then((r) => r.status), () => done),
     ]);
     const seconds = (performance.now() - started) / 1000;
     return [
       [`[${label}] import of ${N} identities (${(bytes / 1e6).toFixed(1)} MB)`, `${seconds.toFixed(1)} s, ${imported.data.applied ? 'applied' : 'NOT applied'}`, '-'],
       [`[${label}]   another client's /version: quiet`, fmtSeries(quiet), '-'],
       [`[${label}]   another client's /version: during the import (${version.n} calls)`, fmtSeries(version), (version.p99 / quiet.p99).toFixed(1) + 'x'],
+      [`[${label}]   /version every 50 ms, timed from when due (${sampled.n} calls)`, fmtSeries(sampled), (sampled.p99 / quiet.p99).toFixed(1) + 'x'],
       [`[${label}]   logins: quiet`, fmtSeries(quietLogins), '-'],
       [`[${label}]   logins during the import (${logins.n} calls)`, fmtSeries(logins), (logins.p99 / quietLogins.p99).toFixed(1) + 'x'],
     ];
