@@ -36,9 +36,10 @@ export type FromImport =
   | { failed: { message: string; status?: number; code?: string; fieldCause?: unknown; extra?: unknown } };
 
 function workerUrl(): URL | undefined {
-  // Compiled, it is beside this module; run from the TypeScript sources (vitest), the compiled copy.
-  // The single executable bundles no copy: there the API thread does the work (createAheadInThread answers undefined).
-  for (const candidate of ['./import-worker.js', '../../dist/src/model/import-worker.js']) {
+  // Compiled, it is beside this module; bundled (dist/src/bundle/), in ../model; run from the TypeScript
+  // sources (vitest), the compiled copy, as the data plane's thread is found (fabric/thread.ts). The
+  // single executable carries no copy: there the API thread does the work (createAheadInThread answers undefined).
+  for (const candidate of ['./import-worker.js', '../model/import-worker.js', '../../dist/src/model/import-worker.js']) {
     const url = new URL(candidate, import.meta.url);
     if (fs.existsSync(fileURLToPath(url))) return url;
   }
