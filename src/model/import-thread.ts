@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { sql } from 'kysely';
 import type { Config } from '../config.js';
 import type { Ctx } from './context.js';
 import { ApiError } from './errors.js';
@@ -17,6 +18,9 @@ import { kindOf, type Ahead, type AheadWork } from './import-ahead.js';
 
 /** Imports with fewer creates ahead than this run them on the API thread: a thread's start costs more than they take. */
 export const THREAD_MIN_CREATES = Number(process.env.ZTC_IMPORT_THREAD_MIN ?? 1000);
+
+/** SQLite's default, which the API thread's connection keeps otherwise. */
+const AUTOCHECKPOINT_PAGES = 1000;
 
 export interface ImportWorkerData {
   config: Config;
@@ -67,6 +71,9 @@ export async function createAheadInThread(ctx: Ctx, runId: string, work: AheadWo
     clockOffsetMs: ctx.clock.now().getTime() - Date.now(),
     sqliteAddon: (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon,
   };
+  // While the thread writes, checkpoints are its connection's: one that a login's commit ran here
+  // (the WAL holds megabytes of the import's batches) stopped this thread for as long as it copied.
+  await sql`pragma wal_autocheckpoint = 0`.execute(ctx.store.db);
   const worker = new Worker(url, { workerData: data });
   const ahead = await new Promise<Ahead>((resolve, reject) => {
     let settled = false;
@@ -81,7 +88,10 @@ export async function createAheadInThread(ctx: Ctx, runId: string, work: AheadWo
     });
     worker.on('error', (e) => ((settled = true), reject(e)));
     worker.on('exit', (code) => settled || reject(new Error(`the import's thread exited (${code}) before it finished`)));
-  }).finally(() => void worker.terminate());
+  }).finally(() => {
+    void worker.terminate();
+    void sql`pragma wal_autocheckpoint = ${sql.raw(String(AUTOCHECKPOINT_PAGES))}`.execute(ctx.store.db).catch(() => {});
+  });
   // What the thread created, by name, for the last transaction's references.
   for (const [key, name, id] of ahead.created) names.set(nameKind(kindOf(key)), id, name);
   return ahead;
