@@ -166,5 +166,26 @@ export async function sequential(seconds: number, f: () => Promise<number>, o: {
   return series(times, bad);
 }
 
+/**
+ * One request every `everyMs` on a fixed schedule until `until()`, each timed from when it was due:
+ * a call held up delays the next, and that wait counts too (no coordinated omission). Where
+ * `sequential` counts calls (thousands a second while the server is idle, a handful during a stall),
+ * this samples moments, so its p99 is the wait at a random instant.
+ */
+export async function onSchedule(everyMs: number, f: () => Promise<number>, until: () => boolean): Promise<Series> {
+  const times: number[] = [];
+  let bad = 0;
+  const start = performance.now();
+  for (let i = 0; !until(); i++) {
+    const due = start + i * everyMs;
+    const now = performance.now();
+    if (now < due) await new Promise((r) => setTimeout(r, due - now));
+    const status = await f();
+    times.push(performance.now() - due);
+    if (status < 200 || status >= 300) bad++;
+  }
+  return series(times, bad);
+}
+
 export const ms = (n: number) => (Number.isNaN(n) ? '-' : n < 10 ? n.toFixed(1) : n.toFixed(0));
 export const fmtSeries = (s: Series) => `p50 ${ms(s.p50)} ms  p99 ${ms(s.p99)} ms${s.bad ? `  errors ${s.bad}` : ''}`;

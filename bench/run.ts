@@ -296,7 +296,10 @@ try {
   }
   // BENCH_ONLY=import: only a large import beside another client's latency (issue 26, item 2).
   if (process.env.BENCH_ONLY === 'import') {
-    const rows = await importLatencyRows(undefined);
+    // BENCH_IMPORT_COMPARE=1: first with the creates on the API thread (as before the import's own thread), then as now.
+    const rows = process.env.BENCH_IMPORT_COMPARE ? await importLatencyRows(undefined, 'API thread') : [];
+    // BENCH_IMPORT_SQLITE=0: PostgreSQL's only (with ZTC_TEST_DB).
+    if (process.env.BENCH_IMPORT_SQLITE !== '0') rows.push(...(await importLatencyRows(undefined)));
     if (process.env.ZTC_TEST_DB) rows.push(...(await importLatencyRows(process.env.ZTC_TEST_DB)));
     const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);

@@ -11,8 +11,10 @@ import { loadConfig } from '../src/config.js';
 import { loadOrCreatePki } from '../src/model/pki/pki.js';
 import { startController, type Running } from '../src/server/controller.js';
 import { loggerOptions } from '../src/server/logging.js';
+import { traceLoop } from './loop-trace.js';
 
 let running: Running | undefined;
+const stopTrace = process.env.BENCH_LOOP_TRACE ? traceLoop() : undefined;
 
 const [kind, port, dataDir, db] = process.argv.slice(2);
 if (kind === 'hello') {
@@ -38,4 +40,8 @@ if (kind === 'hello') {
 }
 // The ports the OS gave the data plane, for benches that play routers (bench/ctrl.ts).
 process.stdout.write(`ready ${JSON.stringify({ ctrlPort: running?.fabric?.ctrlPort })}\n`);
-for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => process.exit(0));
+for (const s of ['SIGINT', 'SIGTERM'] as const)
+  process.once(s, () => {
+    stopTrace?.();
+    process.exit(0);
+  });

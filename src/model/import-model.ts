@@ -9,17 +9,16 @@
 // on SQLite, whose one write lock a long transaction would keep from every login, the new entities
 // that grant nothing by themselves are created ahead in short transactions, journaled, and undone on
 // failure or after a crash (applyBatched, import-journal.ts). What a reader sees meanwhile: docs/model.md.
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import type { Tx } from '../store/db.js';
 import type { Ctx } from './context.js';
 import { createIn, deleteIn, listResource, updateIn, writeTx } from './crud.js';
 import { ApiError } from './errors.js';
-import { allNames, embeddedRouters, fieldsOf, KINDS, nameKind, toDocItem, type Item, type Kind, type Names } from './export-import.js';
+import { allNames, embeddedRouters, KINDS, nameKind, toDocItem, type Item, type Kind, type Names } from './export-import.js';
 import { pacer } from './pace.js';
 import { edgeRouters, transitRouters } from './resources/routers.js';
-import { newId } from './ids.js';
-import { BATCH_MS, beginImportRun, finishImportRun, nextTurn, noteCreated, undoImportRun, type JournalNote } from './import-journal.js';
+import { createAhead, naming as namingIn, toBody, type AheadWork } from './import-ahead.js';
+import { beginImportRun, finishImportRun, nextTurn, undoImportRun } from './import-journal.js';
+import { createAheadInThread } from './import-thread.js';
 
 /** Steps the answer lists; beyond them it says how many more there are (a plan of a million steps is not an answer). */
 export const PLAN_LISTED = 1000;
@@ -38,31 +37,6 @@ export interface ImportResult {
   /** Steps not listed in `plan` (only when there are any), and the count of each action. */
   omitted?: number;
   counts?: Record<PlanStep['action'], number>;
-}
-
-const ajv = addFormats.default(new Ajv.default({ allErrors: false, strict: false }));
-const validators = new Map<Kind, ReturnType<typeof ajv.compile>>();
-
-/** The document's item as the API's create body: names back to ids, checked against the create schema. */
-function toBody(k: Kind, item: Item, names: Names, where: string): Item {
-  const body: Item = {};
-  const fields = fieldsOf(k);
-  const docFields = new Map(fields.map((f) => [k.refs?.[f]?.as || f, f]));
-  for (const key of Object.keys(item)) {
-    if (!docFields.has(key)) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: '${key}' is not a field of ${k.key} (fields: ${[...docFields.keys()].join(', ')})`);
-  }
-  for (const [docKey, f] of docFields) {
-    if (!(docKey in item)) continue;
-    const r = k.refs?.[f];
-    body[f] = r ? r.toApi(item[docKey], names, where) : item[docKey];
-  }
-  let validate = validators.get(k);
-  if (!validate) validators.set(k, (validate = ajv.compile(k.decl.schemas.create as object)));
-  if (!validate(body)) {
-    const e = validate.errors?.[0];
-    throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: ${e?.instancePath ? `${e.instancePath.slice(1).replace(/\//g, '.')} ` : ''}${e?.message ?? 'is not valid'}`);
-  }
-  return body;
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(normalise(a)) === JSON.stringify(normalise(b));
@@ -195,17 +169,7 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
   const result = (applied: boolean): ImportResult => ({ plan, applied, ...(total > plan.length ? { omitted: total - plan.length, counts } : {}) });
   if (o.dryRun || !total) return result(false);
 
-  // Errors of one entity's write name it (a unique name taken by an entity of another kind, say).
-  const naming = async (where: string, write: () => Promise<unknown>) => {
-    try {
-      await write();
-    } catch (err) {
-      const field = ctx.store.dialect.uniqueViolation(err);
-      if (field) throw new ApiError(400, 'COULD_NOT_VALIDATE', `${where}: its ${field} must be unique, and another entity already uses it`);
-      if (err instanceof ApiError) throw new ApiError(err.status, err.code, `${where}: ${err.message}`, err.fieldCause, err.extra);
-      throw err;
-    }
-  };
+  const naming = (where: string, write: () => Promise<unknown>) => namingIn(ctx, where, write);
   const create = async (tx: Tx, w: Work, body: Item, id?: string) => {
     await naming(w.where, async () => names.set(nameKind(w.k), (await createIn(tx, ctx, w.k.decl, body, id)).id, w.name));
   };
@@ -231,81 +195,38 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
     }
   };
   // PostgreSQL locks rows, not the database: one transaction keeps the import atomic and lets logins
-  // and other writes through meanwhile. So does SQLite's for an import that deletes (prune), whose
-  // undo (re-creating what cascaded) is not a thing to attempt.
-  if (ctx.store.dialect.name !== 'sqlite' || counts.delete) {
+  // and other writes through meanwhile.
+  if (ctx.store.dialect.name !== 'sqlite') {
     await writeTx(ctx, (tx) => applyAll(tx, work));
     return result(true);
   }
-  await applyBatched(ctx, work, names, pace, create, applyAll);
+  await applyBatched(ctx, work, names, pace, applyAll);
   return result(true);
 }
 
 /**
- * Kinds whose new entities a SQLite import creates ahead, in short transactions: none of them lets
- * anyone in or grants anything by being there (an identity or router must enroll first; configs,
- * config types and posture checks are data that policies and services refer to).
- */
-const AHEAD = new Set(['configTypes', 'configs', 'postureChecks', 'identities', 'edgeRouters', 'transitRouters']);
-
-/**
  * SQLite has one write lock, and a transaction holding it for the whole of a 100,000-identity import
- * made every login wait for its commit (33 s). So the creates of AHEAD's kinds are made first, a
- * BATCH_MS transaction at a time (itself yielding every few ms, see pace.ts) with other requests'
- * turns between, each noted in the import's journal (import-journal.ts); everything else (updates;
- * services, policies, signers, auth policies and CAs, and what refers to one of them being created)
- * then goes in one last transaction that also ends the journal. A failure anywhere undoes what the
- * batches made; a crash is undone at the next start. docs/operations.md says what readers see meanwhile.
+ * made every login wait for its commit (33 s). So the creates of import-ahead.ts's AHEAD kinds are made
+ * first, a BATCH_MS transaction at a time with other requests' turns between, each noted in the
+ * import's journal (import-journal.ts): for a large import on a thread of its own with its own
+ * connection (import-thread.ts), so that the API thread stays free to answer; for a small one here,
+ * yielding every few ms (pace.ts). Everything else (updates; services, policies, signers, auth
+ * policies and CAs, and what refers to one of them being created) then goes in one last transaction
+ * that also ends the journal. A failure anywhere undoes what the batches made; a crash is undone at
+ * the next start. docs/operations.md says what readers see meanwhile.
  */
-async function applyBatched(
-  ctx: Ctx,
-  work: Work[],
-  names: Names,
-  pace: () => Promise<void> | undefined,
-  create: (tx: Tx, w: Work, body: Item, id: string) => Promise<void>,
-  applyAll: (tx: Tx, list: Work[]) => Promise<void>,
-) {
+async function applyBatched(ctx: Ctx, work: Work[], names: Names, pace: () => Promise<void> | undefined, applyAll: (tx: Tx, list: Work[]) => Promise<void>) {
   const runId = await beginImportRun(ctx);
   try {
-    const last: Work[] = [];
-    let next = 0;
-    let seq = 0;
-    while (next < work.length) {
-      const from = next;
-      // Run again from the same place if writeTx retries the transaction.
-      const made = await writeTx(ctx, async (tx) => {
-        const start = performance.now();
-        const notes: JournalNote[] = [];
-        const deferred: Work[] = [];
-        let i = from;
-        for (; i < work.length && performance.now() - start < BATCH_MS; i++) {
-          // Requests that need no database (/version) are answered within the batch too.
-          await pace();
-          const w = work[i];
-          if (w.action !== 'create' || !AHEAD.has(w.k.key)) {
-            deferred.push(w);
-            continue;
-          }
-          const body = toBody(w.k, w.item!, names, w.where);
-          // It refers to something the last transaction creates (a service, an auth policy): it waits for it.
-          if (JSON.stringify(body).includes('"new:')) {
-            deferred.push(w);
-            continue;
-          }
-          const id = newId();
-          await create(tx, w, body, id);
-          notes.push({ kind: w.k.key, entityId: id });
-        }
-        await noteCreated(tx, runId, seq, notes);
-        return { next: i, deferred, noted: notes.length };
-        // Its commit need not wait for the disk: a batch lost with a power cut goes with its notes, and
-        // the last transaction's fsync makes all of them durable (the WAL is written in order).
-      }, { relaxed: true });
-      next = made.next;
-      seq += made.noted;
-      last.push(...made.deferred);
-      await nextTurn();
-    }
+    // Deletes (prune) go in the last transaction, never ahead: undoing one would mean re-creating what
+    // it cascaded to. A new entity taking the name of one deleted (an edge router replaced by a transit
+    // router of that name: one table) waits for the last transaction too, after the delete.
+    const freed = new Set(work.filter((w) => w.action === 'delete').map((w) => `${w.k.decl.table}\0${w.name}`));
+    const plain: AheadWork[] = work.map((w) => ({ key: w.k.key, action: w.action, name: w.name, where: w.where, item: w.item, ...(freed.has(`${w.k.decl.table}\0${w.name}`) ? { last: true } : {}) }));
+    const ahead =
+      (await createAheadInThread(ctx, runId, plain, names)) ??
+      (await createAhead(ctx, runId, plain, names, { pace, between: nextTurn }));
+    const last = ahead.deferred.map((i) => work[i]);
     await writeTx(ctx, async (tx) => {
       await applyAll(tx, last);
       await finishImportRun(tx, runId);

@@ -6,7 +6,7 @@ import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
-import { ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
+import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
 export type Db = Kysely<Database>;
@@ -97,10 +97,11 @@ function pgDump(url: string, dest: string): Promise<void> {
 
 export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
-export async function openSqlite(file: string): Promise<Store> {
+/** `check: false`: a second connection of the process that opened the file, which checked it already (its import's thread). */
+export async function openSqlite(file: string, o: { check?: boolean } = {}): Promise<Store> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   // Before anything writes to it (WAL mode, migrations): a damaged file is refused, untouched.
-  quickCheck(file);
+  if (o.check !== false) quickCheck(file);
   const Sqlite = loadSqlite();
   const conn = new Sqlite(file);
   fs.chmodSync(file, 0o600);
@@ -127,7 +128,7 @@ export async function openSqlite(file: string): Promise<Store> {
     db.connection().execute(async (c) => {
       await sql`pragma synchronous = normal`.execute(c);
       try {
-        await sql`begin immediate`.execute(c);
+        await beginImmediate((q) => sql.raw(q).execute(c));
         try {
           const out = await fn(c as unknown as Tx);
           await sql`commit`.execute(c);

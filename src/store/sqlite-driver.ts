@@ -55,6 +55,34 @@ class TransactionalDdlAdapter extends SqliteAdapter {
 
 class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    await beginImmediate((q) => connection.executeQuery(CompiledQuery.raw(q)));
+  }
+}
+
+/** How long a write waits for another connection's write lock before it fails with SQLITE_BUSY (as busy_timeout did). */
+const LOCK_WAIT_MS = 5000;
+
+/**
+ * BEGIN IMMEDIATE without blocking the thread. With busy_timeout, better-sqlite3 waits for another
+ * connection's write lock inside the call, so the whole event loop stood still meanwhile: a login on
+ * the API thread while the import's thread (model/import-thread.ts) or the data plane's held the lock
+ * for a batch kept even /version waiting. Here the attempt does not wait (busy_timeout 0 for it), and a
+ * busy database is tried again a millisecond or two later, from a timer, while other requests run.
+ */
+export async function beginImmediate(exec: (q: string) => Promise<unknown>): Promise<void> {
+  const deadline = performance.now() + LOCK_WAIT_MS;
+  await exec('pragma busy_timeout = 0');
+  try {
+    for (let wait = 1; ; wait = Math.min(wait + 1, 4)) {
+      try {
+        await exec('begin immediate');
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || performance.now() >= deadline) throw err;
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  } finally {
+    await exec(`pragma busy_timeout = ${LOCK_WAIT_MS}`);
   }
 }

@@ -2,56 +2,19 @@
 // writes (identities with enrollments, services, policies), and is killed with SIGKILL at a random
 // moment. After a restart every write that was answered 2xx must be there and the integrity scan must
 // find nothing. Repeated over several cycles; the counts are printed.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import https from 'node:https';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
+import { childCall, serveChild } from '../helpers/tls.js';
 
-const bin = path.resolve('bin/ztc');
 const PASSWORD = 'crash-pass-1';
 const CYCLES = Number(process.env.CRASH_CYCLES ?? 6);
 const dir = tempDataDir();
 let db = '';
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function start(): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [bin, 'serve', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', PASSWORD, '--log-level', 'error', '--auth-rate-limit-per-minute', '0', '--api-rate-limit-per-minute', '0'], {
-    env: { ...process.env, ZTC_DB: db, ZTC_DATA_DIR: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /client API\s+(https:\/\/[^/\s]+)/.exec(out);
-      if (m) resolve({ child, base: m[1] });
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
-  });
-}
-
-const ca = () => fs.readFileSync(path.join(dir, 'pki', 'root.pem'), 'utf8');
-function call(base: string, method: string, p: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
-  return new Promise((resolve) => {
-    const req = https.request(`${base}${p}`, { method, ca: ca(), agent: false, headers: { ...(token ? { 'zt-session': token } : {}), ...(body ? { 'content-type': 'application/json' } : {}) } }, (res) => {
-      let t = '';
-      res.on('data', (d) => (t += d));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(t) });
-        } catch {
-          resolve({ status: res.statusCode ?? 0, body: undefined });
-        }
-      });
-      res.on('error', () => resolve({ status: 0, body: undefined }));
-    });
-    // A killed server resets connections: such a write was never acknowledged.
-    req.on('error', () => resolve({ status: 0, body: undefined }));
-    req.end(body ? JSON.stringify(body) : undefined);
-  });
-}
+const start = () => serveChild(dir, db, PASSWORD);
+const call = (base: string, method: string, p: string, token?: string, body?: unknown) => childCall(dir, base, method, p, token, body);
 
 const M = '/edge/management/v1';
 const login = async (base: string) => (await call(base, 'POST', `${M}/authenticate?method=password`, undefined, { username: 'admin', password: PASSWORD })).body.data.token as string;

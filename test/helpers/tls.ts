@@ -1,6 +1,8 @@
 // A controller listening over TLS, and a client that can present a certificate on the connection.
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
+import path from 'node:path';
 import type { Config } from '../../src/config.js';
 import { ManualClock } from '../../src/model/clock.js';
 import { startController, type Running } from '../../src/server/controller.js';
@@ -73,4 +75,58 @@ export async function startTlsController(extra: Partial<Config> = {}): Promise<T
     },
   };
   return tc;
+}
+
+// --- A `ztc serve` child process (for tests that kill it), and calls to it that never throw. ---
+
+const bin = path.resolve('bin/ztc');
+
+export interface ServeChild {
+  child: ChildProcess;
+  /** https://127.0.0.1:PORT of the client API, as the child printed it. */
+  base: string;
+  /** Everything the child wrote so far (stdout and stderr). */
+  out(): string;
+}
+
+/** `ztc serve` on `dir` with the database `db` ('' for SQLite), no rate limits, the admin's password set. */
+export function serveChild(dir: string, db: string, password: string): Promise<ServeChild> {
+  const child = spawn(process.execPath, [bin, 'serve', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', password, '--log-level', 'error', '--auth-rate-limit-per-minute', '0', '--api-rate-limit-per-minute', '0'], {
+    env: { ...process.env, ZTC_DB: db, ZTC_DATA_DIR: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const seen = (d: Buffer) => {
+      out += d.toString();
+      const m = /client API\s+(https:\/\/[^/\s]+)/.exec(out);
+      if (m) resolve({ child, base: m[1], out: () => out });
+    };
+    child.stdout!.on('data', seen);
+    child.stderr!.on('data', seen);
+    child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+  });
+}
+
+/**
+ * A JSON call to a child served from `dir` (trusting its root CA). Status 0 when the connection failed:
+ * a killed server resets it, and such a write was never acknowledged.
+ */
+export function childCall(dir: string, base: string, method: string, p: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+  return new Promise((resolve) => {
+    const req = https.request(`${base}${p}`, { method, ca: fs.readFileSync(path.join(dir, 'pki', 'root.pem'), 'utf8'), agent: false, headers: { ...(token ? { 'zt-session': token } : {}), ...(body ? { 'content-type': 'application/json' } : {}) } }, (res) => {
+      let t = '';
+      res.on('data', (d) => (t += d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(t) });
+        } catch {
+          resolve({ status: res.statusCode ?? 0, body: undefined });
+        }
+      });
+      res.on('error', () => resolve({ status: 0, body: undefined }));
+    });
+    req.on('error', () => resolve({ status: 0, body: undefined }));
+    req.end(body ? JSON.stringify(body) : undefined);
+  });
 }

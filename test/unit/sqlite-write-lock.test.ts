@@ -59,3 +59,37 @@ it('a migration that fails half-way leaves nothing of itself, so the next start 
   expect(await tables()).toHaveLength(1);
   await store.close();
 });
+
+it('a write waiting for another connection to finish its transaction leaves the event loop running', async () => {
+  const file = path.join(dir, 'waiting.db');
+  const store = await openSqlite(file);
+  await sql`create table marks (who text)`.execute(store.db);
+  // Another connection of this process (the import's or the data plane's thread has one) holds the write lock.
+  const Sqlite = (await import('better-sqlite3')).default;
+  const other = new Sqlite(file);
+  other.exec('begin immediate');
+  other.prepare("insert into marks values ('other')").run();
+  // Ticks of the event loop while our write waits: with the wait inside the call (busy_timeout), none came,
+  // and the timer that ends the other transaction could never fire.
+  let last = performance.now();
+  let longest = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  }, 5);
+  const release = setTimeout(() => other.exec('commit'), 300);
+  const started = performance.now();
+  try {
+    await store.write((tx) => sql`insert into marks values ('us')`.execute(tx));
+  } finally {
+    clearInterval(ticker);
+    clearTimeout(release);
+  }
+  expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+  expect(longest).toBeLessThan(150);
+  const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
+  expect(rows).toEqual(['other', 'us']);
+  other.close();
+  await store.close();
+});
