@@ -141,7 +141,7 @@ export async function openSqlite(file: string): Promise<Store> {
         await sql`pragma synchronous = full`.execute(c);
       }
     });
-  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db, walSyncer(`${file}-wal`)), relaxedWrite, file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
+  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db, walSyncer(file)), relaxedWrite, file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

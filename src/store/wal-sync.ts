@@ -16,16 +16,26 @@ export interface WalSyncer {
  * At most one flush at a time: the callers that arrive while one runs share the next, so a slow disk
  * gets fewer, larger flushes instead of a queue of them.
  */
-export function walSyncer(walFile: string): WalSyncer {
+export function walSyncer(dbFile: string): WalSyncer {
   let running: Promise<void> | undefined;
   let next: Promise<void> | undefined;
-  const flush = async () => {
+  const datasync = async (file: string) => {
     // Opened each time: cheap beside the flush, and never a descriptor of a file SQLite replaced.
-    const fh = await fs.promises.open(walFile, 'r');
+    const fh = await fs.promises.open(file, 'r');
     try {
       await fh.datasync();
     } finally {
       await fh.close();
+    }
+  };
+  const flush = async () => {
+    try {
+      await datasync(`${dbFile}-wal`);
+    } catch (err) {
+      // The last connection closed meanwhile: SQLite checkpointed the WAL into the database and removed
+      // it. The database file then holds the frames (already flushed by the checkpoint; once more is cheap).
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await datasync(dbFile);
     }
   };
   const start = (): Promise<void> => {

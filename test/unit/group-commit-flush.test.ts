@@ -1,7 +1,7 @@
 // Group commits on SQLite commit without waiting for the disk and tell their callers only once the WAL
 // is flushed (store/group-commit.ts, store/wal-sync.ts). Here the flush is held back by a WalSyncer the
 // test releases, over a real SQLite file: a caller is not answered before its flush, the next group
-// commits meanwhile, a failed flush fails its callers, and the real syncer flushes the real WAL file.
+// commits meanwhile, a failed flush fails its callers, and the real syncer flushes the real WAL file (or the database, once the WAL is checkpointed away).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,12 +69,19 @@ it('fails the callers of a group whose flush failed, and keeps other writes on t
 
 it('flushes the real WAL file, one flush at a time, shared by those who arrive meanwhile', async () => {
   const store = await openMarks('real.db');
-  const syncer = walSyncer(path.join(dir, 'real.db-wal'));
+  const syncer = walSyncer(path.join(dir, 'real.db'));
   const write = groupCommitter(store.db, syncer);
   await Promise.all(Array.from({ length: 50 }, (_, i) => write(async (tx) => void (await sql`insert into ${sql.raw(`marks values ('r${i}')`)}`.execute(tx)))));
   expect((await marks(store)).length).toBe(50);
-  await Promise.all([syncer.sync(), syncer.sync(), syncer.sync()]);
-  // No WAL file: the flush fails rather than pretending.
-  await expect(walSyncer(path.join(dir, 'none.db-wal')).sync()).rejects.toThrow(/ENOENT/);
+  // Asked three times at once: one flush runs, the two others share the next one.
+  const [a, b, c] = [syncer.sync(), syncer.sync(), syncer.sync()];
+  expect(b).toBe(c);
+  expect(a).not.toBe(b);
+  await Promise.all([a, b, c]);
   await store.close();
+  // Closed, its WAL is checkpointed into the database and gone: the database file is flushed instead.
+  expect(fs.existsSync(path.join(dir, 'real.db-wal'))).toBe(false);
+  await syncer.sync();
+  // Neither file: the flush fails rather than pretending.
+  await expect(walSyncer(path.join(dir, 'none.db')).sync()).rejects.toThrow(/ENOENT/);
 });
