@@ -207,14 +207,16 @@ async function indexEntity(tx: Tx, decl: ResourceDecl, id: string, input: Row, m
   const fresh = mode === 'create';
   if (mode !== 'patch' || 'tags' in input) await indexTags(tx, id, input.tags, fresh);
   const roles = decl.roleAttributes;
+  // A new entity that moves no service marker takes the membership lock shared (policy/membership.ts).
+  const created = { fresh, lock: fresh && !decl.touchesServices ? (ctx.store.dialect.name === 'postgres' ? 'shared' : 'none') : 'exclusive' } as const;
   if (roles && (mode !== 'patch' || roles in input)) {
     await indexRoleAttributes(tx, id, input[roles], fresh);
     if (decl.policySide) {
-      await evaluateEntity(tx, decl.policySide, id, [...new Set((input[roles] as string[] | null) ?? [])]);
+      await evaluateEntity(tx, decl.policySide, id, [...new Set((input[roles] as string[] | null) ?? [])], created);
       if (mode !== 'create') await touchServices(tx, ctx);
     }
   } else if (decl.policySide && mode === 'create') {
-    await evaluateEntity(tx, decl.policySide, id, []);
+    await evaluateEntity(tx, decl.policySide, id, [], created);
   }
   if (decl.touchesServices) await touchServices(tx, ctx);
 }

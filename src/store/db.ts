@@ -6,6 +6,7 @@ import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
+import { walSyncer } from './wal-sync.js';
 import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
@@ -141,7 +142,7 @@ export async function openSqlite(file: string, o: { check?: boolean } = {}): Pro
         await sql`pragma synchronous = full`.execute(c);
       }
     });
-  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db), relaxedWrite, file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
+  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db, walSyncer(file)), relaxedWrite, file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
   await migrate(store);
   return store;
 }

@@ -1,11 +1,11 @@
-// Group commit for SQLite. Each commit of the one SQLite connection waits for the disk (fsync, a few
-// milliseconds) on the thread that serves requests, so one transaction per write caps concurrent
-// creates at a few hundred a second and stalls everything else meanwhile. Writes that arrive while a
-// transaction runs are collected and run together in the next one, each inside its own savepoint:
-// one write failing rolls back only itself, and every write's caller hears of it only after the
-// commit that made it durable.
+// Group commit for SQLite. Writes that arrive together (in one turn of the event loop, or while a
+// transaction runs) are collected and run together
+// in the next one, each inside its own savepoint: one write failing rolls back only itself, and every
+// write's caller hears of it only after the commit that made it durable. The disk's flush of a commit
+// runs off the request thread (store/wal-sync.ts) while the next group already runs.
 import { sql } from 'kysely';
 import type { Db, Tx } from './db.js';
+import type { WalSyncer } from './wal-sync.js';
 
 interface Job {
   fn(tx: Tx): Promise<unknown>;
@@ -17,22 +17,38 @@ interface Job {
 const MAX_WRITES = 64;
 const MAX_MS = 20;
 /**
- * A write arriving this soon after the last commit waits for others to join its group while they keep
- * arriving, up to as long as the last group took (at most MAX_GATHER_MS); a lone write does not wait.
+ * Each group commits without waiting for the disk (synchronous NORMAL, for the group's commit only: any
+ * other write on the connection keeps FULL); its callers are told once `wal` has flushed it.
  */
-const GATHER_AFTER_MS = 20;
-const MAX_GATHER_MS = 10;
-
-export function groupCommitter(db: Db): <T>(fn: (tx: Tx) => Promise<T>) => Promise<T> {
+export function groupCommitter(db: Db, wal: WalSyncer): <T>(fn: (tx: Tx) => Promise<T>) => Promise<T> {
   const pending: Job[] = [];
   let running = false;
+  let scheduled = false;
+
+  /** A transaction on the one connection held for all of it, committed with synchronous NORMAL. */
+  const transaction = (fn: (tx: Tx) => Promise<void>): Promise<void> =>
+    db.connection().execute(async (c) => {
+      await sql`pragma synchronous = normal`.execute(c);
+      try {
+        await sql`begin immediate`.execute(c);
+        try {
+          await fn(c as unknown as Tx);
+          await sql`commit`.execute(c);
+        } catch (err) {
+          await sql`rollback`.execute(c).catch(() => {});
+          throw err;
+        }
+      } finally {
+        await sql`pragma synchronous = full`.execute(c);
+      }
+    });
 
   async function runGroup() {
     const done: { job: Job; ok: boolean; value: unknown }[] = [];
     let current: Job | undefined;
     const start = performance.now();
     try {
-      await db.transaction().execute(async (tx) => {
+      await transaction(async (tx) => {
         // Writes that arrive while the group runs join it, within the bounds.
         while (pending.length && done.length < MAX_WRITES && (done.length === 0 || performance.now() - start < MAX_MS)) {
           const job = (current = pending.shift()!);
@@ -58,34 +74,21 @@ export function groupCommitter(db: Db): <T>(fn: (tx: Tx) => Promise<T>) => Promi
       if (!done.length && !current) pending.shift()?.reject(err);
       return;
     }
-    lastGroupSize = done.length;
-    for (const d of done) (d.ok ? d.job.resolve : d.job.reject)(d.value);
+    const answer = () => {
+      for (const d of done) (d.ok ? d.job.resolve : d.job.reject)(d.value);
+    };
+    // Not awaited: the next group runs while the disk flushes this one. A failed flush leaves the
+    // commit's durability unknown, so nobody is told it succeeded.
+    wal.sync().then(answer, (err) => {
+      for (const d of done) d.job.reject(err);
+    });
   }
 
-  let lastCommit = 0;
-  let lastCommitMs = 0;
-  let lastGroupSize = 0;
   async function drain() {
+    scheduled = false;
     running = true;
     try {
-      while (pending.length) {
-        // Under a stream of writes, give the next writers a moment to arrive before the group starts:
-        // a request reaches its write only after reads that the open transaction would make wait.
-        // The longer a commit takes (the disk's flush), the longer it pays to wait, as long as writers keep coming.
-        // Only while writers come together (the last group had several): a client writing one request
-        // after another would otherwise wait a timer tick on every write for company that never comes.
-        if (performance.now() - lastCommit < GATHER_AFTER_MS && (lastGroupSize > 1 || pending.length > 1)) {
-          const until = performance.now() + Math.min(MAX_GATHER_MS, Math.max(1, lastCommitMs));
-          for (let seen = -1; seen !== pending.length && pending.length < MAX_WRITES && performance.now() < until; ) {
-            seen = pending.length;
-            await new Promise((r) => setTimeout(r, 1));
-          }
-        }
-        const start = performance.now();
-        await runGroup();
-        lastCommit = performance.now();
-        lastCommitMs = lastCommit - start;
-      }
+      while (pending.length) await runGroup();
     } finally {
       running = false;
     }
@@ -94,6 +97,12 @@ export function groupCommitter(db: Db): <T>(fn: (tx: Tx) => Promise<T>) => Promi
   return <T>(fn: (tx: Tx) => Promise<T>) =>
     new Promise<T>((resolve, reject) => {
       pending.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      if (!running) void drain();
+      // The group starts after this turn of the event loop: a transaction runs without yielding to I/O
+      // (better-sqlite3 is synchronous), so the requests whose bytes arrived with this one reach their
+      // writes only if it waits for them; setImmediate waits for exactly those, never for a timer.
+      if (!running && !scheduled) {
+        scheduled = true;
+        setImmediate(() => void drain());
+      }
     });
 }

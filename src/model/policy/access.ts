@@ -58,23 +58,30 @@ export async function grantsFor(db: AnyDb, identityId: string, serviceIds: strin
  */
 export async function grantsForMany(db: AnyDb, identityIds: string[], serviceIds: string[]): Promise<(Grant & { identityId: string })[]> {
   if (!serviceIds.length || !identityIds.length) return [];
-  const held = await db
-    .selectFrom('policyMembers')
-    .select(['entityId', 'policyId'])
-    .where('entityId', 'in', [...new Set(identityIds)])
-    .where('side', '=', 'identity')
-    .where('kind', 'in', SERVICE_POLICY_KINDS)
-    .execute();
+  // Independent reads, sent at once: on PostgreSQL one round trip's wait instead of two.
+  const [held, granted] = await Promise.all([
+    db
+      .selectFrom('policyMembers')
+      .select(['entityId', 'policyId'])
+      .where('entityId', 'in', [...new Set(identityIds)])
+      .where('side', '=', 'identity')
+      .where('kind', 'in', SERVICE_POLICY_KINDS)
+      .execute(),
+    db
+      .selectFrom('policyMembers')
+      .select(['entityId', 'policyId', 'kind'])
+      .where('entityId', 'in', [...new Set(serviceIds)])
+      .where('side', '=', 'service')
+      .where('kind', 'in', SERVICE_POLICY_KINDS)
+      .execute(),
+  ]);
   if (!held.length) return [];
   const holders = new Map<string, string[]>();
-  for (const h of held as { entityId: string; policyId: string }[]) holders.set(h.policyId, [...(holders.get(h.policyId) ?? []), h.entityId]);
-  const granted = await db
-    .selectFrom('policyMembers')
-    .select(['entityId', 'policyId', 'kind'])
-    .where('entityId', 'in', [...new Set(serviceIds)])
-    .where('side', '=', 'service')
-    .where('kind', 'in', SERVICE_POLICY_KINDS)
-    .execute();
+  for (const h of held as { entityId: string; policyId: string }[]) {
+    const list = holders.get(h.policyId);
+    if (list) list.push(h.entityId);
+    else holders.set(h.policyId, [h.entityId]);
+  }
   return (granted as { entityId: string; policyId: string; kind: PolicyKind }[]).flatMap((g) =>
     (holders.get(g.policyId) ?? []).map((identityId) => ({ identityId, serviceId: g.entityId, policyId: g.policyId, kind: g.kind })),
   );

@@ -49,6 +49,21 @@ export async function lockMembership(tx: AnyDb) {
   await tx.updateTable('changeMarkers').set({ changedAt: sql`changed_at` }).where('name', '=', 'policy-membership').execute();
 }
 
+/**
+ * How a new entity's evaluation takes the lock. Creates of entities do not race each other (each writes
+ * only its own member rows), only policy changes, so on PostgreSQL they take the row shared (FOR SHARE):
+ * concurrent identity creates no longer queue behind one another's commit, while a policy change (its
+ * UPDATE) still waits for them, and they for it. SQLite: nothing to take, its writers run one at a time.
+ * A transaction that took it shared and then changes a policy or the service marker upgrades it; two
+ * such at once deadlock, which PostgreSQL detects and writeTx retries (only imports do that).
+ */
+export type MembershipLock = 'exclusive' | 'shared' | 'none';
+
+async function takeMembership(tx: AnyDb, lock: MembershipLock) {
+  if (lock === 'exclusive') await lockMembership(tx);
+  else if (lock === 'shared') await sql`select name from change_markers where name = 'policy-membership' for share`.execute(tx);
+}
+
 export function sideQuery(db: AnyDb, side: Side) {
   const t = SIDE_TABLES[side];
   let q = db.selectFrom(`${t.table} as e`);
@@ -88,9 +103,10 @@ export async function forgetPolicy(tx: AnyDb, policyId: string) {
 }
 
 /** Recompute one entity's membership on one side, after it was created or its role attributes changed. */
-export async function evaluateEntity(tx: AnyDb, side: Side, id: string, attributes: string[]) {
-  await lockMembership(tx);
-  await tx.deleteFrom('policyMembers').where('entityId', '=', id).where('side', '=', side).execute();
+export async function evaluateEntity(tx: AnyDb, side: Side, id: string, attributes: string[], o: { lock?: MembershipLock; fresh?: boolean } = {}) {
+  await takeMembership(tx, o.lock ?? 'exclusive');
+  // fresh: a row created in this transaction has no member rows to delete.
+  if (!o.fresh) await tx.deleteFrom('policyMembers').where('entityId', '=', id).where('side', '=', side).execute();
   const names = ['#all', `@${id}`, ...attributes.map((a) => `#${a}`)];
   const candidates = tx.selectFrom('policyRoles').select('policyId').where('side', '=', side).where('role', 'in', names);
   const roles = await tx

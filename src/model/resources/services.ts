@@ -81,31 +81,38 @@ async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, stri
 export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
-  const attached = await db
-    .selectFrom('serviceConfigs as sc')
-    .innerJoin('configs as c', 'c.id', 'sc.configId')
-    .innerJoin('configTypes as t', 't.id', 'sc.configTypeId')
-    .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data'])
-    .where('sc.serviceId', 'in', ids)
-    .execute();
-  const types = viewer ? await configTypeIds(db, viewer.configTypes) : new Map<string, string>();
-  const overrides = viewer
-    ? await db
-        .selectFrom('identityServiceConfigs as o')
-        .innerJoin('configs as c', 'c.id', 'o.configId')
-        .innerJoin('configTypes as t', 't.id', 'o.configTypeId')
-        .select(['o.serviceId', 'o.configId', 'o.configTypeId', 't.name as typeName', 'c.data'])
-        .where('o.identityId', '=', viewer.identityId)
-        .where('o.serviceId', 'in', ids)
-        .execute()
-    : [];
-  const grants = viewer ? await grantsFor(db, viewer.identityId, ids) : [];
+  // Independent reads, sent at once: on PostgreSQL one round trip's wait instead of four.
+  const [attached, types, overrides, grants] = await Promise.all([
+    db
+      .selectFrom('serviceConfigs as sc')
+      .innerJoin('configs as c', 'c.id', 'sc.configId')
+      .innerJoin('configTypes as t', 't.id', 'sc.configTypeId')
+      .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data'])
+      .where('sc.serviceId', 'in', ids)
+      .execute(),
+    viewer ? configTypeIds(db, viewer.configTypes) : new Map<string, string>(),
+    viewer
+      ? db
+          .selectFrom('identityServiceConfigs as o')
+          .innerJoin('configs as c', 'c.id', 'o.configId')
+          .innerJoin('configTypes as t', 't.id', 'o.configTypeId')
+          .select(['o.serviceId', 'o.configId', 'o.configTypeId', 't.name as typeName', 'c.data'])
+          .where('o.identityId', '=', viewer.identityId)
+          .where('o.serviceId', 'in', ids)
+          .execute()
+      : [],
+    viewer ? grantsFor(db, viewer.identityId, ids) : [],
+  ]);
   const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map();
   const byService = <T extends { serviceId: string }>(list: T[]) => {
     const m = new Map<string, T[]>();
-    for (const x of list) m.set(x.serviceId, [...(m.get(x.serviceId) ?? []), x]);
+    for (const x of list) {
+      const those = m.get(x.serviceId);
+      if (those) those.push(x);
+      else m.set(x.serviceId, [x]);
+    }
     return (id: unknown) => m.get(id as string) ?? [];
   };
   const [attachedTo, overridesOf, grantsOf] = [byService(attached), byService(overrides), byService(grants)];

@@ -192,17 +192,21 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   const token = newSecret();
   const id = newId();
   const at = iso(now);
-  await writeTx(ctx, async (tx) => {
-    await tx
-      .insertInto('sessions')
-      .values({ id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, type, tokenHash: hashSecret(token), tokenSealed: ctx.sealer.seal(token) })
-      .execute();
-    // A new row has no tags to replace: index only those it comes with.
-    if (body.tags && Object.keys(body.tags).length) await indexTags(tx, id, body.tags);
-  });
-  sessionEvent(ctx, 'created', { id, type, apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id });
   const row: Row = { id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, serviceName: service.name, type, token };
-  await expandSessions(db, [row], false);
+  // The session's routers are read while the insert commits (they do not depend on it): on SQLite
+  // during the WAL's flush, on PostgreSQL on another connection, instead of after.
+  await Promise.all([
+    writeTx(ctx, async (tx) => {
+      await tx
+        .insertInto('sessions')
+        .values({ id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, type, tokenHash: hashSecret(token), tokenSealed: ctx.sealer.seal(token) })
+        .execute();
+      // A new row has no tags to replace: index only those it comes with.
+      if (body.tags && Object.keys(body.tags).length) await indexTags(tx, id, body.tags);
+    }),
+    expandSessions(db, [row], false),
+  ]);
+  sessionEvent(ctx, 'created', { id, type, apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id });
   return clientSessions.toDetail(row, ctx);
 }
 
