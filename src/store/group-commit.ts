@@ -5,6 +5,7 @@
 // runs off the request thread (store/wal-sync.ts) while the next group already runs.
 import { sql } from 'kysely';
 import type { Db, Tx } from './db.js';
+import { beginImmediate } from './sqlite-driver.js';
 import type { WalSyncer } from './wal-sync.js';
 
 interface Job {
@@ -30,7 +31,8 @@ export function groupCommitter(db: Db, wal: WalSyncer): <T>(fn: (tx: Tx) => Prom
     db.connection().execute(async (c) => {
       await sql`pragma synchronous = normal`.execute(c);
       try {
-        await sql`begin immediate`.execute(c);
+        // Waiting for another connection's lock (the import's thread) from a timer, not inside SQLite.
+        await beginImmediate((q) => sql.raw(q).execute(c));
         try {
           await fn(c as unknown as Tx);
           await sql`commit`.execute(c);
