@@ -6,7 +6,15 @@ set -euo pipefail
 exe=$(cd "$(dirname "$0")/.." && pwd)/dist/ztc
 [ -x "$exe" ] || { echo "no $exe: run npm run package first" >&2; exit 1; }
 work=$(mktemp -d /tmp/ztc-smoke-XXXXXX)
-port=$(( 30000 + RANDOM % 20000 ))
+# Three ports in a row below Linux's ephemeral range (32768 and up): a port in it may be the local end of
+# some other program's outgoing connection, and binding it then fails (seen once in CI). Any taken one
+# (answering on 127.0.0.1) sends us to another draw.
+for _ in $(seq 1 20); do
+  port=$(( 20000 + RANDOM % 12000 ))
+  taken=""
+  for p in $port $((port + 1)) $((port + 2)); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && taken=1; done
+  [ -z "$taken" ] && break
+done
 run() { env -i HOME="$work" ZTC_HOME="$work/home" TMPDIR="$work" PATH=/nonexistent "$exe" "$@"; }
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
