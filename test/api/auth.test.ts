@@ -90,6 +90,16 @@ describe('password authentication and API sessions', () => {
     expectError(await c.call('GET', `${CLIENT}/current-api-session`, { token: busy }), 401, 'UNAUTHORIZED');
   });
 
+  it("gives the session's own request as its cached last activity: SDKs read it as the controller's clock", async () => {
+    const token = await c.login();
+    // Less than the minute after which lastActivityAt is written again: the stored value stays behind.
+    c.clock.advance(45_000);
+    const r = await c.call('GET', `${CLIENT}/current-api-session`, { token });
+    expect(r.status).toBe(200);
+    expect(Date.parse(r.body.data.cachedLastActivityAt)).toBe(c.clock.now().getTime());
+    expect(Date.parse(r.body.data.lastActivityAt)).toBeLessThan(c.clock.now().getTime());
+  });
+
   it('refuses a disabled identity at login and on its open sessions', async () => {
     const id = await c.user('disabled-user');
     const token = await c.login('disabled-user', 'password1');

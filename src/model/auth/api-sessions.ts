@@ -117,7 +117,14 @@ export async function expireApiSessions(ctx: Ctx) {
   return idle.length + partial.length;
 }
 
-export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string) {
+/**
+ * `own`: the detail answers the session's own request (login, current-api-session), which is its latest
+ * activity. lastActivityAt is written only once it is a minute stale (touchEvery), but SDKs read
+ * cachedLastActivityAt as the controller's clock: the C SDK logs "local clock is N seconds ahead" past
+ * 10 s and shifts its refresh timer by the difference. Upstream answers its in-memory activity there;
+ * the request's time is it.
+ */
+export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string, own = false) {
   const expiresAt = new Date(Date.parse(s.lastActivityAt) + timeoutMs(ctx));
   return {
     id: s.id,
@@ -136,7 +143,7 @@ export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string
     isMfaComplete: isSet(s.isMfaComplete),
     isCertExtendable: isSet(s.isCertExtendable),
     lastActivityAt: s.lastActivityAt,
-    cachedLastActivityAt: s.lastActivityAt,
+    cachedLastActivityAt: own ? iso(ctx.clock.now()) : s.lastActivityAt,
     cachedUpdatedAt: s.updatedAt,
     expiresAt: iso(expiresAt),
     expirationSeconds: Math.max(0, Math.round((expiresAt.getTime() - ctx.clock.now().getTime()) / 1000)),

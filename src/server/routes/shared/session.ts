@@ -63,7 +63,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
       const { token, session: s } = opened;
       loginSucceeded(ctx, method, s);
       reply.header('zt-session', token);
-      return ok(apiSessionDetail(ctx, s, token));
+      return ok(apiSessionDetail(ctx, s, token, true));
     },
   );
 
@@ -72,7 +72,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'getCurrentAPISession', tags: ['Current API Session'], summary: 'The API session of this request', response: { 200: Envelope(apiSessionSchema), ...errors(401) } } },
     async (req) => {
       if (!req.apiSession) throw unauthorized('The local administrator has no API session');
-      return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token));
+      return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token, true));
     },
   );
   app.delete(
