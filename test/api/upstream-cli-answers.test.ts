@@ -3,15 +3,11 @@
 // (or what the error probe sent) and expects upstream's status, code and cause.
 import { describe, expect, it } from 'vitest';
 import { selfSignedCert } from '../helpers/certs.js';
-import { controllerForFile, expectError, MGMT } from '../helpers/controller.js';
+import { controllerForFile, expectError } from '../helpers/controller.js';
 
 const file = controllerForFile();
-const mg = (method: string, path: string, body?: unknown) => file.c.call(method, `${MGMT}${path}`, { token: file.admin, body });
-const made = async (path: string, body: unknown) => {
-  const r = await mg('POST', path, body);
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.id as string;
-};
+const mg = file.mgmt;
+const made = file.created;
 const updb = { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 0, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false };
 const policy = (name: string, allowedSigners: string[], requireExtJwtSigner: string | null = null) => ({
   name, primary: { cert: { allowed: true, allowExpiredCerts: true }, extJwt: { allowed: true, allowedSigners }, updb }, secondary: { requireTotp: false, requireExtJwtSigner },

@@ -9,12 +9,8 @@ import { CLIENT, controllerForFile, expectError, MGMT } from '../helpers/control
 
 const file = controllerForFile();
 
-const mg = (method: string, path: string, body?: unknown) => file.c.call(method, `${MGMT}${path}`, { token: file.admin, body });
-const made = async (path: string, body: unknown) => {
-  const r = await mg('POST', path, body);
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.id as string;
-};
+const mg = file.mgmt;
+const made = file.created;
 
 type Schema = { type?: string | string[]; anyOf?: Schema[]; oneOf?: Schema[]; properties?: Record<string, Schema>; required?: string[]; nullable?: boolean; allOf?: Schema[] };
 const mayBeNull = (s: Schema | undefined): boolean =>

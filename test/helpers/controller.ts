@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ManualClock } from '../../src/model/clock.js';
 import { buildApp, type App } from '../../src/server/app.js';
@@ -115,7 +115,18 @@ export async function startTestController(o: { dataDir?: string; config?: Partia
  * them and closed after, with the default admin logged in. Read `.c` and `.admin` inside the tests.
  */
 export function controllerForFile(o: Parameters<typeof startTestController>[0] = {}) {
-  const file = { c: undefined as unknown as TestController, admin: '' };
+  const file = {
+    c: undefined as unknown as TestController,
+    admin: '',
+    /** A management API call as the file's admin. */
+    mgmt: (method: string, path: string, body?: unknown) => file.c.call(method, `${MGMT}${path}`, { token: file.admin, body }),
+    /** Create through the management API as the admin (asserting 201) and give the new id. */
+    created: async (path: string, body: unknown) => {
+      const r = await file.mgmt('POST', path, body);
+      expect(r.status, r.text).toBe(201);
+      return r.body.data.id as string;
+    },
+  };
   beforeAll(async () => {
     file.c = await startTestController(o);
     file.admin = await file.c.login();
