@@ -49,7 +49,7 @@ describe('filter fuzzing', () => {
           expect(r.body.meta.pagination.totalCount).toBeGreaterThanOrEqual(r.body.data.length);
         } else {
           seen.bad++;
-          expect(r.status, `${JSON.stringify(filter)} -> ${r.text}`).toBe(400);
+          expect(r.status, `${JSON.stringify(filter)} -> ${r.text}\n${c.errors.join('')}`).toBe(400);
           expect(['INVALID_FILTER', 'INVALID_SORT_IDENTIFIER', 'INVALID_PAGINATION', 'COULD_NOT_VALIDATE', 'INVALID_FIELD']).toContain(r.body.error.code);
           expect(r.body.error.message.length).toBeGreaterThan(10);
           expect(r.body.error.requestId).toBeTruthy();

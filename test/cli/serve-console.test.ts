@@ -42,7 +42,7 @@ describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const exited = new Promise<string>((resolve) => child.on('exit', (code, signal) => resolve(`code ${code} signal ${signal}`)));
     try {
       const status = await untilAnswering(async () => (await request(`https://127.0.0.1:${port}/version`)).status, () => child.exitCode !== null);
       expect(status, out).toBe(200);
@@ -56,7 +56,7 @@ describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
       expect(pre.headers['access-control-allow-origin']).toBe('https://console.example');
     } finally {
       child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      expect(await exited, out).toBe('code 0 signal null');
       fs.rmSync(site, { recursive: true, force: true });
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -51,6 +51,8 @@ export interface TestController {
   clock: ManualClock;
   dataDir: string;
   config: Config;
+  /** The controller's error-level log lines (the cause of a 500 a test saw), the last 20. */
+  errors: string[];
   call(method: string, url: string, o?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Record<string, unknown>; text: string }>;
   login(username?: string, password?: string): Promise<string>;
   /** Create an identity with a updb authenticator; returns its id. */
@@ -63,10 +65,12 @@ export async function startTestController(o: { dataDir?: string; config?: Partia
   const config = testConfig(dataDir, { db: await testDatabase(), ...o.config });
   const clock = new ManualClock();
   const opened = await openDataDir(config, { clock });
-  const app = await buildApp(opened.ctx);
+  const errors: string[] = [];
+  const logger = { level: 'error', stream: { write: (line: string) => void errors.push(line) > 20 && errors.shift() } };
+  const app = await buildApp(opened.ctx, { logger });
   let adminToken = '';
   const tc: TestController = {
-    app, opened, clock, dataDir, config,
+    app, opened, clock, dataDir, config, errors,
     async call(method, url, c = {}) {
       const res = await app.inject({
         method: method as 'GET',

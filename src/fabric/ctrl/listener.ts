@@ -184,7 +184,10 @@ export class CtrlServer {
    * that just came up is told of every other. Only routers that manage their own links are told.
    */
   private peersChanged(conn: RouterConn, state: number) {
-    const others = [...this.routers.values()].filter((c) => c !== conn && !c.closed);
+    if (state === PeerState.Healthy) conn.announced = true;
+    // Only peers that are up on their side themselves: one that connected but has not spoken yet is
+    // named to the others when it has (its own announcement), not earlier with this one's.
+    const others = [...this.routers.values()].filter((c) => c !== conn && !c.closed && c.announced);
     const about = (c: RouterConn, s: number) => (s === PeerState.Healthy ? { id: c.routerId, version: c.hello.version, state: s, listeners: c.hello.listeners } : { id: c.routerId, state: s });
     for (const other of others) if (other.hello.managesLinks) other.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: [about(conn, state)] }));
     if (state === PeerState.Healthy && conn.hello.managesLinks && others.length) conn.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: others.map((c) => about(c, PeerState.Healthy)) }));

@@ -34,6 +34,8 @@ export class RouterConn {
   closed = false;
   /** Its full API-session state went out: later additions are sent to it one by one. */
   synced = false;
+  /** Its peers were told it is up (after `ready`): only such routers are named to others. */
+  announced = false;
   private heard?: () => void;
   /**
    * Resolves at the router's first message after our hello reply (or when it closes): only then is its
