@@ -43,8 +43,9 @@ describe('a large import beside other clients', () => {
       await c.login();
       quiet.push(performance.now() - t);
     }
-    // On PostgreSQL every statement is a round trip: a smaller import runs as long.
-    const N = process.env.ZTC_TEST_DB ? 1_500 : 6_000;
+    // Long enough beside a login's hash (~100 ms) for a dozen of them to run during it; the creates run
+    // on the import's thread, in batches (THREAD_MIN_CREATES is 1000).
+    const N = 4_000;
     let done = false;
     const started = performance.now();
     const importing = c.call('POST', `${MGMT}/import`, { token: admin, body: { ztcModel: 1, identities: identities(N, 'crowd') } }).finally(() => (done = true));
@@ -64,7 +65,7 @@ describe('a large import beside other clients', () => {
     console.log(`import of ${N} identities: ${seconds.toFixed(1)} s; ${logins.length} logins meanwhile, median ${sorted[sorted.length >> 1].toFixed(0)} ms, slowest ${slowest.toFixed(0)} ms (quiet: slowest of 5 ${Math.max(...quiet).toFixed(0)} ms)`);
     expect(logins.every((l) => l.status === 200)).toBe(true);
     // Logins went on all along (the old way, a handful fitted in before the import's writes began).
-    expect(logins.filter((l) => l.during).length).toBeGreaterThanOrEqual(10);
+    expect(logins.filter((l) => l.during).length).toBeGreaterThanOrEqual(6);
     // A login waiting for the import's one transaction (the old way) took most of the import's time.
     // Now the creates run on the import's thread; a login may still wait for the plan (at the start) or
     // the last transaction (at the end), both on the API thread: up to a third of a 3 s import was seen.
@@ -80,7 +81,7 @@ describe('a large import beside other clients', () => {
     // batch after those of the identities.
     const inBatch = await c.call('POST', `${MGMT}/import`, {
       token: admin,
-      body: { ztcModel: 1, identities: identities(2_500, 'doomed'), configTypes: [{ name: 'doomed-type', schema: {} }], edgeRouters: [{ name: 'twin', roleAttributes: [] }], transitRouters: [{ name: 'twin' }] },
+      body: { ztcModel: 1, identities: identities(1_200, 'doomed'), configTypes: [{ name: 'doomed-type', schema: {} }], edgeRouters: [{ name: 'twin', roleAttributes: [] }], transitRouters: [{ name: 'twin' }] },
     });
     expect(expectError(inBatch, 400, 'COULD_NOT_VALIDATE').message).toMatch(/transitRouters\[0\] 'twin': its name must be unique/);
     let after = await everything();
@@ -89,7 +90,7 @@ describe('a large import beside other clients', () => {
     // A service naming a config that does not exist fails in the last transaction, after every batch.
     const inLast = await c.call('POST', `${MGMT}/import`, {
       token: admin,
-      body: { ztcModel: 1, identities: identities(2_500, 'doomed'), services: [{ name: 'doomed-service', encryptionRequired: true, configs: ['no-such-config'] }] },
+      body: { ztcModel: 1, identities: identities(1_200, 'doomed'), services: [{ name: 'doomed-service', encryptionRequired: true, configs: ['no-such-config'] }] },
     });
     expect(expectError(inLast, 400).message).toMatch(/services\[0\] 'doomed-service'/);
     after = await everything();
@@ -107,7 +108,7 @@ describe('an import that deletes (prune)', () => {
     const exported = await c.call('GET', `${MGMT}/export`, { token: admin });
     expect(exported.status, exported.text).toBe(200);
     const doc = exported.body.data as Record<string, { name: string }[]>;
-    doc.identities = doc.identities.filter((i) => i.name !== 'pruned-one').concat(identities(2_500, 'pruned-new'));
+    doc.identities = doc.identities.filter((i) => i.name !== 'pruned-one').concat(identities(1_200, 'pruned-new'));
     doc.edgeRouters = (doc.edgeRouters ?? []).filter((r) => r.name !== 'swapped');
     doc.transitRouters = [...(doc.transitRouters ?? []), { name: 'swapped' }];
     const before = await everything();
@@ -127,10 +128,10 @@ describe('an import that deletes (prune)', () => {
 
     const r = await c.call('POST', `${MGMT}/import?prune=true`, { token: admin, body: doc });
     expect(r.status, r.text).toBe(200);
-    expect(r.body.data.counts ?? {}).toMatchObject({ create: 2_501, delete: 2 });
+    expect(r.body.data.counts ?? {}).toMatchObject({ create: 1_201, delete: 2 });
     const named = async (p: string, name: string) => (await c.call('GET', `${MGMT}${p}?filter=${encodeURIComponent(`name = "${name}"`)}`, { token: admin })).body.meta.pagination.totalCount as number;
     expect(await named('/identities', 'pruned-one')).toBe(0);
-    expect(await named('/identities', 'pruned-new-002499')).toBe(1);
+    expect(await named('/identities', 'pruned-new-001199')).toBe(1);
     expect(await named('/edge-routers', 'swapped')).toBe(0);
     expect(await named('/transit-routers', 'swapped')).toBe(1);
     expect(await journalRows()).toBe(0);

@@ -36,14 +36,15 @@ describe('import at size', () => {
 
   it('stays all-or-nothing while it lets other requests in: a failure at the last item keeps none, a write made meanwhile stays', async () => {
     const before = await count('/identities');
-    const items = identities(4_000, 'bulk');
+    // Above THREAD_MIN_CREATES (1000), so the creates run ahead on the import's thread, in batches.
+    const items = identities(1_500, 'bulk');
     // Valid in shape, so planning passes; its auth policy does not exist, which only the write finds.
     items.push({ name: 'bulk-last', type: 'Device', isAdmin: false, roleAttributes: ['bulk'], authPolicy: 'no-such-policy' } as never);
     const importing = c.call('POST', `${MGMT}/import`, { token: admin, body: { ztcModel: 1, identities: items } });
     const other = await c.call('POST', `${MGMT}/services`, { token: admin, body: { name: 'made-meanwhile', encryptionRequired: true } });
     expect(other.status, other.text).toBe(201);
     const r = await importing;
-    expect(expectError(r, 400, 'COULD_NOT_VALIDATE').message).toMatch(/identities\[4000\] 'bulk-last': .*no auth policy is named 'no-such-policy'/);
+    expect(expectError(r, 400, 'COULD_NOT_VALIDATE').message).toMatch(/identities\[1500\] 'bulk-last': .*no auth policy is named 'no-such-policy'/);
     expect(await count('/identities')).toBe(before);
     expect((await c.call('GET', `${MGMT}/services?filter=${encodeURIComponent('name = "made-meanwhile"')}`, { token: admin })).body.data).toHaveLength(1);
   });

@@ -101,8 +101,9 @@ describe('limit and offset as upstream reads them (filter-symbols.md, limit / of
 });
 
 describe('an unlimited list of a large table', () => {
-  it('answers 100,000 identities with limit=-1, streamed in chunks', async () => {
-    const N = 100_000;
+  it('answers 20,000 identities with limit=-1, streamed in chunks', async () => {
+    // 40 chunks of STREAM_CHUNK (500): as many as the chunking needs to show; 100,000 cost 18 s of CPU.
+    const N = 20_000;
     const now = new Date().toISOString();
     const db = c.opened.ctx.store.db;
     const rows = Array.from({ length: N }, (_, i) => ({
