@@ -19,6 +19,9 @@ export default defineConfig({
     isolate: false,
     // Controllers started by tests (in process or as `ztc serve` children) run their edge router and
     // control channel on any free port, so parallel files never fight over 3022 and 6262.
-    env: { ZTC_ROUTER_PORT: '0', ZTC_CTRL_PORT: '0' },
+    // Password hashes at scrypt N=2^12 instead of 2^15: the same code, 8x less CPU per login and per
+    // controller's first start (the suite spent over a minute of its CPU hashing). Tests that need
+    // hashes to be slow (the hash flood) raise it; crypto-pool.test.ts checks a default-cost hash.
+    env: { ZTC_ROUTER_PORT: '0', ZTC_CTRL_PORT: '0', ZTC_PASSWORD_HASH_COST: '12' },
   },
 });

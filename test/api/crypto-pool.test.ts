@@ -4,6 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/model/errors.js';
 import { cryptoTasks } from '../../src/model/crypto/tasks.js';
+import { DEFAULT_HASH_COST, hashCost } from '../../src/model/auth/password.js';
 import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
 import { ecCsr, rsaCsr } from '../helpers/certs.js';
 
@@ -33,10 +34,14 @@ describe('crypto on the worker pool', () => {
   it('hashes and checks passwords as the same code does in this thread', async () => {
     const id = await c.user('pool-user', { password: 'pool-pass-1' });
     const stored = await c.opened.ctx.store.db.selectFrom('authenticators').select('passwordHash').where('identityId', '=', id).executeTakeFirstOrThrow();
-    expect(cryptoTasks.verifyPassword('pool-pass-1', stored.passwordHash)).toBe(true);
-    expect(cryptoTasks.verifyPassword('pool-pass-2', stored.passwordHash)).toBe(false);
-    // A hash made in this thread logs in through the workers.
-    await c.opened.ctx.store.db.updateTable('authenticators').set({ passwordHash: cryptoTasks.hashPassword('thread-pass-1') }).where('identityId', '=', id).execute();
+    // The suite hashes at a lower cost (vitest.config.ts); the hash names the cost it was made with.
+    expect(stored.passwordHash).toMatch(new RegExp(`^scrypt\\$${2 ** hashCost()}\\$8\\$1\\$`));
+    expect(cryptoTasks.verifyPassword('pool-pass-1', stored.passwordHash, hashCost())).toBe(true);
+    expect(cryptoTasks.verifyPassword('pool-pass-2', stored.passwordHash, hashCost())).toBe(false);
+    // A hash made in this thread at the default cost (what a controller stores) logs in through the workers.
+    const strong = cryptoTasks.hashPassword('thread-pass-1', DEFAULT_HASH_COST);
+    expect(strong).toMatch(/^scrypt\$32768\$8\$1\$/);
+    await c.opened.ctx.store.db.updateTable('authenticators').set({ passwordHash: strong }).where('identityId', '=', id).execute();
     expect(await c.login('pool-user', 'thread-pass-1')).toBeTruthy();
     expectError(await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'pool-user', password: 'pool-pass-1' } }), 401, 'INVALID_AUTH');
   });

@@ -3,6 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BASE_DELAY_MS, FREE_ATTEMPTS } from '../../src/model/auth/login-budget.js';
 import { HASH_QUEUE } from '../../src/model/auth/hash-slots.js';
+import { DEFAULT_HASH_COST } from '../../src/model/auth/password.js';
 import { CLIENT, expectError, startTestController, type TestController } from '../helpers/controller.js';
 
 const login = (c: TestController, username: string, password: string, from = '127.0.0.1') =>
@@ -103,10 +104,17 @@ describe('the per-address limit', () => {
 
 describe('password hashing under a flood', () => {
   let c: TestController;
+  const suiteCost = process.env.ZTC_PASSWORD_HASH_COST;
   beforeAll(async () => {
+    // At the cost a controller uses (the suite lowers it): the flood must outlast the slots.
+    process.env.ZTC_PASSWORD_HASH_COST = String(DEFAULT_HASH_COST);
     c = await startTestController({ config: { authRateLimitPerMinute: 0 } });
   });
-  afterAll(() => c.close());
+  afterAll(async () => {
+    if (suiteCost === undefined) delete process.env.ZTC_PASSWORD_HASH_COST;
+    else process.env.ZTC_PASSWORD_HASH_COST = suiteCost;
+    await c.close();
+  });
 
   it('runs a few hashes at a time, refuses what cannot wait, and keeps serving other requests', async () => {
     const total = HASH_QUEUE + 60;

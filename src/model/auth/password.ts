@@ -4,8 +4,22 @@
 import { runCrypto } from '../crypto/pool.js';
 import { runHash } from './hash-slots.js';
 
-export const hashPassword = (password: string): Promise<string> => runHash(() => runCrypto('hashPassword', [password]));
+/** scrypt's N as a power of two (r=8, p=1): 2^15 is 32 MiB and ~50-100 ms per hash on a small server core. */
+export const DEFAULT_HASH_COST = 15;
+
+/**
+ * The cost new hashes get: ZTC_PASSWORD_HASH_COST (10 to 20), read at each hash so a test can raise it
+ * for a file. OWASP's scrypt floor is N=2^17 r=8 p=1 or an equivalent; 2^15 keeps login throughput on
+ * small hosts. The test suite lowers it (vitest.config.ts): a login there is 8x cheaper and otherwise
+ * the same code. Each hash names its own cost, so hashes made at any cost keep verifying.
+ */
+export function hashCost(): number {
+  const n = Number(process.env.ZTC_PASSWORD_HASH_COST || DEFAULT_HASH_COST);
+  return Number.isInteger(n) && n >= 10 && n <= 20 ? n : DEFAULT_HASH_COST;
+}
+
+export const hashPassword = (password: string): Promise<string> => runHash(() => runCrypto('hashPassword', [password, hashCost()]));
 
 /** Does the password match the stored hash? A missing or foreign hash costs the same work and says no. */
 export const verifyPassword = (password: string, stored: string | null | undefined): Promise<boolean> =>
-  runHash(() => runCrypto('verifyPassword', [password, stored]));
+  runHash(() => runCrypto('verifyPassword', [password, stored, hashCost()]));

@@ -4,23 +4,23 @@ import { randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
 import { fingerprintOf, issueCertificate } from '../pki/certs.js';
 import { parseCsr } from '../pki/csr.js';
 
-// N=2^15, r=8: 32 MiB and ~50-100 ms per hash on a small server core (OWASP's scrypt floor is N=2^17 r=8 p=1
-// or an equivalent cost; we keep N=2^15 with p=1 for login throughput and let the format carry the cost).
-const PARAMS = { N: 1 << 15, r: 8, p: 1 };
 const KEYLEN = 32;
 const maxmem = (p: { N: number; r: number }) => 256 * p.N * p.r;
 
-function hashPassword(password: string): string {
+/** `cost` is log2 of scrypt's N (hashCost() in password.ts); r=8, p=1. */
+function hashPassword(password: string, cost: number): string {
+  const params = { N: 2 ** cost, r: 8, p: 1 };
   const salt = randomBytes(16);
-  const key = scryptSync(password, salt, KEYLEN, { ...PARAMS, maxmem: maxmem(PARAMS) });
-  return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64')}$${key.toString('base64')}`;
+  const key = scryptSync(password, salt, KEYLEN, { ...params, maxmem: maxmem(params) });
+  return `scrypt$${params.N}$${params.r}$${params.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
-function verifyPassword(password: string, stored: string | null | undefined): boolean {
+/** Verified with the cost the stored hash names; `cost` is for the decoy work when there is none. */
+function verifyPassword(password: string, stored: string | null | undefined, cost: number): boolean {
   const parts = (stored ?? '').split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') {
     // Same work as a real check, so a missing user answers no faster than a wrong password.
-    hashPassword(password);
+    hashPassword(password, cost);
     return false;
   }
   const [, n, r, p, salt, hash] = parts;
