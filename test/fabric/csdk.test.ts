@@ -73,9 +73,13 @@ async function enrolled(name: string, roles: string[]): Promise<string> {
 
 describe('the C SDK through the embedded edge router', () => {
   it('enrolls, binds, dials, echoes 8 MiB both ways end to end encrypted, and the terminator goes with the host', async () => {
+    // Each step's time, printed: in full runs this file took 60 s where it takes 5 alone; these say where.
+    const t0 = performance.now();
+    const step = (what: string) => console.log(`csdk: ${what} at ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const service = await n.service('csdk-echo', { encryptionRequired: true });
     const hostId = await enrolled('csdk-host', ['csdk-echo-hosts']);
     const clientId = await enrolled('csdk-client', ['csdk-echo-clients']);
+    step('both enrolled');
 
     const host = spawn(PYTHON, [SCRIPT, 'host', hostId, 'csdk-echo', '1'], { env: { ...process.env, ZITI_LOG: '1' } });
     let hostErr = '';
@@ -84,13 +88,16 @@ describe('the C SDK through the embedded edge router', () => {
     try {
       const out = lines(host);
       expect(await out.next()).toEqual({ listening: 'csdk-echo' });
+      step('host listening');
       const terminators = async () => (await n.api('GET', `/terminators?filter=${encodeURIComponent(`service = "${service}"`)}`)).body.data as { routerId: string; binding: string }[];
       await expect.poll(async () => (await terminators()).length, { timeout: 15_000, interval: 200 }).toBe(1);
       expect((await terminators())[0]).toMatchObject({ routerId: n.routerId, binding: 'edge' });
+      step('terminator stored');
 
       const size = 8 * 1024 * 1024;
       const dial = await run(['dial', clientId, 'csdk-echo', String(size)], { timeoutMs: 90_000 });
       expect(dial.code, dial.err + hostErr).toBe(0);
+      step('8 MiB echoed');
       const result = JSON.parse(dial.out.trim().split('\n').pop()!);
       expect(result).toMatchObject({ sent: size, received: size, match: true });
       expect(await out.next()).toMatchObject({ echoed: size, peer: 'csdk-client' });
