@@ -14,7 +14,7 @@ const PYTHON = process.env.ZTC_PYTHON ?? 'python3';
 
 function run(args: string[], o: { timeoutMs?: number } = {}): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(PYTHON, [SCRIPT, ...args], { env: { ...process.env, ZITI_LOG: '1' } });
+    const child = spawn(PYTHON, [SCRIPT, ...args], { env: { ...process.env, ZITI_LOG: process.env.CSDK_ZITI_LOG ?? '1' } });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -81,7 +81,7 @@ describe('the C SDK through the embedded edge router', () => {
     const clientId = await enrolled('csdk-client', ['csdk-echo-clients']);
     step('both enrolled');
 
-    const host = spawn(PYTHON, [SCRIPT, 'host', hostId, 'csdk-echo', '1'], { env: { ...process.env, ZITI_LOG: '1' } });
+    const host = spawn(PYTHON, [SCRIPT, 'host', hostId, 'csdk-echo', '1'], { env: { ...process.env, ZITI_LOG: process.env.CSDK_ZITI_LOG ?? '1' } });
     let hostErr = '';
     host.stderr.on('data', (d) => (hostErr += d));
     const hostExit = new Promise<number | null>((r) => host.on('close', r));
@@ -98,6 +98,7 @@ describe('the C SDK through the embedded edge router', () => {
       const dial = await run(['dial', clientId, 'csdk-echo', String(size)], { timeoutMs: 90_000 });
       expect(dial.code, dial.err + hostErr).toBe(0);
       step('8 MiB echoed');
+      if (process.env.CSDK_LOG_DIR) (fs.writeFileSync(path.join(process.env.CSDK_LOG_DIR, 'dial.log'), dial.err), fs.writeFileSync(path.join(process.env.CSDK_LOG_DIR, 'host.log'), hostErr));
       const result = JSON.parse(dial.out.trim().split('\n').pop()!);
       expect(result).toMatchObject({ sent: size, received: size, match: true });
       expect(await out.next()).toMatchObject({ echoed: size, peer: 'csdk-client' });
