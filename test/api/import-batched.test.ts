@@ -114,20 +114,21 @@ describe('a large import beside other clients', () => {
   }, 120_000);
 });
 
-describe('bad input in a large import (parsed and checked on its thread)', () => {
+describe('bad input in a large import (on SQLite parsed and checked on its thread)', () => {
   it('is answered 400 as a small one is, and writes nothing', async () => {
     const before = await everything();
-    // Enough identities that the body goes to the import's thread unparsed (THREAD_MIN_BYTES).
+    // Enough identities that the body goes to the import's thread unparsed (THREAD_MIN_BYTES). On
+    // PostgreSQL the API thread parses it and fastify checks the body's schema: the same codes, in its words.
     const crowd = identities(2_000, 'refused');
     const text = JSON.stringify({ ztcModel: 1, identities: crowd });
     const bad: [string, string | object, string, RegExp][] = [
       ['not JSON', text.slice(0, -1), 'COULD_NOT_PARSE_BODY', /not valid JSON/],
-      ['a __proto__ key', text.slice(0, -1) + ',"configs":[{"name":"p","__proto__":{"isAdmin":true}}]}', 'COULD_NOT_PARSE_BODY', /forbidden prototype property/],
+      ['a __proto__ key', text.slice(0, -1) + ',"configs":[{"name":"p","__proto__":{"isAdmin":true}}]}', 'COULD_NOT_PARSE_BODY', /not valid JSON/],
       ['NUL', text.replace('refused-000001', 'refused-\\u0000'), 'COULD_NOT_PARSE_BODY', /NUL/],
-      ['a list', JSON.stringify(crowd), 'COULD_NOT_VALIDATE', /must be an object/],
+      ['a list', JSON.stringify(crowd), 'COULD_NOT_VALIDATE', /must be (an )?object/],
       ['an unknown kind', { ztcModel: 1, identities: crowd, gadgets: [] }, 'COULD_NOT_VALIDATE', /'gadgets'/],
-      ['a kind that is not a list', { ztcModel: 1, identities: crowd, services: { name: 'x' } }, 'COULD_NOT_VALIDATE', /services must be a list/],
-      ['an item without a name', { ztcModel: 1, identities: [...crowd, { type: 'Device' }] }, 'COULD_NOT_VALIDATE', /identities\[2000\] must be an object with a name/],
+      ['a kind that is not a list', { ztcModel: 1, identities: crowd, services: { name: 'x' } }, 'COULD_NOT_VALIDATE', /services\W* must be (a list|array)/],
+      ['an item without a name', { ztcModel: 1, identities: [...crowd, { type: 'Device' }] }, 'COULD_NOT_VALIDATE', /identities\[2000\] must be an object with a name|'identities.2000.name' is required/],
       ['an unknown field', { ztcModel: 1, identities: [...crowd, { name: 'x', type: 'Device', isAdmin: false, colour: 'red' }] }, 'COULD_NOT_VALIDATE', /'colour' is not a field/],
       ['a later format', { ztcModel: 2, identities: crowd }, 'COULD_NOT_VALIDATE', /ztcModel 2/],
     ];
