@@ -47,8 +47,8 @@ describe('a large import beside other clients', () => {
       await c.login();
       quiet.push(performance.now() - t);
     }
-    // Long enough beside a login's hash (~100 ms) for a dozen of them to run during it; the creates run
-    // on the import's thread, in batches (THREAD_MIN_CREATES is 1000).
+    // Long enough beside a login's hash (~100 ms) for a dozen of them to run during it; on SQLite the
+    // import runs on its thread, its creates in batches (its body, 370 KB, is over THREAD_MIN_BYTES).
     const N = 4_000;
     let done = false;
     const started = performance.now();
@@ -117,9 +117,9 @@ describe('a large import beside other clients', () => {
 describe('bad input in a large import (on SQLite parsed and checked on its thread)', () => {
   it('is answered 400 as a small one is, and writes nothing', async () => {
     const before = await everything();
-    // Enough identities that the body goes to the import's thread unparsed (THREAD_MIN_BYTES). On
+    // Enough identities that the body goes to the import's thread unparsed (114 KB, over THREAD_MIN_BYTES). On
     // PostgreSQL the API thread parses it and fastify checks the body's schema: the same codes, in its words.
-    const crowd = identities(2_000, 'refused');
+    const crowd = identities(1_200, 'refused');
     const text = JSON.stringify({ ztcModel: 1, identities: crowd });
     const bad: [string, string | object, string, RegExp][] = [
       ['not JSON', text.slice(0, -1), 'COULD_NOT_PARSE_BODY', /not valid JSON/],
@@ -128,7 +128,7 @@ describe('bad input in a large import (on SQLite parsed and checked on its threa
       ['a list', JSON.stringify(crowd), 'COULD_NOT_VALIDATE', /must be (an )?object/],
       ['an unknown kind', { ztcModel: 1, identities: crowd, gadgets: [] }, 'COULD_NOT_VALIDATE', /'gadgets'/],
       ['a kind that is not a list', { ztcModel: 1, identities: crowd, services: { name: 'x' } }, 'COULD_NOT_VALIDATE', /services\W* must be (a list|array)/],
-      ['an item without a name', { ztcModel: 1, identities: [...crowd, { type: 'Device' }] }, 'COULD_NOT_VALIDATE', /identities\[2000\] must be an object with a name|'identities.2000.name' is required/],
+      ['an item without a name', { ztcModel: 1, identities: [...crowd, { type: 'Device' }] }, 'COULD_NOT_VALIDATE', /identities\[1200\] must be an object with a name|'identities.1200.name' is required/],
       ['an unknown field', { ztcModel: 1, identities: [...crowd, { name: 'x', type: 'Device', isAdmin: false, colour: 'red' }] }, 'COULD_NOT_VALIDATE', /'colour' is not a field/],
       ['a later format', { ztcModel: 2, identities: crowd }, 'COULD_NOT_VALIDATE', /ztcModel 2/],
     ];
@@ -178,7 +178,7 @@ describe('an import that deletes (prune)', () => {
     expect(await named('/edge-routers', 'swapped')).toBe(0);
     expect(await named('/transit-routers', 'swapped')).toBe(1);
     expect(await journalRows()).toBe(0);
-    // Two imports of 2,500 at the import thread's low priority: on a loaded machine they wait for a core.
+    // Two imports of 1,200 at the import thread's low priority: on a loaded machine they wait for a core.
   }, 240_000);
 });
 
