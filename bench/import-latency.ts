@@ -12,15 +12,15 @@ const M = '/edge/management/v1';
 const C = '/edge/client/v1';
 const N = Number(process.env.BENCH_IMPORT_IDENTITIES ?? 100_000);
 
-/** `variant` 'API thread': the creates ahead on the API thread, as before the import had a thread of its own (import-thread.ts). */
+/** `variant` 'API thread': the whole import on the API thread, as before it had a thread of its own (import-thread.ts). */
 export async function importLatencyRows(dbServer: string | undefined, variant?: 'API thread'): Promise<Row[]> {
   const label = `${dbServer ? 'postgres' : 'sqlite'}${variant ? `, ${variant}` : ''}`;
   // The controller's process reads its environment when it starts.
-  const saved = process.env.ZTC_IMPORT_THREAD_MIN;
-  if (variant) process.env.ZTC_IMPORT_THREAD_MIN = String(Number.MAX_SAFE_INTEGER);
+  const saved = process.env.ZTC_IMPORT_THREAD_MIN_BYTES;
+  if (variant) process.env.ZTC_IMPORT_THREAD_MIN_BYTES = String(Number.MAX_SAFE_INTEGER);
   const server = await startServer(tempDir(), await database(dbServer)).finally(() => {
-    if (saved === undefined) delete process.env.ZTC_IMPORT_THREAD_MIN;
-    else process.env.ZTC_IMPORT_THREAD_MIN = saved;
+    if (saved === undefined) delete process.env.ZTC_IMPORT_THREAD_MIN_BYTES;
+    else process.env.ZTC_IMPORT_THREAD_MIN_BYTES = saved;
   });
   try {
     const admin = await login(server.url);

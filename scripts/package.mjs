@@ -39,6 +39,15 @@ await build({
   ...esmBundle,
 });
 
+// A large import's thread (src/model/import-worker.ts) likewise: without it the executable ran large
+// imports on the API thread, which then answered nobody else for seconds at a time.
+step('bundling the import thread (esbuild)');
+await build({
+  entryPoints: [path.join(root, 'src/model/import-worker.ts')],
+  outfile: path.join(out, 'import-worker.mjs'),
+  ...esmBundle,
+});
+
 step('preparing the single-executable blob');
 const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
 fs.copyFileSync(path.join(root, 'scripts/sea-loader.cjs'), path.join(out, 'loader.cjs'));
@@ -50,6 +59,7 @@ const config = {
     app: path.join(out, 'app.mjs'),
     'crypto-worker': path.join(out, 'crypto-worker.cjs'),
     'router-worker': path.join(out, 'router-worker.mjs'),
+    'import-worker': path.join(out, 'import-worker.mjs'),
     sqlite: addon,
     'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
     'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),

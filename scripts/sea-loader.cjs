@@ -10,16 +10,18 @@ const { pathToFileURL } = require('node:url');
 const app = Buffer.from(sea.getRawAsset('app'));
 const addon = Buffer.from(sea.getRawAsset('sqlite'));
 const routerWorker = Buffer.from(sea.getRawAsset('router-worker'));
-const id = crypto.createHash('sha256').update(app).update(addon).update(routerWorker).digest('hex').slice(0, 16);
+const importWorker = Buffer.from(sea.getRawAsset('import-worker'));
+const id = crypto.createHash('sha256').update(app).update(addon).update(routerWorker).update(importWorker).digest('hex').slice(0, 16);
 const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
 const dir = path.join(os.tmpdir(), `ztc-${uid}-${id}`);
 const appFile = path.join(dir, 'app.mjs');
 const addonFile = path.join(dir, 'better_sqlite3.node');
 const routerFile = path.join(dir, 'router-worker.mjs');
-if (!fs.existsSync(appFile) || !fs.existsSync(addonFile) || !fs.existsSync(routerFile)) {
+const importFile = path.join(dir, 'import-worker.mjs');
+if (![appFile, addonFile, routerFile, importFile].every((f) => fs.existsSync(f))) {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Write under temporary names, then rename: a concurrent start never sees half a file.
-  for (const [file, data] of [[addonFile, addon], [routerFile, routerWorker], [appFile, app]]) {
+  for (const [file, data] of [[addonFile, addon], [routerFile, routerWorker], [importFile, importWorker], [appFile, app]]) {
     const tmp = `${file}.${process.pid}`;
     fs.writeFileSync(tmp, data, { mode: 0o700 });
     fs.renameSync(tmp, file);
@@ -37,8 +39,10 @@ globalThis.__ztcCryptoWorker = sea.getAsset('crypto-worker', 'utf8');
 const m = { exports: {} };
 process.dlopen(m, addonFile);
 globalThis.__ztcSqliteBinding = m.exports;
-// The edge router's thread runs from its unpacked file and loads the same addon (fabric/thread.ts).
+// The edge router's thread and a large import's run from their unpacked files and load the same addon
+// (fabric/thread.ts, model/import-thread.ts).
 globalThis.__ztcRouterWorker = routerFile;
+globalThis.__ztcImportWorker = importFile;
 globalThis.__ztcSqliteAddon = addonFile;
 import(pathToFileURL(appFile).href).catch((err) => {
   console.error(err && err.stack ? err.stack : String(err));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the single executable, run with an empty environment (no node, no node_modules):
 # version, first start on a temp data dir, login, create and list an identity, ott enrollment, API docs, snapshot,
-# the edge router (online, TLS on its port), SIGTERM.
+# a large import (on its own thread), the edge router (online, TLS on its port), SIGTERM.
 set -euo pipefail
 exe=$(cd "$(dirname "$0")/.." && pwd)/dist/ztc
 [ -x "$exe" ] || { echo "no $exe: run npm run package first" >&2; exit 1; }
@@ -37,6 +37,13 @@ grep -q 'BEGIN CERTIFICATE' "$work/enroll.json" || { echo "FAIL: no certificate 
 size=$(/usr/bin/curl -skf -o /dev/null -w '%{size_download}' "https://127.0.0.1:$port/docs/swagger-ui-bundle.js") || size=0
 [ "$size" -gt 100000 ] || { echo "FAIL: API docs assets ($size bytes)"; exit 1; }
 run db snapshot | grep -q 'snapshot written' || { echo "FAIL: db snapshot"; exit 1; }
+# A large import (over 100 KiB) runs on a thread of its own, from a file the executable unpacks.
+{ printf '{"ztcModel":1,"identities":['
+  for i in $(seq 1 2000); do [ "$i" -gt 1 ] && printf ','; printf '{"name":"smoke-bulk-%04d","type":"Device","isAdmin":false,"roleAttributes":["bulk"]}' "$i"; done
+  printf ']}'; } > "$work/model.json"
+run import "$work/model.json" -o json | grep -q '"applied": true' || { echo "FAIL: import"; tail -20 "$work/serve.log"; exit 1; }
+ls "$work"/ztc-*/import-worker.mjs >/dev/null 2>&1 || { echo "FAIL: the import thread's program was not unpacked"; exit 1; }
+run identity list 'name = "smoke-bulk-2000"' -o json | grep -q '"name": "smoke-bulk-2000"' || { echo "FAIL: the import's last identity"; exit 1; }
 # The edge router runs on its own thread, from a file the executable unpacks: online, and speaking TLS.
 run edge-router list -o json | grep -q '"isOnline": true' || { echo "FAIL: the edge router is not online"; cat "$work/serve.log"; exit 1; }
 # A few tries, and what openssl and serve said when none answers: one probe failed in CI with the
@@ -52,4 +59,4 @@ kill -TERM "$pid"
 wait "$pid" && status=0 || status=$?
 pid=
 [ "$status" = 0 ] || { echo "FAIL: serve exited with $status on SIGTERM"; exit 1; }
-echo "smoke: 10 passed, 0 failed"
+echo "smoke: 11 passed, 0 failed"

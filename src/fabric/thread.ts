@@ -2,11 +2,10 @@
 // upstream routers), which runs on its own thread (fabric/worker.ts): the
 // relay's TLS and copying would otherwise compete with the APIs for one event loop (measured: a client's
 // service-list p99 went from 3.8 to 37 ms while four streams relayed; README, Benchmarks).
-import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { ZtcEvent } from '../model/events/types.js';
+import { sqliteAddonFile, threadProgram } from '../store/store-thread.js';
 import type { FabricLog } from './fabric.js';
 
 export interface RouterWorkerData {
@@ -56,19 +55,13 @@ export interface RunningFabric {
 }
 
 function workerUrl(): URL | string {
-  const embedded = (globalThis as { __ztcRouterWorker?: string }).__ztcRouterWorker;
-  if (embedded) return embedded;
-  // Compiled, it is beside this module; bundled (dist/src/bundle/), in ../fabric; run
-  // from the TypeScript sources (vitest), the compiled copy, as the crypto pool does.
-  for (const candidate of ['./worker.js', '../fabric/worker.js']) {
-    const url = new URL(candidate, import.meta.url);
-    if (fs.existsSync(fileURLToPath(url))) return url;
-  }
-  return new URL('../../dist/src/fabric/worker.js', import.meta.url);
+  // Compiled, it is beside this module; bundled (dist/src/bundle/), in ../fabric; run from the
+  // TypeScript sources (vitest), the compiled copy, as the crypto pool does.
+  return threadProgram((globalThis as { __ztcRouterWorker?: string }).__ztcRouterWorker, ['./worker.js', '../fabric/worker.js'], import.meta.url) ?? new URL('../../dist/src/fabric/worker.js', import.meta.url);
 }
 
 export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void }): Promise<RunningFabric> {
-  const sqliteAddon = (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon;
+  const sqliteAddon = sqliteAddonFile();
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
   return new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ import type { Ctx } from '../model/context.js';
 import { loadOrCreatePki } from '../model/pki/pki.js';
 import { loadSealer } from '../model/secrets.js';
 import { openPostgres, openSqlite } from '../store/db.js';
-import { setSqliteNativeBinding } from '../store/sqlite-driver.js';
+import { niceFrom, prepareStoreThread } from '../store/store-thread.js';
 import { controllerId } from '../model/resources/controllers.js';
 import { VERSION } from '../version.js';
 import { CtrlServer } from './ctrl/listener.js';
@@ -22,26 +22,16 @@ import type { FromRouter, RouterWorkerData } from './thread.js';
 
 const data = workerData as RouterWorkerData;
 // ZTC_RELAY_NICE: the relay thread's nice value (0 to 19; default 10).
-const RELAY_NICE = Math.min(19, Math.max(0, Number(process.env.ZTC_RELAY_NICE ?? 10) || 0));
+const RELAY_NICE = niceFrom(process.env.ZTC_RELAY_NICE);
 // ZTC_STATS_MS: how often the data plane reports its counters to the metrics (default 5 s).
 const STATS_MS = Math.max(100, Number(process.env.ZTC_STATS_MS ?? 5000) || 5000);
 const post = (m: FromRouter) => parentPort!.postMessage(m);
 const level = (l: 'info' | 'warn' | 'debug') => (o: object, msg: string) => post({ log: { level: l, o, msg } });
 
 try {
-  // On Linux a thread has its own nice value and setpriority(0) sets the caller's: the relay yields the
-  // CPU to the API thread when both want it (on two cores the SDKs' own processes compete too).
-  try {
-    os.setPriority(RELAY_NICE);
-  } catch {
-    // Not permitted or not supported: the same thread priority as the APIs.
-  }
-  if (data.sqliteAddon) {
-    // The single executable unpacked the addon for the main thread; this thread loads it too.
-    const m = { exports: {} };
-    process.dlopen(m as never, data.sqliteAddon);
-    setSqliteNativeBinding(m.exports);
-  }
+  // The relay yields the CPU to the API thread when both want it (on two cores the SDKs' own processes
+  // compete too); in the single executable this thread loads the unpacked addon too.
+  prepareStoreThread(RELAY_NICE, data.sqliteAddon);
   const config: Config = data.config;
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames);
   const store = config.db ? await openPostgres(config.db, 2) : await openSqlite(path.join(config.dataDir, 'ztc.db'));

@@ -1,7 +1,6 @@
 // The part of a SQLite import that runs ahead of its last transaction (import-model.ts, applyBatched):
-// the new entities that grant nothing by themselves, created in short journaled transactions. The same
-// code runs on the import's own thread (import-thread.ts, for large imports) and, for small ones or
-// where that thread cannot start, on the API thread.
+// the new entities that grant nothing by themselves, created in short journaled transactions. It runs
+// where the import runs: a large one on its own thread (import-thread.ts), a small one on the API thread.
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Ctx } from './context.js';
@@ -18,7 +17,7 @@ import { BATCH_MS, noteCreated, type JournalNote } from './import-journal.js';
  */
 export const AHEAD = new Set(['configTypes', 'configs', 'postureChecks', 'identities', 'edgeRouters', 'transitRouters']);
 
-/** A write the import will make, in plan order; `key` is the kind's document key (plain data, for the import's thread). */
+/** A write the import will make, in plan order; `key` is the kind's document key. */
 export interface AheadWork {
   key: string;
   action: 'create' | 'update' | 'delete';
@@ -71,8 +70,6 @@ export async function naming(ctx: Ctx, where: string, write: () => Promise<unkno
 export interface Ahead {
   /** Indexes in the work list of what the last transaction must do (everything not created ahead). */
   deferred: number[];
-  /** What was created ahead: [kind key, name, id]. */
-  created: [string, string, string][];
 }
 
 /**
@@ -81,7 +78,7 @@ export interface Ahead {
  * `pace` gives the event loop a turn within a batch, where this runs on the API thread.
  */
 export async function createAhead(ctx: Ctx, runId: string, work: AheadWork[], names: Names, o: { pace?: () => Promise<void> | undefined; between: () => Promise<void> }): Promise<Ahead> {
-  const out: Ahead = { deferred: [], created: [] };
+  const out: Ahead = { deferred: [] };
   let next = 0;
   let seq = 0;
   while (next < work.length) {
@@ -93,7 +90,7 @@ export async function createAhead(ctx: Ctx, runId: string, work: AheadWork[], na
         const start = performance.now();
         const notes: JournalNote[] = [];
         const deferred: number[] = [];
-        const created: [string, string, string][] = [];
+        let created = 0;
         let i = from;
         for (; i < work.length && performance.now() - start < BATCH_MS; i++) {
           // On the API thread, requests that need no database (/version) are answered within the batch too.
@@ -115,7 +112,7 @@ export async function createAhead(ctx: Ctx, runId: string, work: AheadWork[], na
           // At once: a config later in this batch may name the config type just made.
           names.set(nameKind(k), id, w.name);
           notes.push({ kind: w.key, entityId: id });
-          created.push([w.key, w.name, id]);
+          created++;
         }
         await noteCreated(tx, runId, seq, notes);
         return { next: i, deferred, created };
@@ -125,9 +122,8 @@ export async function createAhead(ctx: Ctx, runId: string, work: AheadWork[], na
       { relaxed: true },
     );
     next = made.next;
-    seq += made.created.length;
+    seq += made.created;
     out.deferred.push(...made.deferred);
-    out.created.push(...made.created);
     await o.between();
   }
   return out;

@@ -3,9 +3,10 @@
 //
 // Sized for models of a million entities: the controller's entities are read a page at a time and
 // only those the document names are kept (as document items), so memory follows the document, not
-// the database; the plan lists its first PLAN_LISTED steps and counts the rest; and every long loop
-// gives the event loop a turn now and then (pace.ts), so other clients are answered while a large
-// import runs. It stays all-or-nothing: on PostgreSQL one transaction, rolled back on the first error;
+// the database; the plan lists its first PLAN_LISTED steps and counts the rest. A large import into
+// SQLite runs all of this on a thread of its own (import-thread.ts); on the API thread (small imports,
+// PostgreSQL) every long loop gives the event loop a turn now and then (pace.ts), so other clients are
+// answered meanwhile. It stays all-or-nothing: on PostgreSQL one transaction, rolled back on the first error;
 // on SQLite, whose one write lock a long transaction would keep from every login, the new entities
 // that grant nothing by themselves are created ahead in short transactions, journaled, and undone on
 // failure or after a crash (applyBatched, import-journal.ts). What a reader sees meanwhile: docs/model.md.
@@ -18,7 +19,6 @@ import { pacer } from './pace.js';
 import { edgeRouters, transitRouters } from './resources/routers.js';
 import { createAhead, naming as namingIn, toBody, type AheadWork } from './import-ahead.js';
 import { beginImportRun, finishImportRun, nextTurn, undoImportRun } from './import-journal.js';
-import { createAheadInThread } from './import-thread.js';
 
 /** Steps the answer lists; beyond them it says how many more there are (a plan of a million steps is not an answer). */
 export const PLAN_LISTED = 1000;
@@ -91,11 +91,23 @@ async function existingOf(ctx: Ctx, k: Kind, named: Map<string, unknown>, names:
   }
 }
 
+export interface ImportOptions {
+  dryRun?: boolean;
+  prune?: boolean;
+  /** Other work's turn inside long loops: on the API thread (the default) a pacer (pace.ts); on the import's thread, none. */
+  pace?: () => Promise<void> | undefined;
+  /** Between SQLite's batches (the others' turn at the write lock): the next turn of the event loop unless told. */
+  between?: () => Promise<void>;
+  /** Told the journal's run id as soon as it exists (the import's thread tells the API thread, which undoes it if the thread dies). */
+  onRun?: (runId: string) => void;
+}
+
 /**
- * Make the controller match the document: the plan, and (unless a dry run) its application in one
- * transaction. Without prune, entities the document does not name are left alone.
+ * Make the controller match the document: the plan, and (unless a dry run) its application, all or
+ * nothing. Without prune, entities the document does not name are left alone. Large SQLite imports
+ * run this on a thread of their own (import-thread.ts).
  */
-export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean; prune?: boolean }): Promise<ImportResult> {
+export async function importModel(ctx: Ctx, doc: unknown, o: ImportOptions): Promise<ImportResult> {
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new ApiError(400, 'COULD_NOT_VALIDATE', 'The document must be an object with a list per kind (what GET /export answers)');
   const d = doc as Record<string, unknown>;
   const known = new Set(['ztcModel', ...KINDS.map((k) => k.key)]);
@@ -103,7 +115,7 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
   if (unknown.length) throw new ApiError(400, 'COULD_NOT_VALIDATE', `Unknown kind${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => `'${u}'`).join(', ')}: the document holds ${KINDS.map((k) => k.key).join(', ')}`);
   if (d.ztcModel !== undefined && d.ztcModel !== 1) throw new ApiError(400, 'COULD_NOT_VALIDATE', `ztcModel ${String(d.ztcModel)} is not a version this controller reads (1)`);
 
-  const pace = pacer();
+  const pace = o.pace ?? pacer();
   const names = await allNames(ctx);
   const embedded = await embeddedRouters(ctx);
   // The transit router list holds every router (as upstream's does): edge routers are planned as such.
@@ -200,7 +212,7 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
     await writeTx(ctx, (tx) => applyAll(tx, work));
     return result(true);
   }
-  await applyBatched(ctx, work, names, pace, applyAll);
+  await applyBatched(ctx, work, names, { pace, between: o.between ?? nextTurn, onRun: o.onRun }, applyAll);
   return result(true);
 }
 
@@ -208,24 +220,29 @@ export async function importModel(ctx: Ctx, doc: unknown, o: { dryRun?: boolean;
  * SQLite has one write lock, and a transaction holding it for the whole of a 100,000-identity import
  * made every login wait for its commit (33 s). So the creates of import-ahead.ts's AHEAD kinds are made
  * first, a BATCH_MS transaction at a time with other requests' turns between, each noted in the
- * import's journal (import-journal.ts): for a large import on a thread of its own with its own
- * connection (import-thread.ts), so that the API thread stays free to answer; for a small one here,
- * yielding every few ms (pace.ts). Everything else (updates; services, policies, signers, auth
+ * import's journal (import-journal.ts): for a large import on its own thread (import-thread.ts), with
+ * a pause between batches for the API thread's writes; for a small one on the API thread, yielding
+ * every few ms (pace.ts). Everything else (updates; services, policies, signers, auth
  * policies and CAs, and what refers to one of them being created) then goes in one last transaction
  * that also ends the journal. A failure anywhere undoes what the batches made; a crash is undone at
  * the next start. docs/operations.md says what readers see meanwhile.
  */
-async function applyBatched(ctx: Ctx, work: Work[], names: Names, pace: () => Promise<void> | undefined, applyAll: (tx: Tx, list: Work[]) => Promise<void>) {
+async function applyBatched(
+  ctx: Ctx,
+  work: Work[],
+  names: Names,
+  turns: { pace: () => Promise<void> | undefined; between: () => Promise<void>; onRun?: (runId: string) => void },
+  applyAll: (tx: Tx, list: Work[]) => Promise<void>,
+) {
   const runId = await beginImportRun(ctx);
+  turns.onRun?.(runId);
   try {
     // Deletes (prune) go in the last transaction, never ahead: undoing one would mean re-creating what
     // it cascaded to. A new entity taking the name of one deleted (an edge router replaced by a transit
     // router of that name: one table) waits for the last transaction too, after the delete.
     const freed = new Set(work.filter((w) => w.action === 'delete').map((w) => `${w.k.decl.table}\0${w.name}`));
     const plain: AheadWork[] = work.map((w) => ({ key: w.k.key, action: w.action, name: w.name, where: w.where, item: w.item, ...(freed.has(`${w.k.decl.table}\0${w.name}`) ? { last: true } : {}) }));
-    const ahead =
-      (await createAheadInThread(ctx, runId, plain, names)) ??
-      (await createAhead(ctx, runId, plain, names, { pace, between: nextTurn }));
+    const ahead = await createAhead(ctx, runId, plain, names, turns);
     const last = ahead.deferred.map((i) => work[i]);
     await writeTx(ctx, async (tx) => {
       await applyAll(tx, last);

@@ -1,23 +1,23 @@
-// The import's thread (started by import-thread.ts): creates ahead (import-ahead.ts) on its own
-// connection to the SQLite file, then answers what it made; or the error, which the API thread answers
-// the client with after undoing the run. Messages: event*, then done or failed.
-import os from 'node:os';
+// The import's thread (started by import-thread.ts): parses the body, plans, creates ahead and runs the
+// last transaction (import-model.ts, the same code as on the API thread) on its own connection to the
+// SQLite file, then answers the plan; or the error, after undoing what it made. Messages: run, event*,
+// then done or failed.
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from '../store/db.js';
-import { setSqliteNativeBinding } from '../store/sqlite-driver.js';
+import { niceFrom, prepareStoreThread } from '../store/store-thread.js';
 import type { Ctx } from './context.js';
 import { ApiError } from './errors.js';
 import { Events } from './events/hub.js';
-import { Names } from './export-import.js';
-import { createAhead } from './import-ahead.js';
+import { importModel } from './import-model.js';
 import type { FromImport, ImportWorkerData } from './import-thread.js';
+import { parseJsonBody } from './json-body.js';
 import { loadOrCreatePki } from './pki/pki.js';
 import { loadSealer } from './secrets.js';
 
 const data = workerData as ImportWorkerData;
 // ZTC_IMPORT_NICE: the import thread's nice value (0 to 19; default 10): when both want the CPU, the API thread gets it.
-const NICE = Math.min(19, Math.max(0, Number(process.env.ZTC_IMPORT_NICE ?? 10) || 0));
+const NICE = niceFrom(process.env.ZTC_IMPORT_NICE);
 /**
  * After each batch the thread pauses this long: the API thread's writes try for the lock every few ms
  * from a timer (sqlite-driver.ts), and the next batch would otherwise take it first (SQLite's locks
@@ -29,17 +29,8 @@ const post = (m: FromImport) => parentPort!.postMessage(m);
 let store: Awaited<ReturnType<typeof openSqlite>> | undefined;
 let answer: FromImport;
 try {
-  try {
-    // On Linux a thread has its own nice value, and setPriority(n) sets the caller's.
-    os.setPriority(NICE);
-  } catch {
-    // Not permitted: the API thread's priority.
-  }
-  if (data.sqliteAddon) {
-    const m = { exports: {} };
-    process.dlopen(m as never, data.sqliteAddon);
-    setSqliteNativeBinding(m.exports);
-  }
+  prepareStoreThread(NICE, data.sqliteAddon);
+  const doc = parseJsonBody(Buffer.from(data.body.buffer, data.body.byteOffset, data.body.byteLength).toString('utf8'));
   const { config } = data;
   store = await openSqlite(data.file, { check: false });
   const now = () => new Date(Date.now() + data.clockOffsetMs);
@@ -53,9 +44,9 @@ try {
     actor: data.actor,
   };
   ctx.events.subscribe((e) => post({ event: e }));
-  const names = Object.setPrototypeOf(data.names, Names.prototype) as Names;
   try {
-    answer = { done: await createAhead(ctx, data.runId, data.work, names, { between: () => new Promise((r) => setTimeout(r, GAP_MS)) }) };
+    // Nothing else runs on this thread: no turns within a batch, only the pause between batches.
+    answer = { done: await importModel(ctx, doc, { ...data.options, pace: () => undefined, between: () => new Promise((r) => setTimeout(r, GAP_MS)), onRun: (run) => post({ run }) }) };
   } finally {
     // The audit rows of events that are not entity changes (the batcher's, outside the transactions).
     await ctx.events.close();
@@ -63,6 +54,5 @@ try {
 } catch (err) {
   answer = { failed: err instanceof ApiError ? { message: err.message, status: err.status, code: err.code, fieldCause: err.fieldCause, extra: err.extra } : { message: err instanceof Error ? err.message : String(err) } };
 }
-// Closed before answering: the API thread's undo or last transaction comes next, on its own connection.
 await store?.close().catch(() => {});
 post(answer);

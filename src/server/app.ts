@@ -8,6 +8,8 @@ import addFormats from 'ajv-formats';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Ctx } from '../model/context.js';
 import { ApiError } from '../model/errors.js';
+import { NUL, nulRefused } from '../model/json-body.js';
+import { jsonBodyParser } from './json-parser.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
@@ -85,39 +87,9 @@ const lazySerializers = {
   },
 };
 
-// No stored text may hold NUL (PostgreSQL refuses it, and no field of ours needs it).
-const NUL = /\u0000|\\u0000/;
-const nulRefused = () => new ApiError(400, 'COULD_NOT_PARSE_BODY', 'NUL characters are not accepted in requests');
-
-/** No document of ours nests deeper than this; deeper bodies would exhaust the stack in validation. */
-export const MAX_JSON_DEPTH = 64;
-
-/** How deeply a JSON text nests arrays and objects, without parsing it (brackets inside strings do not count). */
-export function jsonDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 92) i++; // backslash: skip the escaped character
-      else if (ch === 34) inString = false;
-    } else if (ch === 34) inString = true;
-    else if (ch === 91 || ch === 123) max = Math.max(max, ++depth);
-    else if (ch === 93 || ch === 125) depth--;
-  }
-  return max;
-}
-
 function contentTypes(app: FastifyInstance) {
-  const json = app.getDefaultJsonParser('error', 'error');
-  // An empty body with a JSON content type is "no body", as several clients send it on POSTs.
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    if (NUL.test(String(body))) return done(nulRefused(), undefined);
-    if (jsonDepth(body as string) > MAX_JSON_DEPTH) return done(new ApiError(400, 'COULD_NOT_PARSE_BODY', `The body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined);
-    return json(req, body as string, done);
-  });
+  const json = jsonBodyParser(app);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => json(req, body as string, done));
   // PEM bodies (CSR, certificate verification) arrive as text.
   app.addContentTypeParser(['text/plain', 'application/x-pem-file', 'application/pkcs10'], { parseAs: 'string' }, (_req, body, done) =>
     NUL.test(String(body)) ? done(nulRefused(), undefined) : done(null, body),

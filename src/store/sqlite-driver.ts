@@ -54,6 +54,18 @@ class TransactionalDdlAdapter extends SqliteAdapter {
 }
 
 class ImmediateSqliteDriver extends SqliteDriver {
+  private waiting?: DatabaseConnection;
+
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    const db = typeof this.settings.database === 'function' ? undefined : (this.settings.database as { inTransaction?: boolean });
+    return (this.waiting ??= db ? lockWaiting(connection, db) : connection);
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await beginImmediate((q) => connection.executeQuery(CompiledQuery.raw(q)));
   }
@@ -61,6 +73,24 @@ class ImmediateSqliteDriver extends SqliteDriver {
 
 /** How long a write waits for another connection's write lock before it fails with SQLITE_BUSY (as busy_timeout did). */
 const LOCK_WAIT_MS = 5000;
+
+/** Statements that need the write lock: outside a transaction, each takes it for itself. */
+const WRITES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
+
+/**
+ * The connection, with its writes outside transactions waiting for the lock as BEGIN IMMEDIATE does
+ * (untilNotBusy). A login writes its API session so, in autocommit: while a large import's thread
+ * held the lock for a batch, every login stopped the API thread inside better-sqlite3 for up to that
+ * batch (and under load once for the whole 5 s, failing with SQLITE_BUSY), and every other client
+ * waited with it. Inside a transaction the lock is held already; reads never wait for it (WAL).
+ */
+function lockWaiting(connection: DatabaseConnection, db: { inTransaction?: boolean }): DatabaseConnection {
+  const exec = (q: string) => connection.executeQuery(CompiledQuery.raw(q));
+  return {
+    executeQuery: (query) => (db.inTransaction || !WRITES.has(query.query.kind) ? connection.executeQuery(query) : untilNotBusy(exec, () => connection.executeQuery(query))),
+    streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+  };
+}
 
 /**
  * BEGIN IMMEDIATE without blocking the thread. With busy_timeout, better-sqlite3 waits for another
@@ -70,13 +100,21 @@ const LOCK_WAIT_MS = 5000;
  * busy database is tried again a millisecond or two later, from a timer, while other requests run.
  */
 export async function beginImmediate(exec: (q: string) => Promise<unknown>): Promise<void> {
+  await untilNotBusy(exec, () => exec('begin immediate'));
+}
+
+/**
+ * `attempt` (a statement that takes the write lock) with busy_timeout 0, tried again from a timer
+ * while the database is busy, for up to LOCK_WAIT_MS. The caller holds the connection throughout
+ * (Kysely's connection mutex), so no other statement runs with busy_timeout 0 meanwhile.
+ */
+async function untilNotBusy<T>(exec: (q: string) => Promise<unknown>, attempt: () => Promise<T>): Promise<T> {
   const deadline = performance.now() + LOCK_WAIT_MS;
   await exec('pragma busy_timeout = 0');
   try {
     for (let wait = 1; ; wait = Math.min(wait + 1, 4)) {
       try {
-        await exec('begin immediate');
-        return;
+        return await attempt();
       } catch (err) {
         if ((err as { code?: string }).code !== 'SQLITE_BUSY' || performance.now() >= deadline) throw err;
       }

@@ -93,3 +93,38 @@ it('a write waiting for another connection to finish its transaction leaves the 
   other.close();
   await store.close();
 });
+
+it('so does a write outside a transaction (a login writing its API session while an import holds the lock)', async () => {
+  const file = path.join(dir, 'autocommit.db');
+  const store = await openSqlite(file);
+  await sql`create table marks (who text)`.execute(store.db);
+  const Sqlite = (await import('better-sqlite3')).default;
+  const other = new Sqlite(file);
+  other.exec('begin immediate');
+  other.prepare("insert into marks values ('other')").run();
+  let last = performance.now();
+  let longest = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  }, 5);
+  const release = setTimeout(() => other.exec('commit'), 300);
+  const started = performance.now();
+  try {
+    // An insert built with Kysely, not in a transaction: SQLite takes the lock for the statement alone.
+    await (store.db as unknown as Kysely<{ marks: { who: string } }>).insertInto('marks').values({ who: 'us' }).execute();
+  } finally {
+    clearInterval(ticker);
+    clearTimeout(release);
+  }
+  expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+  // Waiting inside the call, the timer that ends the other transaction could not fire: 5 s, then SQLITE_BUSY.
+  expect(longest, `${longest}`).toBeLessThan(250);
+  const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
+  expect(rows).toEqual(['other', 'us']);
+  // The connection waits for the lock as before in statements that are not Kysely's writes (raw SQL).
+  expect((await sql<{ timeout: number }>`pragma busy_timeout`.execute(store.db)).rows[0]).toEqual({ timeout: 5000 });
+  other.close();
+  await store.close();
+});

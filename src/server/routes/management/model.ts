@@ -7,6 +7,8 @@ import YAML from 'yaml';
 import type { Ctx } from '../../../model/context.js';
 import { exportItems } from '../../../model/export-import.js';
 import { importModel, PLAN_LISTED } from '../../../model/import-model.js';
+import { importInThread, importsOnThread } from '../../../model/import-thread.js';
+import { jsonBodyParser } from '../../json-parser.js';
 import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { meta, ok } from '../../envelope.js';
@@ -80,30 +82,59 @@ export function registerModel(app: FastifyInstance, ctx: Ctx) {
       return reply.send(exportStream(ctx, yaml));
     },
   );
-  app.post(
-    '/import',
-    {
-      config: { access: 'admin' },
-      // Checked only once the caller is known to be an admin (authorization runs on the headers).
-      bodyLimit: ctx.config.importBodyLimitMb * 1024 * 1024,
-      schema: {
-        operationId: 'importModel',
-        tags: ['Informational'],
-        summary: 'ztc extension: make the controller match a document from exportModel in one transaction (creates, updates, and deletes with prune); answers the plan (its first steps, and how many more). The body may be up to importBodyLimitMb (default 64 MiB)',
-        querystring: Type.Object(
-          {
-            dryRun: Type.Optional(Type.Boolean({ description: 'only answer the plan (every item is still checked)' })),
-            prune: Type.Optional(Type.Boolean({ description: 'also delete what the document does not name (system entities stay)' })),
-          },
-          { additionalProperties: false },
-        ),
-        body: Document,
-        response: { 200: Envelope(Plan), ...errors(400, 401) },
+  // The import in a scope of its own, for its own JSON parser: a large body into a SQLite file is not
+  // parsed here but handed, as it arrived, to the import's thread (model/import-thread.ts), which parses,
+  // checks, plans and applies it. Parsing and checking 10 MB of JSON alone held this thread for 100 ms
+  // and more, and every other client waited meanwhile.
+  app.register(async (scope) => {
+    const usual = jsonBodyParser(scope);
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+      const bytes = body as Buffer;
+      if (importsOnThread(ctx, bytes.length)) return done(null, new Unparsed(bytes));
+      usual(req, bytes.toString('utf8'), done);
+    });
+    // The body schema is checked here for a parsed body; the import's thread checks an unparsed one
+    // itself (importModel does, item by item), so it is set aside before the schema sees it.
+    scope.addHook('preValidation', async (req) => {
+      if (req.body instanceof Unparsed) {
+        unparsed.set(req, req.body.bytes);
+        req.body = {};
+      }
+    });
+    scope.post(
+      '/import',
+      {
+        config: { access: 'admin' },
+        // Checked only once the caller is known to be an admin (authorization runs on the headers).
+        bodyLimit: ctx.config.importBodyLimitMb * 1024 * 1024,
+        schema: {
+          operationId: 'importModel',
+          tags: ['Informational'],
+          summary: 'ztc extension: make the controller match a document from exportModel in one transaction (creates, updates, and deletes with prune); answers the plan (its first steps, and how many more). The body may be up to importBodyLimitMb (default 64 MiB)',
+          querystring: Type.Object(
+            {
+              dryRun: Type.Optional(Type.Boolean({ description: 'only answer the plan (every item is still checked)' })),
+              prune: Type.Optional(Type.Boolean({ description: 'also delete what the document does not name (system entities stay)' })),
+            },
+            { additionalProperties: false },
+          ),
+          body: Document,
+          response: { 200: Envelope(Plan), ...errors(400, 401) },
+        },
       },
-    },
-    async (req) => {
-      const q = req.query as { dryRun?: boolean; prune?: boolean };
-      return ok(await importModel(actorCtx(ctx, req), req.body, { dryRun: q.dryRun, prune: q.prune }));
-    },
-  );
+      async (req) => {
+        const q = req.query as { dryRun?: boolean; prune?: boolean };
+        const o = { dryRun: q.dryRun, prune: q.prune };
+        const bytes = unparsed.get(req);
+        return ok(await (bytes ? importInThread(actorCtx(ctx, req), bytes, o) : importModel(actorCtx(ctx, req), req.body, o)));
+      },
+    );
+  });
 }
+
+/** A large import body, as it arrived: for the import's thread. */
+class Unparsed {
+  constructor(readonly bytes: Buffer) {}
+}
+const unparsed = new WeakMap<object, Buffer>();
