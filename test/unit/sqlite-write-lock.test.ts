@@ -60,17 +60,20 @@ it('a migration that fails half-way leaves nothing of itself, so the next start 
   await store.close();
 });
 
-it('a write waiting for another connection to finish its transaction leaves the event loop running', async () => {
-  const file = path.join(dir, 'waiting.db');
+/**
+ * Another connection of this process (the import's or the data plane's thread has one) holds the write
+ * lock for 300 ms while `ours` writes: it waits for it, and the event loop ticks meanwhile. With the wait
+ * inside the call (busy_timeout) no tick came, and the timer that ends the other transaction could
+ * never fire: 5 s, then SQLITE_BUSY.
+ */
+async function waitBeside(name: string, ours: (store: Awaited<ReturnType<typeof openSqlite>>) => Promise<unknown>) {
+  const file = path.join(dir, name);
   const store = await openSqlite(file);
   await sql`create table marks (who text)`.execute(store.db);
-  // Another connection of this process (the import's or the data plane's thread has one) holds the write lock.
   const Sqlite = (await import('better-sqlite3')).default;
   const other = new Sqlite(file);
   other.exec('begin immediate');
   other.prepare("insert into marks values ('other')").run();
-  // Ticks of the event loop while our write waits: with the wait inside the call (busy_timeout), none came,
-  // and the timer that ends the other transaction could never fire.
   let last = performance.now();
   let longest = 0;
   const ticker = setInterval(() => {
@@ -81,50 +84,31 @@ it('a write waiting for another connection to finish its transaction leaves the 
   const release = setTimeout(() => other.exec('commit'), 300);
   const started = performance.now();
   try {
-    await store.write((tx) => sql`insert into marks values ('us')`.execute(tx));
+    await ours(store);
   } finally {
     clearInterval(ticker);
     clearTimeout(release);
   }
-  expect(performance.now() - started).toBeGreaterThanOrEqual(250);
-  expect(longest).toBeLessThan(150);
-  const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
-  expect(rows).toEqual(['other', 'us']);
   other.close();
-  await store.close();
+  const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
+  return { waited: performance.now() - started, longest, rows, store };
+}
+
+it('a write waiting for another connection to finish its transaction leaves the event loop running', async () => {
+  const r = await waitBeside('waiting.db', (store) => store.write((tx) => sql`insert into marks values ('us')`.execute(tx)));
+  expect(r.waited).toBeGreaterThanOrEqual(250);
+  expect(r.longest).toBeLessThan(150);
+  expect(r.rows).toEqual(['other', 'us']);
+  await r.store.close();
 });
 
 it('so does a write outside a transaction (a login writing its API session while an import holds the lock)', async () => {
-  const file = path.join(dir, 'autocommit.db');
-  const store = await openSqlite(file);
-  await sql`create table marks (who text)`.execute(store.db);
-  const Sqlite = (await import('better-sqlite3')).default;
-  const other = new Sqlite(file);
-  other.exec('begin immediate');
-  other.prepare("insert into marks values ('other')").run();
-  let last = performance.now();
-  let longest = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 5);
-  const release = setTimeout(() => other.exec('commit'), 300);
-  const started = performance.now();
-  try {
-    // An insert built with Kysely, not in a transaction: SQLite takes the lock for the statement alone.
-    await (store.db as unknown as Kysely<{ marks: { who: string } }>).insertInto('marks').values({ who: 'us' }).execute();
-  } finally {
-    clearInterval(ticker);
-    clearTimeout(release);
-  }
-  expect(performance.now() - started).toBeGreaterThanOrEqual(250);
-  // Waiting inside the call, the timer that ends the other transaction could not fire: 5 s, then SQLITE_BUSY.
-  expect(longest, `${longest}`).toBeLessThan(250);
-  const rows = (await sql<{ who: string }>`select who from marks order by rowid`.execute(store.db)).rows.map((r) => r.who);
-  expect(rows).toEqual(['other', 'us']);
+  // An insert built with Kysely, not in a transaction: SQLite takes the lock for the statement alone.
+  const r = await waitBeside('autocommit.db', (store) => (store.db as unknown as Kysely<{ marks: { who: string } }>).insertInto('marks').values({ who: 'us' }).execute());
+  expect(r.waited).toBeGreaterThanOrEqual(250);
+  expect(r.longest, `${r.longest}`).toBeLessThan(250);
+  expect(r.rows).toEqual(['other', 'us']);
   // The connection waits for the lock as before in statements that are not Kysely's writes (raw SQL).
-  expect((await sql<{ timeout: number }>`pragma busy_timeout`.execute(store.db)).rows[0]).toEqual({ timeout: 5000 });
-  other.close();
-  await store.close();
+  expect((await sql<{ timeout: number }>`pragma busy_timeout`.execute(r.store.db)).rows[0]).toEqual({ timeout: 5000 });
+  await r.store.close();
 });
