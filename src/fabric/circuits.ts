@@ -77,7 +77,6 @@ function send(to: Endpoint, out: Message, flags?: Buffer, uuid?: Buffer) {
   if (flags) out.headers.set(Header.Flags, flags);
   if (uuid) out.headers.set(Header.UUID, uuid);
   to.conn.channel.send(out);
-  to.conn.noteSent();
 }
 
 /** Mark a side connected and deliver what waited for it. */

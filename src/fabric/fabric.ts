@@ -91,8 +91,6 @@ export class Fabric {
 
   /** End what lost its API session (the whole channel) or its service session (its sides and terminators). */
   async sweep() {
-    const now = performance.now();
-    for (const c of this.conns) c.wakeIfStalled(now);
     if (this.sweeping || (!this.conns.size && !this.terminators.size)) return;
     this.sweeping = true;
     try {

@@ -16,17 +16,6 @@ export interface EdgeApiSession {
   identityName: string;
   /** SHA-1 (lowercase hex) of every certificate that may speak for this API session. */
   fingerprints: Set<string>;
-  /** The SDK its identity last reported at login (sdkInfo type and version), for SDK-specific handling. */
-  sdk: { type: string; version: string };
-}
-
-function sdkOf(sdkInfo: string | null | undefined): EdgeApiSession['sdk'] {
-  try {
-    const o = JSON.parse(sdkInfo || '{}') as Record<string, unknown>;
-    return { type: String(o.type ?? ''), version: String(o.version ?? '') };
-  } catch {
-    return { type: '', version: '' };
-  }
 }
 
 /** Certificate fingerprints of an API session: its identity's certificate authenticators and its session certificates. */
@@ -47,7 +36,6 @@ interface LiveRow {
   isMfaComplete: number;
   disabled: number;
   disabledUntil: string | null;
-  sdkInfo: string | null;
 }
 
 /** A live API session: not idle past its timeout, MFA done when required, its identity not disabled. */
@@ -62,13 +50,13 @@ const apiSessions = (ctx: Ctx) =>
   ctx.store.db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
-    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 'i.sdkInfo']);
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil']);
 
 /** The API session an SDK's hello names (header 1002), or null when it is unknown or no longer live. */
 export async function apiSessionForEdge(ctx: Ctx, token: string): Promise<EdgeApiSession | null> {
   const row = (await apiSessions(ctx).where('s.tokenHash', '=', hashSecret(token)).executeTakeFirst()) as LiveRow | undefined;
   if (!row || !live(ctx, row)) return null;
-  return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId), sdk: sdkOf(row.sdkInfo) };
+  return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
 }
 
 export interface EdgeSession {
@@ -96,7 +84,7 @@ export async function sessionForEdge(ctx: Ctx, token: string): Promise<EdgeSessi
 export async function liveApiSession(ctx: Ctx, apiSessionId: string): Promise<EdgeApiSession | null> {
   const row = (await apiSessions(ctx).where('s.id', '=', apiSessionId).executeTakeFirst()) as LiveRow | undefined;
   if (!row || !live(ctx, row)) return null;
-  return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId), sdk: sdkOf(row.sdkInfo) };
+  return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
 }
 
 /** Whether the policies let the identity use this router for the service, and still grant it Dial or Bind. */

@@ -143,38 +143,6 @@ describe('bind and dial', () => {
     d.p.close();
   });
 
-  it('wakes a C SDK 0.x that went quiet after data reached it, once per quiet spell; never another SDK', async () => {
-    // libziti 0.29 stops reading its channel when its 32-message pool is full and reads again only when
-    // more bytes arrive: a router with nothing more to send left it waiting for its next latency probe
-    // (an 8 MiB echo through the real C SDK took 61 s instead of 2, once in 11 runs).
-    const old = await n.identity('old-c-sdk', ['echo-hosts'], { type: 'ziti-sdk-c', version: '0.29.3' });
-    const go = await n.identity('go-sdk', ['echo-clients'], { type: 'ziti-sdk-golang', version: 'v0.23.40' });
-    const h = await bound({ who: old });
-    const d = await dialer(go);
-    const connect = d.p.send(CT.Connect, [[H.ConnId, le32(5)], [H.Seq, le32(0)], [H.PublicKey, Buffer.alloc(32, 9)]], Buffer.from(d.token));
-    const dial = await h.p.next((f) => f.type === CT.Dial);
-    const ok = h.p.send(CT.DialSuccess, [[H.ConnId, le32(h.connId)], [H.Seq, le32(0)], [H.ReplyFor, Buffer.from(new Int32Array([dial.seq]).buffer)]], le32(77));
-    await h.p.replyTo(ok);
-    await d.p.replyTo(connect);
-    d.p.send(CT.Data, [[H.ConnId, le32(5)], [H.Seq, le32(1)]], Buffer.from('ping'));
-    await h.p.next((f) => f.type === CT.Data);
-    h.p.send(CT.Data, [[H.ConnId, le32(77)], [H.Seq, le32(1)]], Buffer.from('pong'));
-    await d.p.next((f) => f.type === CT.Data);
-    // Quiet from here: within two sweeps the old C SDK gets one frame of a type it drops (no reply asked).
-    const wake = await h.p.next((f) => f.type === CT.Latency, 3000);
-    expect(wake.headers.get(H.ReplyFor)).toBeUndefined();
-    expect(wake.body.length).toBe(0);
-    // Once: not again while nothing more goes to it, and the Go SDK (which reads on its own) never.
-    await expect(h.p.next((f) => f.type === CT.Latency, 2500)).rejects.toThrow(/no matching frame/);
-    await expect(d.p.next((f) => f.type === CT.Latency, 10)).rejects.toThrow(/no matching frame/);
-    // More data, then quiet again: woken again.
-    d.p.send(CT.Data, [[H.ConnId, le32(5)], [H.Seq, le32(2)]], Buffer.from('again'));
-    await h.p.next((f) => f.type === CT.Data);
-    await h.p.next((f) => f.type === CT.Latency, 3000);
-    h.p.close();
-    d.p.close();
-  });
-
   it('router-assigned conn ids (Go SDK, C SDK 1.x): 1012 on the Dial, BindSuccess when asked, host data that races ahead waits for the dialer', async () => {
     const h = await bound({ assign: true, bindSuccess: true, connId: 3 });
     expect(h.reply.headers.get(H.RouterProvidedConnId)).toEqual(one);

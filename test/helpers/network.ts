@@ -20,8 +20,7 @@ export interface TestNetwork {
   admin: string;
   routerPort: number;
   routerId: string;
-  /** An enrolled identity logged in with its certificate; `sdkInfo` is what its login reports. */
-  identity(name: string, roles?: string[], sdkInfo?: Record<string, string>): Promise<Member>;
+  identity(name: string, roles?: string[]): Promise<Member>;
   service(name: string, o?: { encryptionRequired?: boolean }): Promise<string>;
   session(who: Member, serviceId: string, type: 'Dial' | 'Bind'): Promise<string>;
   peer(who: Member): Promise<EdgePeer>;
@@ -43,7 +42,7 @@ export async function startNetwork(extra: Partial<Config> = {}): Promise<TestNet
     routerPort: router.port,
     routerId: router.id,
     api,
-    async identity(name, roles = [], sdkInfo) {
+    async identity(name, roles = []) {
       const made = await api('POST', '/identities', { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } });
       if (made.status !== 201) throw new Error(made.text);
       const ott = (await api('GET', `/identities/${made.body.data.id}`)).body.data.enrollment.ott;
@@ -51,7 +50,7 @@ export async function startNetwork(extra: Partial<Config> = {}): Promise<TestNet
       const enrolled = await c.call('POST', `${CLIENT}/enroll/ott`, { body: { token: ott.token, clientCsr: csrPem } });
       if (enrolled.status !== 200) throw new Error(enrolled.text);
       const cert = enrolled.body.data.cert as string;
-      const login = await c.call('POST', `${CLIENT}/authenticate?method=cert`, { cert, key: keyPem, body: sdkInfo ? { sdkInfo } : {} });
+      const login = await c.call('POST', `${CLIENT}/authenticate?method=cert`, { cert, key: keyPem, body: {} });
       return { id: made.body.data.id, name, cert, key: keyPem, token: login.body.data.token };
     },
     async service(name, o = {}) {

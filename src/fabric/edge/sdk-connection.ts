@@ -16,19 +16,6 @@ import type { Precedence, Terminator } from '../terminators.js';
 /** How long a host has to answer a Dial (upstream: 5 s). */
 export const DIAL_TIMEOUT_MS = 5000;
 
-/** How long a C SDK 0.x channel may stay quiet after data went to it before it is woken (see `wakeIfStalled`). */
-export const WAKE_AFTER_MS = 1000;
-
-/**
- * The C SDK before 1.0 (libziti 0.29: the PyPI openziti 0.6 package, tunnelers of its time) reads its
- * channel into a pool of 32 messages. When the app is slower than the network the pool runs out, the
- * bytes already received wait, and nothing reads them again until more bytes arrive on the channel
- * (`library/channel.c` process_inbound, channel_alloc_cb): if this router has nothing more to send,
- * that is the SDK's next latency probe reply, 60 s later. Seen here as an 8 MiB echo taking 61 s
- * instead of 2 (1 run in 11).
- */
-const stallsOnFullPool = (sdk: EdgeApiSession['sdk']) => sdk.type === 'ziti-sdk-c' && /^0\./.test(sdk.version);
-
 export class EdgeConn {
   readonly id = newId();
   /** Dial and hosted sides by conn id. */
@@ -37,10 +24,6 @@ export class EdgeConn {
   private binds = new Set<number>();
   private nextRouterId = 2 ** 31;
   closed = false;
-  /** When this SDK last sent a frame, and when data last went to it; whether it was woken since. */
-  private heardAt = performance.now();
-  private sentAt = 0;
-  private woken = true;
 
   constructor(
     readonly fabric: Fabric,
@@ -60,24 +43,6 @@ export class EdgeConn {
     return s;
   }
 
-  /** Data went to this SDK (circuits.ts). */
-  noteSent() {
-    this.sentAt = performance.now();
-    this.woken = false;
-  }
-
-  /**
-   * Wake a C SDK 0.x that went quiet after data reached it, in case its full message pool stopped its
-   * reading (stallsOnFullPool): once per quiet spell, with a frame it drops (an unknown type to it,
-   * which it logs as a warning). Other SDKs read on their own and are never sent one.
-   */
-  wakeIfStalled(now: number) {
-    if (this.woken || this.closed || !stallsOnFullPool(this.apiSession.sdk)) return;
-    if (now - Math.max(this.sentAt, this.heardAt) < WAKE_AFTER_MS) return;
-    this.woken = true;
-    this.channel.send(message(ContentType.Latency, []));
-  }
-
   get sideCount() {
     return this.sides.size;
   }
@@ -95,7 +60,6 @@ export class EdgeConn {
   }
 
   handle(m: Message) {
-    this.heardAt = performance.now();
     switch (m.type) {
       case ContentType.Latency:
       case ContentType.Ping:
