@@ -19,9 +19,6 @@ import { kindOf, type Ahead, type AheadWork } from './import-ahead.js';
 /** Imports with fewer creates ahead than this run them on the API thread: a thread's start costs more than they take. */
 export const THREAD_MIN_CREATES = Number(process.env.ZTC_IMPORT_THREAD_MIN ?? 1000);
 
-/** SQLite's default, which the API thread's connection keeps otherwise. */
-const AUTOCHECKPOINT_PAGES = 1000;
-
 export interface ImportWorkerData {
   config: Config;
   file: string;
@@ -90,7 +87,8 @@ export async function createAheadInThread(ctx: Ctx, runId: string, work: AheadWo
     worker.on('exit', (code) => settled || reject(new Error(`the import's thread exited (${code}) before it finished`)));
   }).finally(() => {
     void worker.terminate();
-    void sql`pragma wal_autocheckpoint = ${sql.raw(String(AUTOCHECKPOINT_PAGES))}`.execute(ctx.store.db).catch(() => {});
+    // Back to the connection's usual: 0 when the checkpoints' thread does them (store/checkpointer.ts).
+    void sql`pragma wal_autocheckpoint = ${sql.raw(String(ctx.store.autocheckpointPages ?? 1000))}`.execute(ctx.store.db).catch(() => {});
   });
   // What the thread created, by name, for the last transaction's references.
   for (const [key, name, id] of ahead.created) names.set(nameKind(kindOf(key)), id, name);
