@@ -84,8 +84,10 @@ export async function startCheckpointer(file: string, fallback: () => void): Pro
       if (closing || failed) return;
       closing = true;
       const exited = new Promise((r) => worker.once('exit', r));
+      // Referenced again while it closes: else a process with nothing else to do exits before it (code 13, a top-level await unsettled).
+      worker.ref();
       worker.postMessage('close');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
       await worker.terminate();
     },
   };
