@@ -7,6 +7,7 @@ import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
 import { walSyncer } from './wal-sync.js';
+import { registerVersion } from './count-cache.js';
 import { AUTOCHECKPOINT_PAGES, startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
@@ -171,6 +172,10 @@ export async function openSqlite(file: string, o: { check?: boolean; checkpointT
     integrityCheck: () => integrityProblems(conn),
   };
   await migrate(store);
+  // What a remembered list count depends on (store/count-cache.ts): other connections' commits and this one's changes.
+  const dataVersion = conn.prepare('pragma data_version').pluck();
+  const totalChanges = conn.prepare('select total_changes()').pluck();
+  registerVersion(db, () => (conn.inTransaction ? undefined : `${dataVersion.get()}:${totalChanges.get()}`));
   if (o.checkpointThread) {
     const checkpoints = await startCheckpointer(file, () => {
       // The thread failed: this connection checkpoints in its commits again.
