@@ -8,6 +8,7 @@ import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
 import { walSyncer } from './wal-sync.js';
 import { registerVersion } from './count-cache.js';
+import { prepareRepeated, statementNames } from './pg-prepared.js';
 import { AUTOCHECKPOINT_PAGES, startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
@@ -72,6 +73,11 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // A pool error (server restart) must not crash the process: the next query reconnects.
   pool.on('error', () => {});
+  // Repeated SQL texts as named prepared statements (store/pg-prepared.ts); ZTC_PG_PREPARE=0 turns it off.
+  if (process.env.ZTC_PG_PREPARE !== '0') {
+    const names = statementNames();
+    pool.on('connect', (client) => prepareRepeated(client as never, names));
+  }
   const queryTimes = new QueryTimes();
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
   const store: Store = { db, dialect: dialects.postgres, write: (fn) => db.transaction().execute(fn), warnings: [], queryTimes, snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
