@@ -5,20 +5,27 @@
 // PostgreSQL may keep a generic plan). Texts without parameters (begin, commit, migrations' DDL) stay
 // unnamed, and at most MAX_NAMED texts are named (lists' `in (...)` vary with their length): the
 // server keeps each named statement for the connection's life.
-// One case it changes: a statement prepared before another controller migrated the schema under it may
-// fail once with "cached plan must not change result type" (upgrade the controllers together, as
-// README's "Several controllers" says).
+// One case it changes: a statement prepared before another controller migrated the schema under it
+// fails with "cached plan must not change result type" (the server keeps its first row description);
+// its text is then forgotten, so that query fails once and is prepared anew under another name.
 
 const MAX_NAMED = 2000;
 
 export interface StatementNames {
   nameFor(text: string): string | undefined;
+  /** The statement no longer fits the schema: the next time its text repeats, a new name. */
+  forget(text: string): void;
 }
 
 export function statementNames(): StatementNames {
   const seen = new Set<string>();
   const named = new Map<string, string>();
+  let made = 0;
   return {
+    forget(text) {
+      named.delete(text);
+      seen.delete(text);
+    },
     nameFor(text) {
       const name = named.get(text);
       if (name) return name;
@@ -28,7 +35,7 @@ export function statementNames(): StatementNames {
         seen.add(text);
         return undefined;
       }
-      const n = `ztc_${named.size.toString(36)}`;
+      const n = `ztc_${(made++).toString(36)}`;
       named.set(text, n);
       return n;
     },
@@ -44,7 +51,15 @@ export function prepareRepeated(client: { query: Query }, names: StatementNames)
     const [text, values] = args;
     if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && values.length) {
       const name = names.nameFor(text);
-      if (name) return query({ name, text, values });
+      if (name) {
+        const r = query({ name, text, values });
+        if (r instanceof Promise)
+          return r.catch((err: Error & { code?: string }) => {
+            if (err.code === '0A000' && /cached plan must not change result type/.test(err.message)) names.forget(text);
+            throw err;
+          });
+        return r;
+      }
     }
     return query(...args);
   };
