@@ -24,9 +24,6 @@ import type { ImportResult } from './import-model.js';
  */
 export const THREAD_MIN_BYTES = Number(process.env.ZTC_IMPORT_THREAD_MIN_BYTES ?? 100 * 1024);
 
-/** SQLite's default, which the API thread's connection keeps otherwise. */
-const AUTOCHECKPOINT_PAGES = 1000;
-
 export interface ImportWorkerData {
   config: Config;
   file: string;
@@ -101,6 +98,7 @@ export async function importInThread(ctx: Ctx, body: Uint8Array, options: Import
     worker.on('exit', (code) => died(new Error(`the import's thread exited (${code}) before it finished`)));
   }).finally(() => {
     void worker.terminate();
-    void sql`pragma wal_autocheckpoint = ${sql.raw(String(AUTOCHECKPOINT_PAGES))}`.execute(ctx.store.db).catch(() => {});
+    // Back to the connection's usual: 0 when the checkpoints' thread does them (store/checkpointer.ts).
+    void sql`pragma wal_autocheckpoint = ${sql.raw(String(ctx.store.autocheckpointPages ?? 1000))}`.execute(ctx.store.db).catch(() => {});
   });
 }

@@ -7,6 +7,9 @@ import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
 import { walSyncer } from './wal-sync.js';
+import { registerVersion } from './count-cache.js';
+import { prepareRepeated, statementNames } from './pg-prepared.js';
+import { AUTOCHECKPOINT_PAGES, startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
@@ -45,6 +48,13 @@ export interface Store {
    * PostgreSQL, when installed), taken while the controller keeps serving.
    */
   snapshot(dest: string, progress?: (fraction: number) => void): Promise<void>;
+  /**
+   * SQLite only: the API connection's wal_autocheckpoint when nothing else is going on: 0 while the
+   * checkpoints' thread (store/checkpointer.ts) checkpoints, else SQLite's default.
+   */
+  autocheckpointPages?: number;
+  /** SQLite only: the checkpoints' thread, when it runs. */
+  checkpoints?: Checkpointer;
   /** SQLite's own integrity_check of the file (SQLite only; PostgreSQL checks its pages itself). */
   integrityCheck?(): string[];
   close(): Promise<void>;
@@ -52,7 +62,7 @@ export interface Store {
 
 /** PostgreSQL when `url` is given, else the data dir's SQLite file. */
 export function openStore(o: { url?: string; file: string; poolSize?: number }): Promise<Store> {
-  return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file);
+  return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file, { checkpointThread: true });
 }
 
 export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
@@ -63,6 +73,11 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // A pool error (server restart) must not crash the process: the next query reconnects.
   pool.on('error', () => {});
+  // Repeated SQL texts as named prepared statements (store/pg-prepared.ts); ZTC_PG_PREPARE=0 turns it off.
+  if (process.env.ZTC_PG_PREPARE !== '0') {
+    const names = statementNames();
+    pool.on('connect', (client) => prepareRepeated(client as never, names));
+  }
   const queryTimes = new QueryTimes();
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
   const store: Store = { db, dialect: dialects.postgres, write: (fn) => db.transaction().execute(fn), warnings: [], queryTimes, snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
@@ -98,8 +113,11 @@ function pgDump(url: string, dest: string): Promise<void> {
 
 export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
-/** `check: false`: a second connection of the process that opened the file, which checked it already (its import's thread). */
-export async function openSqlite(file: string, o: { check?: boolean } = {}): Promise<Store> {
+/**
+ * `check: false`: a second connection of the process that opened the file, which checked it already (its import's thread).
+ * `checkpointThread`: the WAL's checkpoints on a thread of their own rather than in this connection's commits (the API's connection).
+ */
+export async function openSqlite(file: string, o: { check?: boolean; checkpointThread?: boolean } = {}): Promise<Store> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   // Before anything writes to it (WAL mode, migrations): a damaged file is refused, untouched.
   if (o.check !== false) quickCheck(file);
@@ -142,8 +160,41 @@ export async function openSqlite(file: string, o: { check?: boolean } = {}): Pro
         await sql`pragma synchronous = full`.execute(c);
       }
     });
-  const store: Store = { db, dialect: dialects.sqlite, write: groupCommitter(db, walSyncer(file)), relaxedWrite, file, warnings: [], queryTimes, snapshot, close: () => db.destroy(), integrityCheck: () => integrityProblems(conn) };
+  let closeCheckpoints = async () => {};
+  const store: Store = {
+    db,
+    dialect: dialects.sqlite,
+    write: groupCommitter(db, walSyncer(file)),
+    relaxedWrite,
+    file,
+    warnings: [],
+    queryTimes,
+    snapshot,
+    autocheckpointPages: AUTOCHECKPOINT_PAGES,
+    close: async () => {
+      await closeCheckpoints();
+      await db.destroy();
+    },
+    integrityCheck: () => integrityProblems(conn),
+  };
   await migrate(store);
+  // What a remembered list count depends on (store/count-cache.ts): other connections' commits and this one's changes.
+  const dataVersion = conn.prepare('pragma data_version').pluck();
+  const totalChanges = conn.prepare('select total_changes()').pluck();
+  registerVersion(db, () => (conn.inTransaction ? undefined : `${dataVersion.get()}:${totalChanges.get()}`));
+  if (o.checkpointThread) {
+    const checkpoints = await startCheckpointer(file, () => {
+      // The thread failed: this connection checkpoints in its commits again.
+      store.autocheckpointPages = AUTOCHECKPOINT_PAGES;
+      void sql`pragma wal_autocheckpoint = ${sql.raw(String(AUTOCHECKPOINT_PAGES))}`.execute(db).catch(() => {});
+    });
+    if (checkpoints) {
+      await sql`pragma wal_autocheckpoint = 0`.execute(db);
+      store.autocheckpointPages = 0;
+      closeCheckpoints = () => checkpoints.close();
+      store.checkpoints = checkpoints;
+    }
+  }
   return store;
 }
 

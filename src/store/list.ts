@@ -6,6 +6,7 @@ import type { Db } from './db.js';
 import type { DialectHelpers } from './dialect.js';
 import { compileFilter, compileSortParam } from './filter/index.js';
 import { rolesCondition } from './filter/roles.js';
+import { cachedCount } from './count-cache.js';
 
 export const PAGE_DEFAULT = 10;
 export const PAGE_MAX = 500;
@@ -85,7 +86,9 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
     if (roles) base = base.where(roles as never);
   }
 
-  const count = async () => Number((await base.select(sql<number>`count(*)`.as('n')).executeTakeFirst())?.n ?? 0);
+  // Remembered while nothing is written (store/count-cache.ts): paging through one filter counts once.
+  const count = () =>
+    cachedCount(db, base.select(sql<number>`count(*)`.as('n')).compile(), async (q) => Number(((await db.executeQuery<{ n: number }>(q)).rows[0] as { n?: number } | undefined)?.n ?? 0));
 
   let ids = base.select(sql.ref('e.id').as('id'));
   for (const s of compiled.sort) ids = ids.orderBy(s.ref, s.desc ? 'desc' : 'asc');
