@@ -48,6 +48,15 @@ await build({
   ...esmBundle,
 });
 
+// The WAL checkpoints' thread (src/store/checkpoint-worker.ts) too: without it the executable's API
+// connection checkpointed inside its own commits, with the event loop stopped meanwhile.
+step('bundling the checkpoint thread (esbuild)');
+await build({
+  entryPoints: [path.join(root, 'src/store/checkpoint-worker.ts')],
+  outfile: path.join(out, 'checkpoint-worker.mjs'),
+  ...esmBundle,
+});
+
 step('preparing the single-executable blob');
 const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
 fs.copyFileSync(path.join(root, 'scripts/sea-loader.cjs'), path.join(out, 'loader.cjs'));
@@ -60,6 +69,7 @@ const config = {
     'crypto-worker': path.join(out, 'crypto-worker.cjs'),
     'router-worker': path.join(out, 'router-worker.mjs'),
     'import-worker': path.join(out, 'import-worker.mjs'),
+    'checkpoint-worker': path.join(out, 'checkpoint-worker.mjs'),
     sqlite: addon,
     'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
     'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),

@@ -9,7 +9,8 @@
 // API thread wait for it from a timer, store/sqlite-driver.ts), copies the few frames written since, and
 // waits for readers to leave the WAL, so the next write starts it over: the WAL stays near that size.
 import { parentPort, workerData } from 'node:worker_threads';
-import { loadSqlite, setSqliteNativeBinding } from './sqlite-driver.js';
+import { loadSqlite } from './sqlite-driver.js';
+import { prepareStoreThread } from './store-thread.js';
 
 export interface CheckpointWorkerData {
   file: string;
@@ -28,11 +29,8 @@ const BUSY_INTERVAL_MS = 25;
 const data = workerData as CheckpointWorkerData;
 const port = parentPort!;
 try {
-  if (data.sqliteAddon) {
-    const m = { exports: {} };
-    process.dlopen(m as never, data.sqliteAddon);
-    setSqliteNativeBinding(m.exports);
-  }
+  // The API thread's priority (nice 0): checkpoints are the API's own writes' upkeep.
+  prepareStoreThread(0, data.sqliteAddon);
   const Sqlite = loadSqlite();
   const conn = new Sqlite(data.file, { fileMustExist: true });
   conn.pragma('synchronous = FULL');

@@ -7,12 +7,11 @@
 // the WAL stays near that size plus what is written in CHECKPOINT_MS. Durability is unchanged: a
 // commit's frames are durable in the WAL (store/wal-sync.ts) before anyone is answered, and a
 // checkpoint syncs the WAL before it copies and the database after.
-// Where the thread cannot be had (the single executable carries no copy of its program, or it failed),
-// the API connection keeps SQLite's own autocheckpoint.
-import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+// Where the thread cannot be had (its program is missing, ZTC_CHECKPOINT_THREAD=0, or it failed), the
+// API connection keeps SQLite's own autocheckpoint.
 import { Worker } from 'node:worker_threads';
 import type { CheckpointWorkerData, FromCheckpoints } from './checkpoint-worker.js';
+import { sqliteAddonFile, threadProgram } from './store-thread.js';
 
 /** SQLite's default, kept by a connection whose checkpoints are its own. */
 export const AUTOCHECKPOINT_PAGES = 1000;
@@ -24,14 +23,8 @@ export interface Checkpointer {
   close(): Promise<void>;
 }
 
-function workerUrl(): URL | undefined {
-  // Compiled, beside this module; bundled (dist/src/bundle/), in ../store; from the TypeScript sources (vitest), the compiled copy.
-  for (const candidate of ['./checkpoint-worker.js', '../store/checkpoint-worker.js', '../../dist/src/store/checkpoint-worker.js']) {
-    const url = new URL(candidate, import.meta.url);
-    if (fs.existsSync(fileURLToPath(url))) return url;
-  }
-  return undefined;
-}
+const workerUrl = () =>
+  threadProgram((globalThis as { __ztcCheckpointWorker?: string }).__ztcCheckpointWorker, ['./checkpoint-worker.js', '../store/checkpoint-worker.js', '../../dist/src/store/checkpoint-worker.js'], import.meta.url);
 
 /**
  * Starts the checkpoints' thread; resolves once it has its connection, or undefined when it cannot
@@ -41,7 +34,7 @@ function workerUrl(): URL | undefined {
 export async function startCheckpointer(file: string, fallback: () => void): Promise<Checkpointer | undefined> {
   const url = workerUrl();
   if (!url || process.env.ZTC_CHECKPOINT_THREAD === '0') return undefined;
-  const data: CheckpointWorkerData = { file, intervalMs: CHECKPOINT_MS, restartPages: AUTOCHECKPOINT_PAGES, sqliteAddon: (globalThis as { __ztcSqliteAddon?: string }).__ztcSqliteAddon };
+  const data: CheckpointWorkerData = { file, intervalMs: CHECKPOINT_MS, restartPages: AUTOCHECKPOINT_PAGES, sqliteAddon: sqliteAddonFile() };
   let worker: Worker;
   try {
     worker = new Worker(url, { workerData: data });
