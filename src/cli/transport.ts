@@ -119,7 +119,8 @@ export class LocalTransport implements Transport {
   static async open(config: Config, progress?: Progress): Promise<LocalTransport> {
     // The server is loaded only here: remote commands start without it.
     const [{ openDataDir }, { buildApp }] = await Promise.all([import('../server/controller.js'), import('../server/app.js')]);
-    const opened = await openDataDir(config, { progress });
+    // A command's few writes checkpoint in their commits (SQLite's default): a thread for it would cost more.
+    const opened = await openDataDir(config, { progress, checkpointThread: false });
     if (opened.boot.generatedPassword) {
       progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
     }

@@ -31,13 +31,13 @@ export interface Opened {
   close(): Promise<void>;
 }
 
-export async function openDataDir(config: Config, o: { clock?: Clock; progress?: Progress } = {}): Promise<Opened> {
+export async function openDataDir(config: Config, o: { clock?: Clock; progress?: Progress; checkpointThread?: boolean } = {}): Promise<Opened> {
   const progress = o.progress ?? (() => {});
   ensureWritableDir(config.dataDir);
   if (fs.existsSync(path.join(config.dataDir, 'pki'))) ensureWritableDir(path.join(config.dataDir, 'pki'));
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
   configureCryptoPool({ queueLimit: config.cryptoQueueLimit });
-  const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db') });
+  const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db'), checkpointThread: o.checkpointThread });
   for (const w of store.warnings) progress(`warning: ${w}`);
   const clock = o.clock ?? systemClock;
   const ctx: Ctx = { store, pki, config, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store, () => clock.now()) };

@@ -60,9 +60,12 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** PostgreSQL when `url` is given, else the data dir's SQLite file. */
-export function openStore(o: { url?: string; file: string; poolSize?: number }): Promise<Store> {
-  return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file, { checkpointThread: true });
+/**
+ * PostgreSQL when `url` is given, else the data dir's SQLite file, checkpointed by a thread of its own
+ * unless `checkpointThread` is false (a CLI command's few writes: starting a thread costs more).
+ */
+export function openStore(o: { url?: string; file: string; poolSize?: number; checkpointThread?: boolean }): Promise<Store> {
+  return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file, { checkpointThread: o.checkpointThread ?? true });
 }
 
 export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
