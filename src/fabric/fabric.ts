@@ -94,19 +94,23 @@ export class Fabric {
     if (this.sweeping || (!this.conns.size && !this.terminators.size)) return;
     this.sweeping = true;
     try {
+      // What is judged is what was looked up: a Dial or Bind (or its terminator) that arrives while the
+      // lookup runs is not in it, and was ended as 'session closed' when judged against it (seen on
+      // PostgreSQL, where the lookup takes longer).
       const conns = [...this.conns];
+      const terminators = this.terminators.all();
       const apiSessionIds = [...new Set(conns.map((c) => c.apiSession.id))];
-      const sessionIds = [...new Set([...conns.flatMap((c) => c.sessionIds()), ...this.terminators.all().map((t) => t.sessionId)])].filter(Boolean);
-      const live = await stillLive(this.ctx, apiSessionIds, sessionIds);
+      const checked = new Set([...conns.flatMap((c) => c.sessionIds()), ...terminators.map((t) => t.sessionId)].filter(Boolean));
+      const live = await stillLive(this.ctx, apiSessionIds, [...checked]);
       for (const c of conns) {
         if (!live.apiSessions.has(c.apiSession.id)) {
           this.log.info({ identity: c.apiSession.identityName, apiSession: c.apiSession.id }, 'edge: API session ended, closing its connection');
           c.channel.close();
           continue;
         }
-        for (const id of new Set(c.sessionIds())) if (id && !live.sessions.has(id)) c.endSession(id, 'session closed');
+        for (const id of new Set(c.sessionIds())) if (id && checked.has(id) && !live.sessions.has(id)) c.endSession(id, 'session closed');
       }
-      for (const t of this.terminators.all()) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, 'session ended');
+      for (const t of terminators) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, 'session ended');
     } catch (e) {
       this.log.warn({ err: String(e) }, 'edge: could not check live sessions');
     } finally {

@@ -23,6 +23,9 @@ export function lockDataDir(dataDir: string): () => void {
       const release = () => {
         if (released) return;
         released = true;
+        // Not left behind on the process: a process that serves and stops many times (the tests) gathered
+        // one 'exit' listener per start (Node's MaxListenersExceededWarning in CI).
+        process.removeListener('exit', release);
         held.delete(key);
         try {
           if (fs.readFileSync(file, 'utf8').trim() === String(process.pid)) fs.rmSync(file);

@@ -117,7 +117,8 @@ export class EdgePeer {
       const w = { match, resolve: (f: Frame) => (clearTimeout(t), resolve(f)) };
       const t = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(w), 1);
-        reject(new Error(`no matching frame within ${ms} ms (inbox: ${this.inbox.map((f) => f.type).join(',')})`));
+        // A StateClosed says why in its body: shown, so a refused dial or bind names its reason.
+        reject(new Error(`no matching frame within ${ms} ms (inbox: ${this.inbox.map((f) => (f.type === CT.StateClosed ? `${f.type} '${f.body.toString('utf8')}'` : f.type)).join(',')})`));
       }, ms);
       this.waiters.push(w);
     });

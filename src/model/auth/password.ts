@@ -8,14 +8,15 @@ import { runHash } from './hash-slots.js';
 export const DEFAULT_HASH_COST = 15;
 
 /**
- * The cost new hashes get: ZTC_PASSWORD_HASH_COST (10 to 20), read at each hash so a test can raise it
+ * The cost new hashes get: ZTC_PASSWORD_HASH_COST (10 to 17), read at each hash so a test can raise it
  * for a file. OWASP's scrypt floor is N=2^17 r=8 p=1 or an equivalent; 2^15 keeps login throughput on
  * small hosts. The test suite lowers it (vitest.config.ts): a login there is 8x cheaper and otherwise
- * the same code. Each hash names its own cost, so hashes made at any cost keep verifying.
+ * the same code. Each hash names its own cost, so hashes made at any cost keep verifying. At most 17
+ * (128 MiB a hash): the hash slots run a few at once, and 2^20 would take 1 GiB each.
  */
 export function hashCost(): number {
   const n = Number(process.env.ZTC_PASSWORD_HASH_COST || DEFAULT_HASH_COST);
-  return Number.isInteger(n) && n >= 10 && n <= 20 ? n : DEFAULT_HASH_COST;
+  return Number.isInteger(n) && n >= 10 && n <= 17 ? n : DEFAULT_HASH_COST;
 }
 
 export const hashPassword = (password: string): Promise<string> => runHash(() => runCrypto('hashPassword', [password, hashCost()]));
