@@ -4,15 +4,16 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
-    // Files that start controllers and `ztc` children wait on them; four files share 2 cores, so a
+    // Files that start controllers and `ztc` children wait on them; six files share 2 cores, so a
     // test that takes 5 s alone can take 30 s when the machine is loaded (seen in CI-like runs).
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // vitest's default is the number of cores less one (a single worker on a 2-core machine), yet most
-    // files wait on sockets, child processes and timers rather than compute: four at a time took the
-    // suite from about 8 minutes to under 5 here.
-    maxWorkers: 4,
+    // files wait on sockets, child processes and timers rather than compute: measured with a per-file
+    // CPU probe, the suite spent 358 s of CPU in 290 s on 2 cores with four at a time (each worker busy
+    // all along, the cores not), so six go at once.
+    maxWorkers: 6,
     // A worker keeps its loaded modules from one file to the next: each file used to load fastify,
     // node-forge, Kysely and the model afresh (172 s of the suite's CPU in module loading, 17 s with this).
     // Every file starts its own controllers and stores, so nothing a test asserts lives in module state.

@@ -1,12 +1,13 @@
 // Schemathesis (PyPI, pinned in test/peers/requirements.txt, installed by scripts/test-deps.sh) fuzzes
 // both served OpenAPI documents against a controller over real TLS, as the admin and as a plain
 // identity: no answer may be a 5xx, and none may break the schema its own document declares for it.
-// A fixed seed and a bounded number of examples per operation keep it reproducible and under ~90 s.
+// A fixed seed and a bounded number of examples per operation keep it reproducible; the four runs go
+// at once, each against a controller of its own, so one run's changes never meet another's.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { CLIENT, MGMT } from '../helpers/controller.js';
 import { startTlsController, type TlsController } from '../helpers/tls.js';
 
@@ -36,21 +37,32 @@ const ADMIN_EXCLUDED = [
 ];
 const PLAIN_EXCLUDED = ['deleteCurrentApiSession'];
 
-let c: TlsController;
-let dir = '';
-const tokens: Record<'admin' | 'plain', string> = { admin: '', plain: '' };
-beforeAll(async () => {
+/** A controller of its own for each run: the four run at once (each mostly waits on the other side). */
+interface Target {
+  c: TlsController;
+  dir: string;
+  token: string;
+}
+const targets: Target[] = [];
+
+async function target(who: 'admin' | 'plain'): Promise<Target> {
   // Limits off: they would turn the run into 429s, which say nothing about the operations.
-  c = await startTlsController({ authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 });
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-schemathesis-'));
-  tokens.admin = await c.login();
-  const id = (await c.call('POST', `${MGMT}/identities`, { token: tokens.admin, body: { name: 'fuzz-plain', type: 'User', isAdmin: false } })).body.data.id;
-  await c.call('POST', `${MGMT}/authenticators`, { token: tokens.admin, body: { identityId: id, method: 'updb', username: 'fuzz-plain', password: 'fuzz-plain-pass' } });
-  tokens.plain = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'fuzz-plain', password: 'fuzz-plain-pass' } })).body.data.token;
-}, 30_000);
+  const c = await startTlsController({ authRateLimitPerMinute: 0, apiRateLimitPerMinute: 0 });
+  const t: Target = { c, dir: fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-schemathesis-')), token: await c.login() };
+  targets.push(t);
+  if (who === 'plain') {
+    const id = (await c.call('POST', `${MGMT}/identities`, { token: t.token, body: { name: 'fuzz-plain', type: 'User', isAdmin: false } })).body.data.id;
+    await c.call('POST', `${MGMT}/authenticators`, { token: t.token, body: { identityId: id, method: 'updb', username: 'fuzz-plain', password: 'fuzz-plain-pass' } });
+    t.token = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'fuzz-plain', password: 'fuzz-plain-pass' } })).body.data.token;
+  }
+  return t;
+}
+
 afterAll(async () => {
-  await c?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  for (const t of targets) {
+    await t.c.close();
+    fs.rmSync(t.dir, { recursive: true, force: true });
+  }
 });
 
 interface Run {
@@ -58,14 +70,14 @@ interface Run {
   output: string;
 }
 
-function schemathesis(doc: string, who: 'admin' | 'plain'): Promise<Run> {
+function schemathesis(doc: string, who: 'admin' | 'plain', { c, dir, token }: Target): Promise<Run> {
   const base = `https://127.0.0.1:${c.running.ctx.config.port}`;
   const ca = path.join(dir, 'ca.pem');
   fs.writeFileSync(ca, c.running.ctx.pki.caBundlePem);
   const excluded = (who === 'admin' ? ADMIN_EXCLUDED : PLAIN_EXCLUDED).flatMap((id) => ['--exclude-operation-id', id]);
   const args = [
     '-m', 'schemathesis.cli', 'run', `${base}/docs/openapi/${doc}.json`, '--url', base,
-    '--tls-verify', ca, '-H', `zt-session: ${tokens[who]}`,
+    '--tls-verify', ca, '-H', `zt-session: ${token}`,
     '--checks', 'not_a_server_error,response_schema_conformance',
     '--phases', phases(doc, who), '--max-examples', String(EXAMPLES), '--seed', String(SEED),
     '--workers', '1', '--no-shrink', '--no-color', '--request-timeout', '10',
@@ -85,12 +97,13 @@ const problems = (output: string) => output.split('\n').filter((l) => /^_{3,} .*
 describe('schemathesis against both OpenAPI documents', () => {
   for (const doc of ['edge-client', 'edge-management'])
     for (const who of ['admin', 'plain'] as const)
-      it(`${doc} as ${who === 'admin' ? 'the admin' : 'a plain identity'}: no 5xx, no answer outside its schema`, async () => {
-        const run = await schemathesis(doc, who);
+      it.concurrent(`${doc} as ${who === 'admin' ? 'the admin' : 'a plain identity'}: no 5xx, no answer outside its schema`, async () => {
+        const t = await target(who);
+        const run = await schemathesis(doc, who, t);
         expect(run.output, run.output.slice(-4000)).toMatch(/test cases:/i);
         expect(problems(run.output), run.output.slice(-6000)).toEqual([]);
         expect(run.code, run.output.slice(-4000)).toBe(0);
         // The admin's session lasted the whole run (else most operations were only seen answering 401).
-        expect((await c.call('GET', `${CLIENT}/current-api-session`, { token: tokens[who] })).status).toBe(200);
+        expect((await t.c.call('GET', `${CLIENT}/current-api-session`, { token: t.token })).status).toBe(200);
       }, 150_000);
 });
