@@ -120,7 +120,9 @@ export class LocalTransport implements Transport {
     // The server is loaded only here: remote commands start without it.
     const [{ openDataDir }, { buildApp }] = await Promise.all([import('../server/controller.js'), import('../server/app.js')]);
     // A command's few writes checkpoint in their commits (SQLite's default): a thread for it would cost more.
-    const opened = await openDataDir(config, { progress, checkpointThread: false });
+    // No metrics: a command's own process is gone before anything could scrape what it counted, and
+    // prom-client's default collectors (event-loop monitor, GC observer) cost it start-up time.
+    const opened = await openDataDir({ ...config, metrics: false }, { progress, checkpointThread: false });
     if (opened.boot.generatedPassword) {
       progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
     }

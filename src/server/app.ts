@@ -1,15 +1,13 @@
 // The fastify application: both APIs on one server. Built the same way for `ztc serve` (over TLS)
 // and for the CLI's local mode and the tests (fastify inject).
 import { randomUUID } from 'node:crypto';
-import serializerSelector from '@fastify/fast-json-stringify-compiler';
 import swagger from '@fastify/swagger';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Ctx } from '../model/context.js';
 import { ApiError } from '../model/errors.js';
 import { NUL, nulRefused } from '../model/json-body.js';
 import { jsonBodyParser } from './json-parser.js';
+import { compileValidator, serializerCompilers } from './schema-compilers.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
@@ -55,37 +53,6 @@ export interface AppOptions {
 
 
 export type App = FastifyInstance & { routeTable: RouteTable };
-
-/**
- * A compiled validator or serializer made on its first use. Compiling the schemas of all ~500 routes
- * up front cost over a second at every start, and every local-mode CLI command starts the app. The
- * wrapper passes on ajv's `errors`, which fastify reads from the function after a failed validation.
- */
-function lazy<F extends (...args: never[]) => unknown>(make: () => F): F {
-  let fn: F | undefined;
-  const wrapper = ((...args: Parameters<F>) => {
-    fn ??= make();
-    const out = fn(...args);
-    (wrapper as unknown as { errors: unknown }).errors = (fn as unknown as { errors: unknown }).errors;
-    return out;
-  }) as F;
-  return wrapper;
-}
-
-function validators(app: FastifyInstance) {
-  // Bodies are validated strictly (no type coercion); query strings and paths are text, so coerce them.
-  const strict = addFormats.default(new Ajv.default({ allErrors: false, coerceTypes: false, useDefaults: false, strict: false }));
-  const coercing = addFormats.default(new Ajv.default({ allErrors: false, coerceTypes: 'array', useDefaults: true, strict: false }));
-  app.setValidatorCompiler(({ schema, httpPart }) => lazy(() => (httpPart === 'body' ? strict : coercing).compile(schema)));
-}
-
-/** fastify's own response serializers (fast-json-stringify), each compiled on its first response. */
-const lazySerializers = {
-  buildSerializer: (externalSchemas: unknown, options: unknown) => {
-    const compile = serializerSelector()(externalSchemas as never, options as never);
-    return (route: Parameters<typeof compile>[0]) => lazy(() => compile(route) as (data: never) => string);
-  },
-};
 
 function contentTypes(app: FastifyInstance) {
   const json = jsonBodyParser(app);
@@ -145,12 +112,14 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     return503OnClosing: true,
     ...serverTimeouts(ctx.config).fastify,
     rewriteUrl: (req) => routedUrl(req.url ?? '/'),
-    schemaController: { compilersFactory: lazySerializers as never },
+    // Compiled on first use, once per process (schema-compilers.ts): compiling all ~500 routes' schemas
+    // up front cost over a second at every start, and every local-mode CLI command builds an app.
+    schemaController: { compilersFactory: serializerCompilers as never },
   }) as unknown as App;
   const table = new RouteTable();
   app.decorate('routeTable', table);
   table.attach(app);
-  validators(app);
+  app.setValidatorCompiler(compileValidator as never);
   contentTypes(app);
   registerErrorHandling(app, table);
   registerCors(app, ctx.config.corsOrigins);

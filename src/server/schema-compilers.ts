@@ -1,0 +1,84 @@
+// The request validators (ajv) and response serializers (fast-json-stringify) of every route, compiled
+// on first use and kept for the process. The route schemas are the same constant declarations in every
+// app the process builds, so one compiled function per distinct schema serves them all: the tests build
+// hundreds of apps in one process, the CLI's local mode one app per API, a server one.
+import serializerSelector from '@fastify/fast-json-stringify-compiler';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+
+type Compiled = ((...args: never[]) => unknown) & { errors?: unknown };
+
+/**
+ * Bodies are validated strictly (no type coercion); query strings and paths are text, so coerced.
+ * validateSchema off: the schemas are our own declarations (checked by the OpenAPI tests), and checking
+ * them against ajv's meta-schema first cost a compile of the meta-schema per instance (~30 ms).
+ */
+const ajvs = {
+  strict: addFormats.default(new Ajv.default({ allErrors: false, coerceTypes: false, useDefaults: false, strict: false, validateSchema: false })),
+  coercing: addFormats.default(new Ajv.default({ allErrors: false, coerceTypes: 'array', useDefaults: true, strict: false, validateSchema: false })),
+};
+
+const validators = new Map<string, Compiled>();
+const serializers = new Map<string, Compiled>();
+
+/**
+ * A compiled function made on its first call. The wrapper passes on ajv's `errors`, which fastify reads
+ * from the function after a failed validation (set by the call just made: validation is synchronous).
+ */
+function lazy<F extends Compiled>(make: () => F): F {
+  let fn: F | undefined;
+  const wrapper = ((...args: Parameters<F>) => {
+    fn ??= make();
+    const out = fn(...args);
+    (wrapper as Compiled).errors = fn.errors;
+    return out;
+  }) as F;
+  return wrapper;
+}
+
+function cached<F extends Compiled>(cache: Map<string, Compiled>, key: string, make: () => F): F {
+  let fn = cache.get(key) as F | undefined;
+  if (!fn) cache.set(key, (fn = make()));
+  return fn;
+}
+
+/** fastify's validatorCompiler. */
+export function compileValidator({ schema, httpPart }: { schema: unknown; httpPart?: string }) {
+  const ajv = httpPart === 'body' ? ajvs.strict : ajvs.coercing;
+  return lazy(() => cached(validators, `${ajv === ajvs.strict ? 'body' : 'text'} ${JSON.stringify(schema)}`, () => ajv.compile(schema as object) as Compiled));
+}
+
+const PRIMITIVES = new Set(['string', 'boolean', 'number', 'integer', 'null']);
+/** Keywords that say nothing about how a value is written out. */
+const SILENT = new Set(['type', 'maxLength', 'minLength', 'pattern', 'minimum', 'maximum', 'description', 'title']);
+
+/**
+ * The schema with each anyOf of plain primitive types (Nullable(String), a tag's string | boolean | null)
+ * as one type list. fast-json-stringify writes a type list by the value's own type, where for anyOf it
+ * runs an ajv validator per branch on every value (and compiles them on the first answer).
+ */
+export function primitiveUnions(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(primitiveUnions);
+  if (!schema || typeof schema !== 'object') return schema;
+  const s = schema as Record<string, unknown>;
+  const branches = s.anyOf;
+  if (Array.isArray(branches) && Object.keys(s).every((k) => k === 'anyOf' || k === 'description' || k === 'title')) {
+    const plain = branches.every((b) => b && typeof b === 'object' && PRIMITIVES.has((b as { type?: string }).type as string) && Object.keys(b).every((k) => SILENT.has(k)));
+    if (plain) return { ...(s.description ? { description: s.description } : {}), type: [...new Set(branches.map((b) => (b as { type: string }).type))] };
+  }
+  return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, primitiveUnions(v)]));
+}
+
+/** fastify's serializer factory (schemaController.compilersFactory.buildSerializer). */
+export const serializerCompilers = {
+  buildSerializer: (externalSchemas: unknown, options: unknown) => {
+    const compile = serializerSelector()(externalSchemas as never, options as never);
+    // None are added today; were some, the same route schema could write differently beside them.
+    const shared = JSON.stringify(externalSchemas ?? {});
+    return (route: { schema: unknown }) =>
+      lazy(() => {
+        const schema = primitiveUnions(route.schema);
+        return cached(serializers, `${shared} ${JSON.stringify(schema)}`, () => compile({ ...route, schema } as never) as Compiled);
+      });
+  },
+};
