@@ -19,6 +19,7 @@ import { identityPermissions } from './0020-identity-permissions.js';
 import { apiTokens } from './0021-api-tokens.js';
 import { auditEvents } from './0022-audit-events.js';
 import { importJournal } from './0025-import-journal.js';
+import { nameTrigrams } from './0026-name-trigrams.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -40,5 +41,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0021-api-tokens': apiTokens(),
     '0022-audit-events': auditEvents(),
     '0025-import-journal': importJournal(),
+    '0026-name-trigrams': nameTrigrams(dialect),
   };
 }
