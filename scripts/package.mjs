@@ -30,32 +30,16 @@ await build({
   format: 'cjs',
 });
 
-// The edge router's thread (src/fabric/worker.ts) as an ES module of its own: the loader unpacks it
-// beside the program and the controller starts it from that file.
-step('bundling the edge router thread (esbuild)');
-await build({
-  entryPoints: [path.join(root, 'src/fabric/worker.ts')],
-  outfile: path.join(out, 'router-worker.mjs'),
-  ...esmBundle,
-});
-
-// A large import's thread (src/model/import-worker.ts) likewise: without it the executable ran large
-// imports on the API thread, which then answered nobody else for seconds at a time.
-step('bundling the import thread (esbuild)');
-await build({
-  entryPoints: [path.join(root, 'src/model/import-worker.ts')],
-  outfile: path.join(out, 'import-worker.mjs'),
-  ...esmBundle,
-});
-
-// The WAL checkpoints' thread (src/store/checkpoint-worker.ts) too: without it the executable's API
-// connection checkpointed inside its own commits, with the event loop stopped meanwhile.
-step('bundling the checkpoint thread (esbuild)');
-await build({
-  entryPoints: [path.join(root, 'src/store/checkpoint-worker.ts')],
-  outfile: path.join(out, 'checkpoint-worker.mjs'),
-  ...esmBundle,
-});
+// The program's threads, each an ES module of its own: the loader unpacks them beside the program and
+// the controller starts each from its file. The edge router's; a large import's (without it the
+// executable ran large imports on the API thread, which then answered nobody else for seconds at a
+// time); the WAL checkpoints' (without it the API connection checkpointed inside its own commits, the
+// event loop stopped meanwhile).
+const threads = { 'router-worker': 'src/fabric/worker.ts', 'import-worker': 'src/model/import-worker.ts', 'checkpoint-worker': 'src/store/checkpoint-worker.ts' };
+for (const [name, entry] of Object.entries(threads)) {
+  step(`bundling the ${name.replace('-worker', '')} thread (esbuild)`);
+  await build({ entryPoints: [path.join(root, entry)], outfile: path.join(out, `${name}.mjs`), ...esmBundle });
+}
 
 step('preparing the single-executable blob');
 const addon = path.join(root, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
@@ -67,9 +51,7 @@ const config = {
   assets: {
     app: path.join(out, 'app.mjs'),
     'crypto-worker': path.join(out, 'crypto-worker.cjs'),
-    'router-worker': path.join(out, 'router-worker.mjs'),
-    'import-worker': path.join(out, 'import-worker.mjs'),
-    'checkpoint-worker': path.join(out, 'checkpoint-worker.mjs'),
+    ...Object.fromEntries(Object.keys(threads).map((name) => [name, path.join(out, `${name}.mjs`)])),
     sqlite: addon,
     'swagger-ui.css': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui.css'),
     'swagger-ui-bundle.js': path.join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js'),
