@@ -110,11 +110,6 @@ declare module 'fastify' {
  * is configured. `--metrics-port` serves them open, on a port meant for a trusted network (ops-listener.ts).
  */
 export function registerMetrics(app: FastifyInstance, ctx: Ctx) {
-  // Off: no hook, no registry, no query observer; /metrics is then an unknown route (404) as any other.
-  if (ctx.config.metrics === false) {
-    app.decorate('metrics', undefined);
-    return undefined;
-  }
   const metrics = new Metrics(ctx);
   app.decorate('metrics', metrics);
   app.addHook('onResponse', async (request, reply) => metrics.observe(request, reply));
