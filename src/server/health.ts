@@ -115,7 +115,7 @@ export function registerHealth(app: FastifyInstance, ctx: Ctx) {
   };
   const schema = { hide: true, querystring: { type: 'object', properties: { type: { type: 'string', maxLength: 16 } } } } as never;
   for (const url of ['/health-checks', '/health-checks/ready', '/health-checks/live']) {
-    app.get(url, { config: { access: 'public' }, schema }, handler as never);
+    app.get(url, { config: { access: 'public' }, schema, exposeHeadRoute: true }, handler as never);
   }
   return health;
 }

@@ -124,7 +124,7 @@ export function registerZac(app: FastifyInstance, dir: string) {
     if (!index) throw new ApiError(404, 'NOT_FOUND', 'The admin console directory has no index.html');
     return sendFile(request, reply, index, true);
   };
-  const opts = { config: { access: 'public' as const }, schema: { hide: true } };
+  const opts = { config: { access: 'public' as const }, schema: { hide: true }, exposeHeadRoute: true };
   app.get('/zac', opts, handler);
   app.get('/zac/*', opts, handler);
 }

@@ -9,6 +9,16 @@ beforeAll(async () => {
 afterAll(() => c.close());
 
 describe('informational routes (no session needed)', () => {
+  it('answers HEAD where probes send it (version, health checks, docs), and not on API resources', async () => {
+    for (const url of ['/version', `${CLIENT}/version`, `${MGMT}/version`, '/health-checks', '/docs']) {
+      const r = await c.call('HEAD', url);
+      expect(r.status, url).toBe(200);
+      expect(r.text, url).toBe('');
+    }
+    const token = await c.login();
+    expect((await c.call('HEAD', `${MGMT}/identities`, { token })).status).toBe(405);
+  });
+
   it('answers version at the root and under both APIs', async () => {
     for (const url of ['/version', '/', `${CLIENT}/version`, `${CLIENT}/`, `${MGMT}/version`, `${MGMT}`]) {
       const r = await c.call('GET', url);

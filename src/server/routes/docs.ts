@@ -52,14 +52,14 @@ const page = (specs: { id: string; name: string }[]) => `<!doctype html>
 export function registerDocs(app: FastifyInstance, specs: SpecRegistry) {
   const pub = { access: 'public' as const };
   const cache = new Map<Asset, string>();
-  app.get('/docs', { config: pub, schema: { hide: true } }, async (_req, reply) => reply.type('text/html; charset=utf-8').send(page(specs.list())));
+  app.get('/docs', { config: pub, schema: { hide: true }, exposeHeadRoute: true }, async (_req, reply) => reply.type('text/html; charset=utf-8').send(page(specs.list())));
   for (const name of Object.keys(ASSETS) as Asset[]) {
-    app.get(`/docs/${name}`, { config: pub, schema: { hide: true } }, async (_req, reply) => {
+    app.get(`/docs/${name}`, { config: pub, schema: { hide: true }, exposeHeadRoute: true }, async (_req, reply) => {
       if (!cache.has(name)) cache.set(name, loadAsset(name));
       return reply.type(ASSETS[name]).header('cache-control', 'public, max-age=86400').send(cache.get(name));
     });
   }
-  app.get('/docs/openapi/:file', { config: pub, schema: { hide: true } }, async (req) => {
+  app.get('/docs/openapi/:file', { config: pub, schema: { hide: true }, exposeHeadRoute: true }, async (req) => {
     const id = (req.params as { file: string }).file.replace(/\.json$/, '');
     const doc = specs.document(id);
     if (!doc) throw notFound('spec', id);

@@ -42,8 +42,8 @@ export function versionInfo(ctx: Ctx) {
 /** /version, / and the EST CA store: at the root and under each API base. */
 export function registerVersionRoutes(app: FastifyInstance, ctx: Ctx, opIdSuffix = '') {
   const version = { operationId: `listVersion${opIdSuffix}`, tags: ['Informational'], summary: 'Version of the controller and the APIs it serves', response: { 200: Envelope(VersionInfo) } };
-  app.get('/version', { config: pub, schema: version }, async () => ok(versionInfo(ctx)));
-  app.get('/', { config: pub, schema: { ...version, operationId: `listRoot${opIdSuffix}` } }, async () => ok(versionInfo(ctx)));
+  app.get('/version', { config: pub, schema: version, exposeHeadRoute: true }, async () => ok(versionInfo(ctx)));
+  app.get('/', { config: pub, schema: { ...version, operationId: `listRoot${opIdSuffix}` }, exposeHeadRoute: true }, async () => ok(versionInfo(ctx)));
   app.get(
     '/.well-known/est/cacerts',
     {
