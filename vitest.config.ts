@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/helpers/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -14,6 +15,7 @@ export default defineConfig({
     // CPU probe, the suite spent 358 s of CPU in 290 s on 2 cores with four at a time (each worker busy
     // all along, the cores not), so six go at once.
     maxWorkers: 6,
+    sequence: { sequencer: LongestFirst },
     // A worker keeps its loaded modules from one file to the next: each file used to load fastify,
     // node-forge, Kysely and the model afresh (172 s of the suite's CPU in module loading, 17 s with this).
     // Every file starts its own controllers and stores, so nothing a test asserts lives in module state.
