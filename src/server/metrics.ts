@@ -20,6 +20,11 @@ export class Metrics {
   private readonly queries: Histogram<'outcome'>;
   private readonly dialSetup: Histogram;
   private readonly reports: Counter;
+  /**
+   * The request series by method, status and route, bound once (a label object is hashed at every
+   * inc and observe otherwise). As many as the labels' combinations: routes are patterns, never paths.
+   */
+  private readonly byRequest = new Map<string, { count: ReturnType<Counter<'method' | 'route' | 'status'>['labels']>; latency: ReturnType<Histogram<'method' | 'route' | 'status'>['labels']> }>();
   private readonly dataPlane = { routers: 0, sdkConnections: 0, circuits: 0, bytesRelayed: 0, dialsOk: 0, dialsFailed: 0 };
 
   constructor(ctx: Ctx) {
@@ -33,7 +38,10 @@ export class Metrics {
     this.queries = new Histogram({ name: 'ztc_store_query_duration_seconds', help: 'Database query time on the API thread, by outcome', labelNames: ['outcome'], buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers });
     this.dialSetup = new Histogram({ name: 'ztc_dial_setup_duration_seconds', help: 'Time for a dial through the embedded edge router to reach its host', buckets: SECONDS, registers });
     this.reports = new Counter({ name: 'ztc_data_plane_reports_total', help: 'Reports received from the data plane\'s thread (every 5 s while it runs: a stalled count means a stuck thread)', registers });
-    ctx.store.queryTimes.observer = (ms, failed) => this.queries.observe({ outcome: failed ? 'error' : 'ok' }, ms / 1000);
+    // Children bound to their labels once: observe() with a label object hashes it every time, and this runs for every query.
+    const queriesOk = this.queries.labels({ outcome: 'ok' });
+    const queriesFailed = this.queries.labels({ outcome: 'error' });
+    ctx.store.queryTimes.observer = (ms, failed) => (failed ? queriesFailed : queriesOk).observe(ms / 1000);
 
     // Counts of live things, read at scrape: one small count query each.
     const count = (table: 'api_sessions' | 'sessions' | 'enrollments') => async () =>
@@ -66,10 +74,15 @@ export class Metrics {
   /** Count one answered request (an onResponse hook). */
   observe(request: FastifyRequest, reply: FastifyReply) {
     const route = request.routeOptions.url ?? 'unmatched';
-    const status = String(reply.statusCode);
-    const labels = { method: request.method, route, status };
-    this.requests.inc(labels);
-    this.latency.observe(labels, reply.elapsedTime / 1000);
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let series = this.byRequest.get(key);
+    if (!series) {
+      const labels = { method: request.method, route, status: String(reply.statusCode) };
+      series = { count: this.requests.labels(labels), latency: this.latency.labels(labels) };
+      this.byRequest.set(key, series);
+    }
+    series.count.inc();
+    series.latency.observe(reply.elapsedTime / 1000);
     if (request.method !== 'POST') return;
     if (route.endsWith('/authenticate')) {
       const method = String((request.query as { method?: unknown } | undefined)?.method ?? '');
@@ -117,7 +130,14 @@ export function registerMetrics(app: FastifyInstance, ctx: Ctx) {
   }
   const metrics = new Metrics(ctx);
   app.decorate('metrics', metrics);
-  app.addHook('onResponse', async (request, reply) => metrics.observe(request, reply));
+  // A callback hook: an async one costs a promise for every request.
+  app.addHook('onResponse', (request, reply, done) => {
+    try {
+      metrics.observe(request, reply);
+    } finally {
+      done();
+    }
+  });
   app.get(
     '/metrics',
     {
