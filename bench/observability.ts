@@ -11,7 +11,7 @@
 // CPU does not count). Each figure is printed as met, or MISSED and why (a real cost: the whole
 // interval over 1.10; or within the noise).
 //   BENCH_OBS_SECONDS=60 (a call)  BENCH_OBS_ROUND_MS=2000  BENCH_OBS_MODEL=medium
-//   BENCH_OBS_BASELINE=1: both controllers off, to see the measure's own noise (the ratio should be ~1)
+//   BENCH_OBS_BASELINE=1: both controllers off and no subscriber, to see the measure's own noise (the ratio should be ~1)
 //   BENCH_OBS_PARTS=metrics,events,subscriber (default): what the observed controller has on
 import fs from 'node:fs';
 import https from 'node:https';
@@ -43,14 +43,14 @@ function subscribe(url: string, token: string) {
   return { count: () => events, close: () => req.destroy() };
 }
 
-/** CPU time a process has used (user + system), ms, from /proc (Linux; NaN elsewhere). */
-function cpuMs(pid: number): number {
+/** CPU time a process has used (user + system, and system alone), ms, from /proc (Linux; NaN elsewhere). */
+function cpuMs(pid: number): { all: number; sys: number } {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return { all: (Number(fields[11]) + Number(fields[12])) * 10, sys: Number(fields[12]) * 10 };
   } catch {
-    return NaN;
+    return { all: NaN, sys: NaN };
   }
 }
 
@@ -66,6 +66,9 @@ interface Round {
   off: number[];
   cpuOn: number;
   cpuOff: number;
+  /** The kernel's part of each (system calls, loopback TCP, the file system). */
+  sysOn: number;
+  sysOff: number;
 }
 
 interface Estimate {
@@ -121,7 +124,7 @@ export async function observabilityRows(dbServer: string | undefined): Promise<R
   const off = await startServer(dirOff, db, 'ztc-unobserved');
   const servers: { s: Server; name: string; probe: string; admin: string }[] = [];
   for (const [s, name] of [[on, 'on'], [off, 'off']] as const) servers.push({ s, name, probe: await login(s.url, 'zz-probe'), admin: await login(s.url) });
-  const stream = PARTS.includes('subscriber') ? subscribe(on.url, servers[0].admin) : { count: () => -1, close: () => {} };
+  const stream = !BASELINE && PARTS.includes('subscriber') ? subscribe(on.url, servers[0].admin) : { count: () => -1, close: () => {} };
   try {
     const services = await ok(call(on.url, 'GET', `${C}/services?limit=500`, { token: servers[0].probe }), 'probe services');
     const dialable = services.data.find((s: { permissions: string[] }) => s.permissions.includes('Dial'));
@@ -142,7 +145,7 @@ export async function observabilityRows(dbServer: string | undefined): Promise<R
       // The calls take turns round by round, so a noisy minute falls on both calls, not on one.
       const name = names[k % names.length];
       const f = calls[name];
-      const round: Round = { on: [], off: [], cpuOn: 0, cpuOff: 0 };
+      const round: Round = { on: [], off: [], cpuOn: 0, cpuOff: 0, sysOn: 0, sysOff: 0 };
       // CPU time the controllers spend (scrapes and the events' writes included): unlike latency, it
       // does not count the time another process held the CPU.
       const cpuBefore = servers.map((x) => cpuMs(x.s.pid));
@@ -161,10 +164,12 @@ export async function observabilityRows(dbServer: string | undefined): Promise<R
           scraped = performance.now();
         }
       }
-      [round.cpuOn, round.cpuOff] = servers.map((x, i) => cpuMs(x.s.pid) - cpuBefore[i]);
+      const cpuAfter = servers.map((x) => cpuMs(x.s.pid));
+      [round.cpuOn, round.cpuOff] = cpuAfter.map((c, i) => c.all - cpuBefore[i].all);
+      [round.sysOn, round.sysOff] = cpuAfter.map((c, i) => c.sys - cpuBefore[i].sys);
       rounds[name].push(round);
     }
-    if (!stream.count()) throw new Error('bench: the SSE subscriber heard no event: the observed controller is not emitting');
+    if (!BASELINE && !stream.count()) throw new Error('bench: the SSE subscriber heard no event: the observed controller is not emitting');
     const rows: Row[] = [];
     const state = BASELINE ? ['off (A)', 'off (B)'] : [`on (${PARTS.join(', ')})`, 'off'];
     const sides = BASELINE ? 'A/B' : 'on/off';
@@ -172,9 +177,10 @@ export async function observabilityRows(dbServer: string | undefined): Promise<R
       const rs = rounds[name];
       const all = (side: 'on' | 'off') => rs.flatMap((r) => r[side]);
       const cpuPerCall = (side: 'on' | 'off') => rs.reduce((a, r) => a + (side === 'on' ? r.cpuOn : r.cpuOff), 0) / all(side).length;
+      const sysPerCall = (side: 'on' | 'off') => rs.reduce((a, r) => a + (side === 'on' ? r.sysOn : r.sysOff), 0) / all(side).length;
       for (const [side, shown] of [['on', state[0]], ['off', state[1]]] as const) {
         const s: Series = series(all(side), 0);
-        rows.push([`[${label}] ${m.name}: ${name}, ${shown} (${s.n} calls)`, `${fmtSeries(s)}  CPU ${cpuPerCall(side).toFixed(2)} ms a call`, '-']);
+        rows.push([`[${label}] ${m.name}: ${name}, ${shown} (${s.n} calls)`, `${fmtSeries(s)}  CPU ${cpuPerCall(side).toFixed(2)} ms a call (system ${sysPerCall(side).toFixed(2)})`, '-']);
       }
       const p50 = overRounds(rs, quantileRatio(0.5));
       const p99 = overRounds(rs, quantileRatio(0.99));
