@@ -239,6 +239,10 @@ function accessHint(message: string): string {
     const who = profileName ? `profile '${profileName}'` : 'this profile';
     return `\nthe identity of ${who} may not do this (logging in again will not change that): use an admin's profile (ztc profile list; --profile NAME), or have an admin run ztc identity update NAME --is-admin`;
   }
+  if (/read-only/i.test(message)) {
+    const who = profileName ? `profile '${profileName}'` : 'this profile';
+    return `\n${who} may only read (logging in again will not change that): use an admin's profile for changes (ztc profile list; --profile NAME)`;
+  }
   if (/expired|not authorized|session/i.test(message)) return `\nsession expired or ended, log in again: ${loginAgain}`;
   return '';
 }

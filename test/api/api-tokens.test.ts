@@ -53,6 +53,8 @@ describe('API tokens', () => {
     const refused = await call('POST', `${MGMT}/services`, { bearer: ro, body: { name: 'nope', encryptionRequired: true } });
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('UNAUTHORIZED');
+    // Says that the token (not its admin identity) is what reads only, and what to use instead.
+    expect(refused.body.error.message).toMatch(/API token is read-only, which may only read; make the change with an admin's API token created without --read-only/);
   });
 
   it('are for admins only, and refuse bad input without a 500', async () => {

@@ -36,12 +36,20 @@ export class FileSink {
   }
 
   write(line: string) {
-    if (this.lines.length >= MAX_BUFFERED_LINES) {
-      this.bytes -= Buffer.byteLength(this.lines.shift()!) + 1;
-      this.dropped++;
+    this.writeLines([line]);
+  }
+
+  /** Queue lines (one event each, without their newline) for the next append. */
+  writeLines(lines: readonly string[]) {
+    for (const line of lines) {
+      if (this.lines.length >= MAX_BUFFERED_LINES) {
+        this.bytes -= this.lines.shift()!.length + 1;
+        this.dropped++;
+      }
+      this.lines.push(line);
+      // Characters, not bytes: a bound for when to write, which need not be exact (byteLength costs a pass over each line).
+      this.bytes += line.length + 1;
     }
-    this.lines.push(line);
-    this.bytes += Buffer.byteLength(line) + 1;
     if (this.bytes >= FLUSH_AT_BYTES) void this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.o.flushMs ?? 200);
@@ -67,20 +75,24 @@ export class FileSink {
   private async append(lines: string[]) {
     try {
       if (this.size < 0) this.size = await fs.promises.stat(this.o.file).then((s) => s.size, () => 0);
-      // Lines go to the current file until the next would pass the size, then the file rotates.
-      let chunk = '';
+      // Lines go to the current file until the next would pass the size, then the file rotates. The
+      // chunk's size is kept as it grows (measuring the whole chunk for every line made a busy batch quadratic).
+      let chunk: string[] = [];
+      let chunkBytes = 0;
       for (const line of lines) {
         const add = Buffer.byteLength(line) + 1;
-        if (this.size + Buffer.byteLength(chunk) + add > this.o.maxBytes && this.size + chunk.length > 0) {
-          if (chunk) await this.append1(chunk);
+        if (this.size + chunkBytes + add > this.o.maxBytes && this.size + chunkBytes > 0) {
+          if (chunk.length) await this.append1(chunk.join(''));
           await this.rotate();
-          chunk = '';
+          chunk = [];
+          chunkBytes = 0;
         }
-        chunk += line + '\n';
+        chunk.push(line, '\n');
+        chunkBytes += add;
       }
-      if (chunk) {
-        await this.append1(chunk);
-        this.size += Buffer.byteLength(chunk);
+      if (chunk.length) {
+        await this.append1(chunk.join(''));
+        this.size += chunkBytes;
       }
       this.lastError = undefined;
     } catch (err) {

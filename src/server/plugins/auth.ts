@@ -76,7 +76,10 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
 function assertAdmin(p: Principal, method: string) {
   if (p.isAdmin) return;
   if (!p.readOnlyAdmin) throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
-  if (!READ_METHODS.has(method)) throw new ApiError(403, 'UNAUTHORIZED', 'This operation changes the network: the calling identity is a read-only admin, which may only read');
+  if (READ_METHODS.has(method)) return;
+  // Said with what to do instead: the caller cannot fix this by retrying or logging in again.
+  if (p.apiTokenId) throw new ApiError(403, 'UNAUTHORIZED', `This operation changes the network: the calling API token is read-only, which may only read; make the change with an admin's API token created without --read-only, or logged in as an admin`);
+  throw new ApiError(403, 'UNAUTHORIZED', `This operation changes the network: the calling identity '${p.identityName}' is a read-only admin, which may only read; make the change as an admin (log in as one), or have an admin grant this identity isAdmin`);
 }
 
 /** Whether the caller reads as an admin does (sees every service, every terminator). */

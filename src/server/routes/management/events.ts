@@ -16,8 +16,6 @@ const TypesQuery = Type.Optional(Type.String({ maxLength: 1000, description: `co
 
 /** A stream whose reader falls this far behind is closed: a stalled client must not hold the controller's memory. */
 const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
-/** How long an event may wait to be written with the next ones (a person watching cannot tell). */
-const GATHER_MS = 50;
 /** A comment line this often keeps proxies and idle timers from closing a quiet stream. */
 const KEEPALIVE_MS = 15_000;
 
@@ -56,30 +54,25 @@ export function registerEvents(app: FastifyInstance, ctx: Ctx) {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
       res.write(': ztc events\n\n');
       let seq = 0;
-      // Events are gathered for a moment and written together: one TLS record and one system call for
-      // many events instead of one each, as a busy controller emits an event per session created.
-      let pending = '';
-      let flushing: NodeJS.Timeout | undefined;
-      const flush = () => {
-        flushing = undefined;
-        if (pending && !res.writableEnded) res.write(pending);
-        pending = '';
+      // The hub hands over events in batches, already serialised: one write (one TLS record, one system
+      // call) a batch instead of one an event, as a busy controller emits an event per session created.
+      const send = (events: readonly ZtcEvent[], lines: readonly string[]) => {
+        let text = '';
+        for (let i = 0; i < events.length; i++) {
+          const e = events[i];
+          if (wanted.size && !wanted.has(e.namespace)) continue;
+          text += `id: ${++seq}\nevent: ${e.namespace}\ndata: ${lines[i]}\n\n`;
+        }
+        if (!text || res.writableEnded) return;
+        if (res.writableLength + text.length > MAX_UNSENT_BYTES) return close();
+        res.write(text);
       };
-      const send = (e: ZtcEvent, json: string) => {
-        if (wanted.size && !wanted.has(e.namespace)) return;
-        if (res.writableLength + pending.length > MAX_UNSENT_BYTES) return close();
-        pending += `id: ${++seq}\nevent: ${e.namespace}\ndata: ${json}\n\n`;
-        flushing ??= setTimeout(flush, GATHER_MS);
-      };
-      const unsubscribe = ctx.events.subscribe(send);
+      const unsubscribe = ctx.events.subscribeStream(send);
       const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
       keepalive.unref();
       function close() {
         unsubscribe();
         clearInterval(keepalive);
-        if (flushing) clearTimeout(flushing);
-        flushing = undefined;
-        pending = '';
         if (!res.writableEnded) res.end();
       }
       res.on('close', close);
