@@ -38,7 +38,9 @@ describe('unset optional strings', () => {
 
     // The client API's view of the same signers.
     const client = (await file.c.call('GET', `${CLIENT}/external-jwt-signers`)).body.data as { name: string; clientId: unknown; externalAuthUrl: unknown }[];
-    expect(client.find((s) => s.name === 'jwks-signer')).toMatchObject({ clientId: null, externalAuthUrl: null });
+    // externalAuthUrl null as upstream's client API shows it; an unset clientId left out there (omitempty).
+    expect(client.find((s) => s.name === 'jwks-signer')).toMatchObject({ externalAuthUrl: null });
+    expect(client.find((s) => s.name === 'jwks-signer')).not.toHaveProperty('clientId');
   });
 
   it('and the served document says those fields may be null, for generated clients', async () => {
@@ -116,6 +118,15 @@ describe('values upstream normalises', () => {
   it('external JWT signer scopes and a service\'s configs come back as upstream orders them', async () => {
     const signer = await made('/external-jwt-signers', { name: 'scoped', enabled: true, issuer: 'https://scoped.example.com', audience: 'a', jwksEndpoint: 'https://scoped.example.com/keys', scopes: ['profile', 'openid', 'email', 'openid'] });
     expect((await mg('GET', `/external-jwt-signers/${signer}`)).body.data.scopes).toEqual(['email', 'openid', 'profile']);
+    // Upstream 1.1.10 reads an empty set back as null: none given, [] given, or emptied by a patch.
+    const none = await made('/external-jwt-signers', { name: 'unscoped', enabled: true, issuer: 'https://unscoped.example.com', audience: 'a', jwksEndpoint: 'https://unscoped.example.com/keys' });
+    const empty = await made('/external-jwt-signers', { name: 'empty-scopes', enabled: true, issuer: 'https://empty.example.com', audience: 'a', jwksEndpoint: 'https://empty.example.com/keys', scopes: [] });
+    expect((await mg('PATCH', `/external-jwt-signers/${signer}`, { scopes: [] })).status).toBe(200);
+    for (const id of [none, empty, signer]) expect((await mg('GET', `/external-jwt-signers/${id}`)).body.data.scopes, id).toBeNull();
+    // The client API shows the same null, and leaves an unset clientId out (upstream's omitempty there).
+    const pub = (await file.c.call('GET', `${CLIENT}/external-jwt-signers?filter=${encodeURIComponent('name = "unscoped"')}`)).body.data[0];
+    expect(pub.scopes).toBeNull();
+    expect(pub).not.toHaveProperty('clientId');
 
     const ids: string[] = [];
     ids.push(await made('/configs', { name: 'order-host', configTypeId: 'host.v1', data: { protocol: 'tcp', address: 'x', port: 1 } }));
