@@ -90,6 +90,20 @@ describe('policies', () => {
     expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['staff'] }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['@nobody'] }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post('/service-policies', { name: 'bad', type: 'Sometimes', semantic: 'AnyOf' }), 400, 'COULD_NOT_VALIDATE');
+    // #all stands alone in every role list of every policy kind, as upstream 1.1.10 answers.
+    const alone = 'if using #all, it should be the only role specified';
+    for (const [path, body] of [
+      ['/service-policies', { name: 'bad-all', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#all', '#staff'] }],
+      ['/service-policies', { name: 'bad-all', type: 'Dial', semantic: 'AnyOf', postureCheckRoles: ['#all', '#all'] }],
+      ['/edge-router-policies', { name: 'bad-all', semantic: 'AnyOf', edgeRouterRoles: ['#public', '#all'] }],
+      ['/service-edge-router-policies', { name: 'bad-all', semantic: 'AnyOf', serviceRoles: ['#all', '@web'] }],
+    ] as const) {
+      const e = expectError(await post(path, body), 400, 'COULD_NOT_VALIDATE');
+      expect(e.cause, path).toMatchObject({ field: Object.keys(body).find((k) => k.endsWith('Roles')), reason: alone });
+    }
+    const lone = await post('/edge-router-policies', { name: 'all-alone', semantic: 'AnyOf', edgeRouterRoles: ['#all'], identityRoles: ['#all'] });
+    expect(lone.status, lone.text).toBe(201);
+    expect((await c.call('DELETE', `${MGMT}/edge-router-policies/${lone.body.data.id}`, { token: admin })).status).toBe(200);
 
     const aliceToken = await c.login('alice', 'password1');
     const bobToken = await c.login('bobby', 'password1');

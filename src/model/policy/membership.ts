@@ -155,6 +155,10 @@ export async function removeRole(tx: AnyDb, policyId: string, kind: PolicyKind, 
 /** Roles as a policy stores them: #attribute, @id (a @name is resolved to the id), #all. */
 export async function normaliseRoles(tx: AnyDb, side: Side, field: string, roles: string[] | null | undefined): Promise<string[]> {
   const out: string[] = [];
+  // #all stands alone, as upstream requires (counted before repeats are dropped, as there).
+  if (roles && roles.length > 1 && roles.includes('#all')) {
+    throw new ApiError(400, 'COULD_NOT_VALIDATE', `The field '${field}' is not valid: if using #all, it should be the only role specified`, { field, reason: 'if using #all, it should be the only role specified', value: roles });
+  }
   for (const role of roles ?? []) {
     if (typeof role !== 'string' || role.length < 2 || !/^[#@]/.test(role)) {
       // COULD_NOT_VALIDATE with upstream's reason, as its controller answers.
