@@ -61,9 +61,10 @@ function checkUrl(field: string, value: string) {
   try {
     u = new URL(value);
   } catch {
-    throw new ApiError(400, 'INVALID_FIELD', `${field} is not a URL`, { field, reason: 'not a URL', value });
+    // Upstream's document check: COULD_NOT_VALIDATE in its words.
+    throw couldNotValidate(field, `${field} in body must be of type uri: ${JSON.stringify(value)}`, value);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ApiError(400, 'INVALID_FIELD', `${field} must be an http(s) URL`, { field, reason: 'must be http or https', value });
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw couldNotValidate(field, 'must be an http or https URL', value);
 }
 
 /**
@@ -109,10 +110,13 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     Object.assign(out, { fingerprint: null, commonName: null, notBefore: null, notAfter: null });
     if (input.certPem) {
       let x: X509Certificate;
+      // Exactly one certificate, or upstream's INVALID_CERT_PEM (no cause there).
+      const invalidPem = () => new ApiError(400, 'INVALID_CERT_PEM', 'the supplied certificate PEM is either invalid or contains the incorrect number of certificates');
+      if ((input.certPem.match(/-----BEGIN CERTIFICATE-----/g) ?? []).length !== 1) throw invalidPem();
       try {
         x = new X509Certificate(input.certPem);
       } catch {
-        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate', value: input.certPem });
+        throw invalidPem();
       }
       Object.assign(out, { fingerprint: fingerprintOf(input.certPem), commonName: /(?:^|\n)CN=([^\n]*)/.exec(x.subject)?.[1] ?? '', notBefore: new Date(x.validFrom).toISOString(), notAfter: new Date(x.validTo).toISOString() });
     }
