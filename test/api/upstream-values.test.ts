@@ -68,8 +68,8 @@ describe('unset optional strings', () => {
 
 describe('error causes', () => {
   it('carry field, reason and value as a string, "<nil>" for a missing value', async () => {
-    // A body that breaks the route's schema.
-    const typed = expectError(await mg('POST', '/services', { name: 'svc-typed', encryptionRequired: 'yes' }), 400, 'COULD_NOT_VALIDATE');
+    // A body that breaks the route's schema (a value of the wrong JSON type: upstream's decoder refuses it).
+    const typed = expectError(await mg('POST', '/services', { name: 'svc-typed', encryptionRequired: 'yes' }), 400, 'COULD_NOT_PARSE_BODY');
     expect(typed.cause).toEqual({ field: 'encryptionRequired', reason: expect.any(String), value: 'yes' });
     const missing = expectError(await mg('POST', '/services', { encryptionRequired: true }), 400, 'COULD_NOT_VALIDATE');
     expect(missing.cause).toEqual({ field: 'name', reason: 'is required', value: '<nil>' });
@@ -83,8 +83,8 @@ describe('error causes', () => {
     // A rule checked by the model rather than the schema.
     const unknown = expectError(await mg('POST', '/services', { name: 'svc-cfg', encryptionRequired: true, configs: ['no-such-config'] }), 400);
     expect(unknown.cause).toMatchObject({ field: 'configs', value: 'no-such-config' });
-    const notCert = expectError(await mg('POST', '/external-jwt-signers', { name: 'bad-cert', enabled: true, issuer: 'https://x.example.com', audience: 'a', certPem: 'not a certificate' }), 400);
-    expect(notCert.cause).toMatchObject({ field: 'certPem', value: 'not a certificate' });
+    const notUrl = expectError(await mg('POST', '/external-jwt-signers', { name: 'bad-url', enabled: true, issuer: 'https://x.example.com', audience: 'a', jwksEndpoint: 'not a url' }), 400);
+    expect(notUrl.cause).toMatchObject({ field: 'jwksEndpoint', value: 'not a url' });
     // Secrets sent in a refused field are not echoed back.
     const id = await made('/identities', { name: 'pw-echo', type: 'Default', isAdmin: false });
     const pw = expectError(await mg('POST', '/authenticators', { identityId: id, method: 'updb', username: 'pw-echo', password: 7 }), 400);
