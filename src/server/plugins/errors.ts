@@ -37,7 +37,10 @@ function fromValidation(errors: AjvError[], context: string | undefined, request
   // import's thread, which reads large bodies itself, answers it on every database.
   const ours = ((request.routeOptions.schema as { summary?: string } | undefined)?.summary ?? '').startsWith('ztc extension');
   const undecodable = value !== null && !ours && !/^(data|schema|tags\.)/.test(field);
-  if (context === 'body' && (e.keyword === 'type' || e.keyword === 'anyOf') && undecodable) {
+  // A posture check's (or response's) typeId picks the type its body is decoded as upstream: one it does
+  // not know is a body it cannot decode either.
+  const unknownKind = field === 'typeId' && (e.keyword === 'const' || e.keyword === 'enum') && !ours;
+  if (context === 'body' && (((e.keyword === 'type' || e.keyword === 'anyOf') && undecodable) || unknownKind)) {
     return new ApiError(400, 'COULD_NOT_PARSE_BODY', `The body of the request could not be parsed: field '${field}' ${reason}`, { field, reason, value });
   }
   return new ApiError(400, 'COULD_NOT_VALIDATE', `The request is not valid: ${where}field '${field}' ${reason}`, { field, reason, value });
