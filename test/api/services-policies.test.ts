@@ -72,6 +72,41 @@ describe('edge routers and routers', () => {
     expect((await get(`/edge-router-role-attributes`)).body.data).toEqual(['public']);
     expect((await c.call('DELETE', `${MGMT}/routers/${tr}`, { token: admin })).status).toBe(200);
   });
+
+  it('a tunneler-enabled one brings a Router identity and a system edge router policy, as upstream 1.1.10', async () => {
+    const del = (path: string) => c.call('DELETE', `${MGMT}${path}`, { token: admin });
+    const find = async (path: string, filter: string) => (await get(`${path}?filter=${encodeURIComponent(filter)}`)).body.data;
+    const er = await created('/edge-routers', { name: 'tun-1', isTunnelerEnabled: true });
+    const [identity] = await find('/identities', 'name = "tun-1"');
+    expect(identity).toMatchObject({ name: 'tun-1', typeId: 'Router', isAdmin: false, authPolicyId: 'default' });
+    const [erp] = await find('/edge-router-policies', `name = "edge-router-${er}-system"`);
+    expect(erp).toMatchObject({ isSystem: true, semantic: 'AnyOf', identityRoles: [`@${identity.id}`], edgeRouterRoles: [`@${er}`] });
+    // The policy joins the two; the router's role attributes stay its own.
+    expect((await get(`/identities/${identity.id}/edge-routers`)).body.data.map((r: { id: string }) => r.id)).toEqual([er]);
+    // Only the router changes them: upstream's refusals.
+    expect(expectError(await patch(`/identities/${identity.id}`, { name: 'other' }), 400, 'COULD_NOT_VALIDATE').cause).toMatchObject({ field: 'name', reason: 'may not change name of router identities' });
+    expectError(await del(`/identities/${identity.id}`), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expectError(await del(`/edge-router-policies/${erp.id}`), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expectError(await patch(`/edge-router-policies/${erp.id}`, { name: 'mine' }), 400, 'ENTITY_CAN_NOT_BE_UPDATED');
+    // Renamed with the router; gone when the flag is turned off, back when it is on again.
+    expect((await patch(`/edge-routers/${er}`, { name: 'tun-1b', roleAttributes: ['tunnelers'] })).status).toBe(200);
+    const renamed = (await get(`/identities/${identity.id}`)).body.data;
+    expect(renamed.name).toBe('tun-1b');
+    expect(renamed.roleAttributes ?? []).not.toContain('tunnelers');
+    expect((await patch(`/edge-routers/${er}`, { isTunnelerEnabled: false })).status).toBe(200);
+    expectError(await get(`/identities/${identity.id}`), 404);
+    expectError(await get(`/edge-router-policies/${erp.id}`), 404);
+    expect((await get(`/edge-routers/${er}`)).body.data.roleAttributes).toEqual(['tunnelers']);
+    expect((await patch(`/edge-routers/${er}`, { isTunnelerEnabled: true })).status).toBe(200);
+    expect(await find('/identities', 'name = "tun-1b"')).toMatchObject([{ typeId: 'Router' }]);
+    // Deleting the router takes both along.
+    expect((await del(`/edge-routers/${er}`)).status).toBe(200);
+    expect(await find('/identities', 'name = "tun-1b"')).toEqual([]);
+    expect(await find('/edge-router-policies', `name = "edge-router-${er}-system"`)).toEqual([]);
+    // A router without the flag has neither.
+    await created('/edge-routers', { name: 'plain-1' });
+    expect(await find('/identities', 'name = "plain-1"')).toEqual([]);
+  });
 });
 
 describe('policies', () => {
