@@ -12,7 +12,7 @@ import { hashSecret, newId } from '../ids.js';
 import { recordRowChange } from '../events/record.js';
 import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
 import { removeRouterIdentity, syncRouterIdentity } from './router-identities.js';
-import { aliases, baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, selfLink, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
 
 /**
@@ -250,5 +250,10 @@ export const routers = defineResource({
   cli: { columns: ['id', 'name', 'isVerified', 'cost', 'disabled'] },
 });
 
-/** The same resource at upstream's other path. */
-export const transitRouters = defineResource({ ...routers, name: 'transit router', plural: 'transit-routers' });
+/** The same resource at upstream's other path, linking to itself there as upstream's answers do. */
+export const transitRouters = defineResource({
+  ...routers,
+  name: 'transit router',
+  plural: 'transit-routers',
+  toDetail: (r, ctx) => ({ ...routers.toDetail(r, ctx), _links: selfLink('transit-routers', r.id) }),
+});
