@@ -61,9 +61,9 @@ describe('edge routers and routers', () => {
     expect(d.enrollmentToken).toMatch(/^[0-9a-f-]{36}$/);
     const tr = await created('/routers', { name: 'tr-1', cost: 5 });
     expect((await get(`/transit-routers/${tr}`)).body.data).toMatchObject({ name: 'tr-1', cost: 5, isVerified: false });
-    // Each path links to itself, as upstream 1.1.10's answers do.
+    // Both paths link to ./transit-routers/, as upstream 1.1.10's answers do.
     expect((await get(`/transit-routers/${tr}`)).body.data._links.self.href).toBe(`./transit-routers/${tr}`);
-    expect((await get(`/routers/${tr}`)).body.data._links.self.href).toBe(`./routers/${tr}`);
+    expect((await get(`/routers/${tr}`)).body.data._links.self.href).toBe(`./transit-routers/${tr}`);
     expect(names(await get('/routers'))).toEqual(['er-1', 'tr-1']);
     expect(names(await get('/edge-routers'))).toEqual(['er-1']);
     expectError(await get(`/edge-routers/${tr}`), 404);

@@ -12,7 +12,7 @@ import { hashSecret, newId } from '../ids.js';
 import { recordRowChange } from '../events/record.js';
 import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
 import { removeRouterIdentity, syncRouterIdentity } from './router-identities.js';
-import { aliases, baseDetail, baseFilterable, defineResource, selfLink, type FieldSpec, type Row, type WriteMode } from '../resource.js';
+import { aliases, baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
 
 /**
@@ -243,17 +243,13 @@ export const routers = defineResource({
   ignored: { roleAttributes: Attributes, appData: Type.Record(Type.String(), Type.Unknown()), isTunnelerEnabled: Type.Boolean() },
   filterable: { ...routerFilterable, ...aliases({ isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true }, isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true } }) },
   detailQuery: detailQuery(false),
-  toDetail: (r, ctx) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
+  // Linked at ./transit-routers/ from both paths, as upstream 1.1.10 answers.
+  toDetail: (r, ctx) => ({ ...baseDetail('transit-routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
   toRow: async (input, mode) => routerRow(input, mode, false),
   // An edge router deleted through /routers takes its Router identity along too.
   hooks: { afterCreate, beforeDelete: routerIdentityHooks.beforeDelete },
   cli: { columns: ['id', 'name', 'isVerified', 'cost', 'disabled'] },
 });
 
-/** The same resource at upstream's other path, linking to itself there as upstream's answers do. */
-export const transitRouters = defineResource({
-  ...routers,
-  name: 'transit router',
-  plural: 'transit-routers',
-  toDetail: (r, ctx) => ({ ...routers.toDetail(r, ctx), _links: selfLink('transit-routers', r.id) }),
-});
+/** The same resource at upstream's other path. */
+export const transitRouters = defineResource({ ...routers, name: 'transit router', plural: 'transit-routers' });
