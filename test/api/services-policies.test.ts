@@ -169,9 +169,13 @@ describe('policies', () => {
     // The service loses its attribute: gone from the list (db stays, named by @id).
     await patch(`/services/${web}`, { roleAttributes: [] });
     expect((await clientServices(aliceToken)).map((s) => s.name)).toEqual(['db']);
-    // Changing the policy's semantic to AllOf: no service is both #public-svc and @db.
+    // Changing the policy's semantic to AllOf: it joins the attributes only, an @id is always selected
+    // (upstream 1.1.10's rule): db stays, named by @id.
     await patch(`/service-policies/${sp}`, { semantic: 'AllOf' });
-    expect(await clientServices(aliceToken)).toEqual([]);
+    expect((await clientServices(aliceToken)).map((s) => s.name)).toEqual(['db']);
+    // AllOf [@a, @b] selects both, as upstream (`ziti edge create service-policy` defaults to AllOf).
+    await patch(`/service-policies/${sp}`, { serviceRoles: [`@${web}`, `@${db}`] });
+    expect((await clientServices(aliceToken)).map((s) => s.name).sort()).toEqual(['db', 'web']);
     await patch(`/service-policies/${sp}`, { semantic: 'AnyOf', serviceRoles: ['#all'] });
     expect((await clientServices(aliceToken)).map((s) => s.name).sort()).toEqual(['db', 'web']);
 
