@@ -92,7 +92,8 @@ export const KINDS: Kind[] = [
   {
     key: 'identities',
     decl: identities,
-    system: (d) => d.isDefaultAdmin === true,
+    // A Router identity comes and goes with its tunneler-enabled edge router (router-identities.ts).
+    system: (d) => d.isDefaultAdmin === true || d.typeId === 'Router',
     refs: { authPolicyId: ref('auth policy', 'authPolicy'), serviceHostingCosts: keyedByService(''), serviceHostingPrecedences: keyedByService('') },
   },
   { key: 'edgeRouters', decl: edgeRouters },

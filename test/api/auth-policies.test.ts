@@ -31,7 +31,17 @@ describe('auth policies', () => {
   it('has a default policy that can be edited but not deleted', async () => {
     const d = (await c.call('GET', `${MGMT}/auth-policies/default`, { token: admin })).body.data;
     expect(d).toMatchObject({ name: 'Default', primary: { updb: { allowed: true, minPasswordLength: 5 }, cert: { allowed: true } }, secondary: { requireTotp: false } });
+    // In use (the admin is under it): 409 naming the identities, as upstream 1.1.10 answers.
+    const used = expectError(await c.call('DELETE', `${MGMT}/auth-policies/default`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
+    expect(used.cause).toMatchObject({ field: 'authPolicyId' });
+    // Unused, ztc still keeps it (identities made without authPolicyId need it); upstream would delete it.
+    const other = await c.call('POST', `${MGMT}/auth-policies`, { token: admin, body: { name: 'holder', primary: d.primary, secondary: d.secondary } });
+    expect(other.status, other.text).toBe(201);
+    const everyone = (await c.call('GET', `${MGMT}/identities?limit=500`, { token: admin })).body.data as { id: string }[];
+    for (const i of everyone) expect((await c.call('PATCH', `${MGMT}/identities/${i.id}`, { token: admin, body: { authPolicyId: other.body.data.id } })).status).toBe(200);
     expectError(await c.call('DELETE', `${MGMT}/auth-policies/default`, { token: admin }), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    for (const i of everyone) expect((await c.call('PATCH', `${MGMT}/identities/${i.id}`, { token: admin, body: { authPolicyId: 'default' } })).status).toBe(200);
+    expect((await c.call('DELETE', `${MGMT}/auth-policies/${other.body.data.id}`, { token: admin })).status).toBe(200);
   });
 
   it('creates, patches (merging nested fields), lists and deletes; refuses deleting one in use', async () => {

@@ -82,7 +82,7 @@ describe('POST /enroll/ott', () => {
     const { id, token } = await ottToken('ott-refusals-forms');
     expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: 'not a csr', contentType: 'application/x-pem-file' }), 400, 'COULD_NOT_PROCESS_CSR');
     expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: '', contentType: 'text/plain' }), 400, 'COULD_NOT_PROCESS_CSR');
-    expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: { clientCsr: 42 } }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: { clientCsr: 42 } }), 400, 'COULD_NOT_PARSE_BODY'); // upstream 1.1.10: its decoder's answer
     expectError(await c.call('POST', `${CLIENT}/enroll/ott`, { body: ecCsr().csrPem, contentType: 'application/x-pem-file' }), 400, 'INVALID_ENROLLMENT_TOKEN');
     expectError(await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: ecCsr().csrPem, contentType: 'application/octet-stream' }), 400, 'INVALID_CONTENT_TYPE');
     const r = await c.call('POST', `${CLIENT}/enroll/ott?token=${token}`, { body: ecCsr().csrPem, contentType: 'application/x-pem-file' });

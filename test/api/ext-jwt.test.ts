@@ -4,6 +4,7 @@ import { exportJWK, generateKeyPair, importPKCS8, SignJWT, type JWK, type Crypto
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { selfSignedCert } from '../helpers/certs.js';
 
 let c: TestController;
 let admin: string;
@@ -144,9 +145,14 @@ describe('external JWT signers', () => {
 
   it('validates signers and lists the enabled ones publicly on the client API', async () => {
     const post = (body: unknown) => c.call('POST', `${MGMT}/external-jwt-signers`, { token: admin, body });
-    expectError(await post({ name: 'bad-url', enabled: true, issuer: 'x', audience: null, jwksEndpoint: 'file:///etc/passwd' }), 400, 'INVALID_FIELD');
+    // Upstream 1.1.10's codes: COULD_NOT_VALIDATE for a URL that is not one (ztc also refuses a scheme other than http(s)),
+    // INVALID_CERT_PEM without a cause for a PEM that is not exactly one certificate.
+    expect(expectError(await post({ name: 'bad-url', enabled: true, issuer: 'x', audience: null, jwksEndpoint: 'not a url' }), 400, 'COULD_NOT_VALIDATE').cause).toMatchObject({ field: 'jwksEndpoint', reason: 'jwksEndpoint in body must be of type uri: "not a url"' });
+    expectError(await post({ name: 'bad-url', enabled: true, issuer: 'x', audience: null, jwksEndpoint: 'file:///etc/passwd' }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post({ name: 'no-key', enabled: true, issuer: 'x', audience: null }), 400, 'INVALID_FIELD');
-    expectError(await post({ name: 'two-keys', enabled: true, issuer: 'x', audience: null, jwksEndpoint: jwksUrl, certPem: 'x' }), 400, 'INVALID_FIELD');
+    expectError(await post({ name: 'two-keys', enabled: true, issuer: 'x', audience: null, jwksEndpoint: jwksUrl, certPem: 'x' }), 400, 'INVALID_CERT_PEM');
+    const two = selfSignedCert('one').certPem + selfSignedCert('two').certPem;
+    expect(expectError(await post({ name: 'two-certs', enabled: true, issuer: 'x', audience: null, certPem: two }), 400, 'INVALID_CERT_PEM').message).toBe('the supplied certificate PEM is either invalid or contains the incorrect number of certificates');
     await post({ name: 'hidden', enabled: false, issuer: 'https://hidden.example', audience: null, jwksEndpoint: jwksUrl });
     const pub = await c.call('GET', `${CLIENT}/external-jwt-signers`);
     expect(pub.status).toBe(200);

@@ -86,6 +86,24 @@ describe('GET /fabric/v1/routers|links|circuits|terminators|services', () => {
     expectError(await c.call('GET', '/fabric/v1/links?limit=1.5', { token: admin }), 400);
   });
 
+  it('shows terminators in the fabric shape, hostId and instanceId "" when unset (upstream\'s `ziti edge validate service-hosting` reads *hostId)', async () => {
+    const svc = await c.call('POST', `${MGMT}/services`, { token: admin, body: { name: 'fabric-svc', encryptionRequired: true } });
+    expect(svc.status, svc.text).toBe(201);
+    const t = await c.call('POST', `${MGMT}/terminators`, { token: admin, body: { service: 'fabric-svc', router: 'fabric-edge', binding: 'edge_transport', address: 'tcp:localhost:9000' } });
+    expect(t.status, t.text).toBe(201);
+    const r = await c.call('GET', `/fabric/v1/terminators/${t.body.data.id}`, { token: admin });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toMatchObject({ serviceId: svc.body.data.id, hostId: '', instanceId: '', binding: 'edge_transport', address: 'tcp:localhost:9000', cost: 0, dynamicCost: 0, precedence: 'default' });
+    expect(r.body.data).not.toHaveProperty('identity');
+    expect(r.body.data.router).toMatchObject({ entity: 'routers', name: 'fabric-edge' });
+    expect(Object.keys(r.body.data.router._links).sort()).toEqual(['self', 'terminators']);
+    expect(Object.keys(r.body.data.service._links).sort()).toEqual(['self', 'terminators']);
+    // The edge API keeps its own shape.
+    const edge = await c.call('GET', `${MGMT}/terminators/${t.body.data.id}`, { token: admin });
+    expect(edge.body.data.identity).toBe('');
+    await c.call('DELETE', `${MGMT}/terminators/${t.body.data.id}`, { token: admin });
+  });
+
   it('is for admins, as upstream\'s fabric API; other fabric paths are a clean 404', async () => {
     for (const path of ['/fabric/v1/routers', '/fabric/v1/links', '/fabric/v1/circuits', '/fabric/v1/terminators', '/fabric/v1/services']) {
       expectError(await c.call('GET', path), 401);

@@ -44,7 +44,9 @@ const ids = async (path: string) => (await call('GET', `${path}?limit=500`)).bod
 
 async function resolveRoles(list: string[], kind: Kind): Promise<string[]> {
   const existing = await ids(`/${kind}`);
-  return list.map((r) => (r.startsWith('@') ? (existing.length ? `@${existing[Number(r.slice(1)) % existing.length]}` : '#all') : r));
+  const roles = list.map((r) => (r.startsWith('@') ? (existing.length ? `@${existing[Number(r.slice(1)) % existing.length]}` : '#all') : r));
+  // #all stands alone, as upstream requires: a list holding it is just #all.
+  return roles.includes('#all') ? ['#all'] : roles;
 }
 
 async function run(s: fc.Infer<typeof step>) {

@@ -61,6 +61,9 @@ describe('edge routers and routers', () => {
     expect(d.enrollmentToken).toMatch(/^[0-9a-f-]{36}$/);
     const tr = await created('/routers', { name: 'tr-1', cost: 5 });
     expect((await get(`/transit-routers/${tr}`)).body.data).toMatchObject({ name: 'tr-1', cost: 5, isVerified: false });
+    // Both paths link to ./transit-routers/, as upstream 1.1.10's answers do.
+    expect((await get(`/transit-routers/${tr}`)).body.data._links.self.href).toBe(`./transit-routers/${tr}`);
+    expect((await get(`/routers/${tr}`)).body.data._links.self.href).toBe(`./transit-routers/${tr}`);
     expect(names(await get('/routers'))).toEqual(['er-1', 'tr-1']);
     expect(names(await get('/edge-routers'))).toEqual(['er-1']);
     expectError(await get(`/edge-routers/${tr}`), 404);
@@ -71,6 +74,41 @@ describe('edge routers and routers', () => {
     expect(enr[0]).toMatchObject({ method: 'erott', edgeRouterId: er, edgeRouter: { name: 'er-1' } });
     expect((await get(`/edge-router-role-attributes`)).body.data).toEqual(['public']);
     expect((await c.call('DELETE', `${MGMT}/routers/${tr}`, { token: admin })).status).toBe(200);
+  });
+
+  it('a tunneler-enabled one brings a Router identity and a system edge router policy, as upstream 1.1.10', async () => {
+    const del = (path: string) => c.call('DELETE', `${MGMT}${path}`, { token: admin });
+    const find = async (path: string, filter: string) => (await get(`${path}?filter=${encodeURIComponent(filter)}`)).body.data;
+    const er = await created('/edge-routers', { name: 'tun-1', isTunnelerEnabled: true });
+    const [identity] = await find('/identities', 'name = "tun-1"');
+    expect(identity).toMatchObject({ name: 'tun-1', typeId: 'Router', isAdmin: false, authPolicyId: 'default' });
+    const [erp] = await find('/edge-router-policies', `name = "edge-router-${er}-system"`);
+    expect(erp).toMatchObject({ isSystem: true, semantic: 'AnyOf', identityRoles: [`@${identity.id}`], edgeRouterRoles: [`@${er}`] });
+    // The policy joins the two; the router's role attributes stay its own.
+    expect((await get(`/identities/${identity.id}/edge-routers`)).body.data.map((r: { id: string }) => r.id)).toEqual([er]);
+    // Only the router changes them: upstream's refusals.
+    expect(expectError(await patch(`/identities/${identity.id}`, { name: 'other' }), 400, 'COULD_NOT_VALIDATE').cause).toMatchObject({ field: 'name', reason: 'may not change name of router identities' });
+    expectError(await del(`/identities/${identity.id}`), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expectError(await del(`/edge-router-policies/${erp.id}`), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expectError(await patch(`/edge-router-policies/${erp.id}`, { name: 'mine' }), 400, 'ENTITY_CAN_NOT_BE_UPDATED');
+    // Renamed with the router; gone when the flag is turned off, back when it is on again.
+    expect((await patch(`/edge-routers/${er}`, { name: 'tun-1b', roleAttributes: ['tunnelers'] })).status).toBe(200);
+    const renamed = (await get(`/identities/${identity.id}`)).body.data;
+    expect(renamed.name).toBe('tun-1b');
+    expect(renamed.roleAttributes ?? []).not.toContain('tunnelers');
+    expect((await patch(`/edge-routers/${er}`, { isTunnelerEnabled: false })).status).toBe(200);
+    expectError(await get(`/identities/${identity.id}`), 404);
+    expectError(await get(`/edge-router-policies/${erp.id}`), 404);
+    expect((await get(`/edge-routers/${er}`)).body.data.roleAttributes).toEqual(['tunnelers']);
+    expect((await patch(`/edge-routers/${er}`, { isTunnelerEnabled: true })).status).toBe(200);
+    expect(await find('/identities', 'name = "tun-1b"')).toMatchObject([{ typeId: 'Router' }]);
+    // Deleting the router takes both along.
+    expect((await del(`/edge-routers/${er}`)).status).toBe(200);
+    expect(await find('/identities', 'name = "tun-1b"')).toEqual([]);
+    expect(await find('/edge-router-policies', `name = "edge-router-${er}-system"`)).toEqual([]);
+    // A router without the flag has neither.
+    await created('/edge-routers', { name: 'plain-1' });
+    expect(await find('/identities', 'name = "plain-1"')).toEqual([]);
   });
 });
 
@@ -90,6 +128,20 @@ describe('policies', () => {
     expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['staff'] }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post('/service-policies', { name: 'bad', type: 'Dial', semantic: 'AnyOf', identityRoles: ['@nobody'] }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post('/service-policies', { name: 'bad', type: 'Sometimes', semantic: 'AnyOf' }), 400, 'COULD_NOT_VALIDATE');
+    // #all stands alone in every role list of every policy kind, as upstream 1.1.10 answers.
+    const alone = 'if using #all, it should be the only role specified';
+    for (const [path, body] of [
+      ['/service-policies', { name: 'bad-all', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#all', '#staff'] }],
+      ['/service-policies', { name: 'bad-all', type: 'Dial', semantic: 'AnyOf', postureCheckRoles: ['#all', '#all'] }],
+      ['/edge-router-policies', { name: 'bad-all', semantic: 'AnyOf', edgeRouterRoles: ['#public', '#all'] }],
+      ['/service-edge-router-policies', { name: 'bad-all', semantic: 'AnyOf', serviceRoles: ['#all', '@web'] }],
+    ] as const) {
+      const e = expectError(await post(path, body), 400, 'COULD_NOT_VALIDATE');
+      expect(e.cause, path).toMatchObject({ field: Object.keys(body).find((k) => k.endsWith('Roles')), reason: alone });
+    }
+    const lone = await post('/edge-router-policies', { name: 'all-alone', semantic: 'AnyOf', edgeRouterRoles: ['#all'], identityRoles: ['#all'] });
+    expect(lone.status, lone.text).toBe(201);
+    expect((await c.call('DELETE', `${MGMT}/edge-router-policies/${lone.body.data.id}`, { token: admin })).status).toBe(200);
 
     const aliceToken = await c.login('alice', 'password1');
     const bobToken = await c.login('bobby', 'password1');
@@ -117,9 +169,13 @@ describe('policies', () => {
     // The service loses its attribute: gone from the list (db stays, named by @id).
     await patch(`/services/${web}`, { roleAttributes: [] });
     expect((await clientServices(aliceToken)).map((s) => s.name)).toEqual(['db']);
-    // Changing the policy's semantic to AllOf: no service is both #public-svc and @db.
+    // Changing the policy's semantic to AllOf: it joins the attributes only, an @id is always selected
+    // (upstream 1.1.10's rule): db stays, named by @id.
     await patch(`/service-policies/${sp}`, { semantic: 'AllOf' });
-    expect(await clientServices(aliceToken)).toEqual([]);
+    expect((await clientServices(aliceToken)).map((s) => s.name)).toEqual(['db']);
+    // AllOf [@a, @b] selects both, as upstream (`ziti edge create service-policy` defaults to AllOf).
+    await patch(`/service-policies/${sp}`, { serviceRoles: [`@${web}`, `@${db}`] });
+    expect((await clientServices(aliceToken)).map((s) => s.name).sort()).toEqual(['db', 'web']);
     await patch(`/service-policies/${sp}`, { semantic: 'AnyOf', serviceRoles: ['#all'] });
     expect((await clientServices(aliceToken)).map((s) => s.name).sort()).toEqual(['db', 'web']);
 

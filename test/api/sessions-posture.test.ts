@@ -106,7 +106,16 @@ describe('posture', () => {
     expect((await mg('GET', '/posture-check-types/DOMAIN')).body.data).toMatchObject({ name: 'Windows Domain Check', operatingSystems: [{ type: 'Windows', versions: ['10', '2000', '7', '8', 'Vista'] }] });
     expectError(await mg('GET', '/posture-check-types/MFA'), 404, 'NOT_FOUND');
     expectError(await mg('POST', '/posture-checks', { name: 'no-domains', typeId: 'DOMAIN', domains: [] }), 400);
-    expectError(await mg('POST', '/posture-checks', { name: 'missing', typeId: 'DOMAIN' }), 400, 'INVALID_FIELD');
+    // A type upstream's decoder does not know: COULD_NOT_PARSE_BODY, as upstream 1.1.10 answers.
+    expect(expectError(await mg('POST', '/posture-checks', { name: 'nope', typeId: 'NOPE' }), 400, 'COULD_NOT_PARSE_BODY').cause).toMatchObject({ field: 'typeId' });
+    // A type's missing field: COULD_NOT_VALIDATE naming it, as upstream 1.1.10 answers.
+    for (const [body, field] of [
+      [{ typeId: 'DOMAIN' }, 'domains'], [{ typeId: 'MAC' }, 'macAddresses'], [{ typeId: 'OS' }, 'operatingSystems'],
+      [{ typeId: 'PROCESS' }, 'process'], [{ typeId: 'PROCESS', process: { osType: 'Linux' } }, 'process.path'], [{ typeId: 'PROCESS_MULTI', semantic: 'AllOf' }, 'processes'],
+    ] as const) {
+      const e = expectError(await mg('POST', '/posture-checks', { name: 'missing', ...body }), 400, 'COULD_NOT_VALIDATE');
+      expect(e.cause, field).toMatchObject({ field, reason: `${field} in body is required` });
+    }
     // Another type's fields are ignored, as upstream decodes the body as the named type's definition.
     const mixed = await mg('POST', '/posture-checks', { name: 'mixed', typeId: 'DOMAIN', domains: ['x'], macAddresses: ['aa'] });
     expect(mixed.status, mixed.text).toBe(201);

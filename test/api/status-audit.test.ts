@@ -32,7 +32,9 @@ const KNOWN_GAPS: Record<string, string> = {
   'client enrollCa 409': `CERT_IN_USE: ${UPSTREAM_409}`,
   'client enrollErOtt 409': `CERT_IN_USE: ${UPSTREAM_409}`,
   // Upstream refuses these deletes with 409 CAN_NOT_DELETE_REFERENCED_ENTITY (a foreign key constraint
-  // in its store: identity -> auth policy, auth policy -> required signer), outside its document.
+  // in its store: identity -> auth policy, auth policy -> allowed or required signer), outside its document;
+  // answered the same by its 1.1.10 controller side by side (`ziti edge delete auth-policy|ext-jwt-signer`),
+  // as was the second updb authenticator's 409 MAX_AUTHENTICATOR_METHODS_REACHED.
   'management deleteAuthPolicy 409': 'in use by identities: upstream answers 409 too (see above)',
   'management deleteExternalJwtSigner 409': 'named by an auth policy: upstream answers 409 too (see above)',
   'management createDatabaseSnapshot 409': 'SNAPSHOT_UNAVAILABLE (PostgreSQL without pg_dump): a state upstream (bbolt) never has',

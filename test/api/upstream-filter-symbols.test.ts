@@ -161,7 +161,7 @@ describe('upstream’s symbols filter with upstream’s meaning', () => {
 
   it('where upstream answers 500 (a sort on a set or a dotted name) we answer 400 with the envelope', async () => {
     for (const [path, sort] of [['services', 'roleAttributes'], ['terminators', 'service.name'], ['identities', 'tags.env'], ['service-policies', 'identities']]) {
-      expectError(await call('GET', `${MGMT}/${path}?filter=${encodeURIComponent(`true sort by ${sort}`)}`), 400, 'INVALID_SORT_IDENTIFIER');
+      expectError(await call('GET', `${MGMT}/${path}?filter=${encodeURIComponent(`true sort by ${sort}`)}`), 400, 'INVALID_FILTER');
     }
     expectError(await call('GET', `${MGMT}/identities?filter=${encodeURIComponent('colour = "red"')}`), 400, 'INVALID_FILTER');
   });

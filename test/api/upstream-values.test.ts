@@ -38,7 +38,9 @@ describe('unset optional strings', () => {
 
     // The client API's view of the same signers.
     const client = (await file.c.call('GET', `${CLIENT}/external-jwt-signers`)).body.data as { name: string; clientId: unknown; externalAuthUrl: unknown }[];
-    expect(client.find((s) => s.name === 'jwks-signer')).toMatchObject({ clientId: null, externalAuthUrl: null });
+    // externalAuthUrl null as upstream's client API shows it; an unset clientId left out there (omitempty).
+    expect(client.find((s) => s.name === 'jwks-signer')).toMatchObject({ externalAuthUrl: null });
+    expect(client.find((s) => s.name === 'jwks-signer')).not.toHaveProperty('clientId');
   });
 
   it('and the served document says those fields may be null, for generated clients', async () => {
@@ -66,8 +68,8 @@ describe('unset optional strings', () => {
 
 describe('error causes', () => {
   it('carry field, reason and value as a string, "<nil>" for a missing value', async () => {
-    // A body that breaks the route's schema.
-    const typed = expectError(await mg('POST', '/services', { name: 'svc-typed', encryptionRequired: 'yes' }), 400, 'COULD_NOT_VALIDATE');
+    // A body that breaks the route's schema (a value of the wrong JSON type: upstream's decoder refuses it).
+    const typed = expectError(await mg('POST', '/services', { name: 'svc-typed', encryptionRequired: 'yes' }), 400, 'COULD_NOT_PARSE_BODY');
     expect(typed.cause).toEqual({ field: 'encryptionRequired', reason: expect.any(String), value: 'yes' });
     const missing = expectError(await mg('POST', '/services', { encryptionRequired: true }), 400, 'COULD_NOT_VALIDATE');
     expect(missing.cause).toEqual({ field: 'name', reason: 'is required', value: '<nil>' });
@@ -81,8 +83,8 @@ describe('error causes', () => {
     // A rule checked by the model rather than the schema.
     const unknown = expectError(await mg('POST', '/services', { name: 'svc-cfg', encryptionRequired: true, configs: ['no-such-config'] }), 400);
     expect(unknown.cause).toMatchObject({ field: 'configs', value: 'no-such-config' });
-    const notCert = expectError(await mg('POST', '/external-jwt-signers', { name: 'bad-cert', enabled: true, issuer: 'https://x.example.com', audience: 'a', certPem: 'not a certificate' }), 400);
-    expect(notCert.cause).toMatchObject({ field: 'certPem', value: 'not a certificate' });
+    const notUrl = expectError(await mg('POST', '/external-jwt-signers', { name: 'bad-url', enabled: true, issuer: 'https://x.example.com', audience: 'a', jwksEndpoint: 'not a url' }), 400);
+    expect(notUrl.cause).toMatchObject({ field: 'jwksEndpoint', value: 'not a url' });
     // Secrets sent in a refused field are not echoed back.
     const id = await made('/identities', { name: 'pw-echo', type: 'Default', isAdmin: false });
     const pw = expectError(await mg('POST', '/authenticators', { identityId: id, method: 'updb', username: 'pw-echo', password: 7 }), 400);
@@ -116,6 +118,15 @@ describe('values upstream normalises', () => {
   it('external JWT signer scopes and a service\'s configs come back as upstream orders them', async () => {
     const signer = await made('/external-jwt-signers', { name: 'scoped', enabled: true, issuer: 'https://scoped.example.com', audience: 'a', jwksEndpoint: 'https://scoped.example.com/keys', scopes: ['profile', 'openid', 'email', 'openid'] });
     expect((await mg('GET', `/external-jwt-signers/${signer}`)).body.data.scopes).toEqual(['email', 'openid', 'profile']);
+    // Upstream 1.1.10 reads an empty set back as null: none given, [] given, or emptied by a patch.
+    const none = await made('/external-jwt-signers', { name: 'unscoped', enabled: true, issuer: 'https://unscoped.example.com', audience: 'a', jwksEndpoint: 'https://unscoped.example.com/keys' });
+    const empty = await made('/external-jwt-signers', { name: 'empty-scopes', enabled: true, issuer: 'https://empty.example.com', audience: 'a', jwksEndpoint: 'https://empty.example.com/keys', scopes: [] });
+    expect((await mg('PATCH', `/external-jwt-signers/${signer}`, { scopes: [] })).status).toBe(200);
+    for (const id of [none, empty, signer]) expect((await mg('GET', `/external-jwt-signers/${id}`)).body.data.scopes, id).toBeNull();
+    // The client API shows the same null, and leaves an unset clientId out (upstream's omitempty there).
+    const pub = (await file.c.call('GET', `${CLIENT}/external-jwt-signers?filter=${encodeURIComponent('name = "unscoped"')}`)).body.data[0];
+    expect(pub.scopes).toBeNull();
+    expect(pub).not.toHaveProperty('clientId');
 
     const ids: string[] = [];
     ids.push(await made('/configs', { name: 'order-host', configTypeId: 'host.v1', data: { protocol: 'tcp', address: 'x', port: 1 } }));

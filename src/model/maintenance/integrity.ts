@@ -110,10 +110,10 @@ const checks: Check[] = [
       }
     }
   },
-  // AnyOf policies naming entities (@id) that no longer exist (in AllOf ones such a role is kept on
-  // purpose: removing it would widen the policy).
+  // Policies naming entities (@id) that no longer exist (a delete drops the role from every policy; an
+  // @id only adds its own entity, so dropping it widens nothing; databases from before kept it in AllOf ones).
   async (db, fix, report) => {
-    for (const p of (await policyShapes(db as never)).filter((x) => x.semantic === 'AnyOf')) {
+    for (const p of await policyShapes(db as never)) {
       for (const [side, roles] of Object.entries(p.sides) as [Side, string[]][]) {
         const e = ROLE_ENTITIES.find((x) => x.side === side)!;
         for (const role of roles.filter((r) => r.startsWith('@'))) {

@@ -73,9 +73,12 @@ export function sideQuery(db: AnyDb, side: Side) {
 
 /** The JavaScript twin of rolesCondition (store/filter/roles.ts), for one entity. */
 export function matches(roles: string[], semantic: Semantic, id: string, attributes: ReadonlySet<string>): boolean {
-  if (!roles.length) return false;
-  const one = (role: string) => role === '#all' || (role.startsWith('@') ? role.slice(1) === id : attributes.has(role.startsWith('#') ? role.slice(1) : role));
-  return semantic === 'AnyOf' ? roles.some(one) : roles.every(one);
+  // Upstream's rule (see rolesCondition): #all, or named by @id, or the attributes by the semantic.
+  if (roles.includes('#all') || roles.includes(`@${id}`)) return true;
+  const wanted = roles.filter((r) => !r.startsWith('@')).map((r) => (r.startsWith('#') ? r.slice(1) : r));
+  if (!wanted.length) return false;
+  const has = (a: string) => attributes.has(a);
+  return semantic === 'AnyOf' ? wanted.some(has) : wanted.every(has);
 }
 
 /** Recompute one policy: its role index and the members of each side. */
@@ -130,16 +133,16 @@ const POLICY_TABLE: Record<PolicyKind, string> = { erp: 'edge_router_policies', 
 const ROLE_COLUMN: Record<Side, string> = { identity: 'identity_roles', service: 'service_roles', 'edge-router': 'edge_router_roles', 'posture-check': 'posture_check_roles' };
 
 /**
- * A deleted entity leaves every policy: its member rows, and the @id roles that named it in AnyOf
- * policies. In an AllOf policy the role stays: dropping a condition there would widen the policy to
- * entities it never selected (AllOf [@alice, #admins] must not become every admin); it matches nothing.
+ * A deleted entity leaves every policy: its member rows, and the @id roles that named it, whatever the
+ * semantic, as upstream. An @id only ever adds its own entity (the semantic joins attributes only), so
+ * dropping it selects no one new.
  */
 export async function forgetEntity(tx: AnyDb, id: string) {
   await lockMembership(tx);
   await tx.deleteFrom('policyMembers').where('entityId', '=', id).execute();
-  const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
+  const naming = (await tx.selectFrom('policyRoles').select(['policyId', 'side', 'kind']).where('role', '=', `@${id}`).execute()) as { policyId: string; side: Side; kind: PolicyKind }[];
   for (const r of naming) await removeRole(tx, r.policyId, r.kind, r.side, `@${id}`);
-  await tx.deleteFrom('policyRoles').where('role', '=', `@${id}`).where('semantic', '=', 'AnyOf').execute();
+  await tx.deleteFrom('policyRoles').where('role', '=', `@${id}`).execute();
 }
 
 /** Take one role out of a policy's stored role list for a side; returns the roles kept. */
@@ -155,6 +158,10 @@ export async function removeRole(tx: AnyDb, policyId: string, kind: PolicyKind, 
 /** Roles as a policy stores them: #attribute, @id (a @name is resolved to the id), #all. */
 export async function normaliseRoles(tx: AnyDb, side: Side, field: string, roles: string[] | null | undefined): Promise<string[]> {
   const out: string[] = [];
+  // #all stands alone, as upstream requires (counted before repeats are dropped, as there).
+  if (roles && roles.length > 1 && roles.includes('#all')) {
+    throw new ApiError(400, 'COULD_NOT_VALIDATE', `The field '${field}' is not valid: if using #all, it should be the only role specified`, { field, reason: 'if using #all, it should be the only role specified', value: roles });
+  }
   for (const role of roles ?? []) {
     if (typeof role !== 'string' || role.length < 2 || !/^[#@]/.test(role)) {
       // COULD_NOT_VALIDATE with upstream's reason, as its controller answers.

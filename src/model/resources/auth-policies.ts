@@ -103,10 +103,11 @@ export const authPolicies = defineResource({
   toRow,
   hooks: {
     beforeDelete: async (tx, existing) => {
-      if (isSet(existing.isSystem)) throw cannotDelete('The default auth policy cannot be deleted; edit it instead');
-      // As upstream: every referring identity is named (up to 100 here, so the answer stays small).
+      // As upstream: every referring identity is named (up to 100 here, so the answer stays small). Checked
+      // first, so the default policy in use answers 409 as upstream's does.
       const users = await tx.selectFrom('identities').select('id').where('authPolicyId', '=', existing.id).orderBy('id').limit(100).execute();
       if (users.length) throw referencedBy('authPolicy', 'identity', users.map((u) => u.id), 'authPolicyId');
+      if (isSet(existing.isSystem)) throw cannotDelete('The default auth policy cannot be deleted; edit it instead');
     },
   },
   cli: { columns: ['id', 'name', 'primary.updb.allowed', 'primary.cert.allowed', 'primary.extJwt.allowed', 'secondary.requireTotp'] },

@@ -36,13 +36,22 @@ export const signerPatch = Type.Object(
 // as a JWKS signer). commonName is a plain string there ("" without a certificate), and the validity
 // dates of a JWKS signer are Go's zero time.
 const OptionalText = Nullable(Type.String());
+/** Upstream keeps scopes as a set and reads an empty one back as null, whether none or [] was sent. */
+const Scopes = Nullable(Type.Array(Type.String()));
+const scopesOf = (raw: unknown) => {
+  const list = sortedSet(fromJson<string[]>(raw as string | null, []));
+  return list.length ? list : null;
+};
 export const signerDetail = Type.Object({
   ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: OptionalText, certPem: OptionalText, jwksEndpoint: OptionalText,
-  kid: OptionalText, claimsProperty: OptionalText, useExternalId: Type.Boolean(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Type.Array(Type.String()),
+  kid: OptionalText, claimsProperty: OptionalText, useExternalId: Type.Boolean(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Scopes,
   fingerprint: OptionalText, commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
 });
-/** What the client API shows: enough to start a login with the external provider. */
-export const signerClientDetail = Type.Object({ ...baseFields, name: Type.String(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Type.Array(Type.String()) });
+/**
+ * What the client API shows: enough to start a login with the external provider. clientId is left out
+ * when unset, as upstream's (omitempty there, where the management API shows null).
+ */
+export const signerClientDetail = Type.Object({ ...baseFields, name: Type.String(), clientId: Type.Optional(Type.String()), externalAuthUrl: OptionalText, scopes: Scopes });
 
 /** Go's zero time as upstream's DateTime prints it: what a signer without a certificate shows for its validity. */
 const GO_ZERO_TIME = '0001-01-01T00:00:00.000Z';
@@ -52,9 +61,10 @@ function checkUrl(field: string, value: string) {
   try {
     u = new URL(value);
   } catch {
-    throw new ApiError(400, 'INVALID_FIELD', `${field} is not a URL`, { field, reason: 'not a URL', value });
+    // Upstream's document check: COULD_NOT_VALIDATE in its words.
+    throw couldNotValidate(field, `${field} in body must be of type uri: ${JSON.stringify(value)}`, value);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ApiError(400, 'INVALID_FIELD', `${field} must be an http(s) URL`, { field, reason: 'must be http or https', value });
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw couldNotValidate(field, 'must be an http or https URL', value);
 }
 
 /**
@@ -100,10 +110,13 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
     Object.assign(out, { fingerprint: null, commonName: null, notBefore: null, notAfter: null });
     if (input.certPem) {
       let x: X509Certificate;
+      // Exactly one certificate, or upstream's INVALID_CERT_PEM (no cause there).
+      const invalidPem = () => new ApiError(400, 'INVALID_CERT_PEM', 'the supplied certificate PEM is either invalid or contains the incorrect number of certificates');
+      if ((input.certPem.match(/-----BEGIN CERTIFICATE-----/g) ?? []).length !== 1) throw invalidPem();
       try {
         x = new X509Certificate(input.certPem);
       } catch {
-        throw new ApiError(400, 'INVALID_FIELD', 'certPem is not a PEM certificate', { field: 'certPem', reason: 'not a certificate', value: input.certPem });
+        throw invalidPem();
       }
       Object.assign(out, { fingerprint: fingerprintOf(input.certPem), commonName: /(?:^|\n)CN=([^\n]*)/.exec(x.subject)?.[1] ?? '', notBefore: new Date(x.validFrom).toISOString(), notAfter: new Date(x.validTo).toISOString() });
     }
@@ -142,7 +155,7 @@ export const externalJwtSigners = defineResource({
   toDetail: (r) => ({
     ...baseDetail('external-jwt-signers', r),
     name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: opt(r.audience), certPem: opt(r.certPem), jwksEndpoint: opt(r.jwksEndpoint), kid: opt(r.kid),
-    claimsProperty: opt(r.claimsProperty), useExternalId: isSet(r.useExternalId), clientId: opt(r.clientId), externalAuthUrl: opt(r.externalAuthUrl), scopes: sortedSet(fromJson(r.scopes, [])),
+    claimsProperty: opt(r.claimsProperty), useExternalId: isSet(r.useExternalId), clientId: opt(r.clientId), externalAuthUrl: opt(r.externalAuthUrl), scopes: scopesOf(r.scopes),
     fingerprint: opt(r.fingerprint), commonName: r.commonName ?? '', notBefore: r.notBefore || GO_ZERO_TIME, notAfter: r.notAfter || GO_ZERO_TIME,
   }),
   toRow,

@@ -10,6 +10,7 @@ import {
   AnyMap, Attributes, baseFields, Cost, EntityRef, MapOf, Name, Nullable, Precedence, Tags,
 } from '../schemas/common.js';
 import { identityLinks } from './identity-links.js';
+import { checkRouterIdentityDelete, checkRouterIdentityRename } from './router-identity-guard.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 import { Permissions } from '../permissions.js';
 
@@ -108,6 +109,7 @@ const plain: Record<string, (v: Row[string]) => unknown> = {
 
 async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existing?: Row): Promise<Row> {
   const out: Row = {};
+  checkRouterIdentityRename(existing, input);
   for (const [field, store] of Object.entries(plain)) {
     if (mode !== 'patch' || field in input) out[field] = store(input[field]);
   }
@@ -215,8 +217,9 @@ export const identities = defineResource({
       if (e.ottca) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'ottca', expiresAt, caId: e.ottca });
       if (e.updb) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'updb', expiresAt, username: e.updb });
     },
-    beforeDelete: async (_tx, existing) => {
+    beforeDelete: async (tx, existing) => {
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
+      await checkRouterIdentityDelete(tx, existing);
     },
   },
   cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },

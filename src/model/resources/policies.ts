@@ -3,7 +3,7 @@
 import { Type, type TSchema } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
 import { fromJson, isSet, sortedStrings } from '../../store/json.js';
-import { cannotDelete } from '../errors.js';
+import { ApiError, cannotDelete } from '../errors.js';
 import { displayRoles, evaluatePolicy, forgetPolicy, normaliseRoles, roleNames, type PolicyKind, type PolicyShape, type Semantic, type Side } from '../policy/membership.js';
 import { sql } from 'kysely';
 import { baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
@@ -94,7 +94,9 @@ function policyResource(spec: PolicySpec) {
       ...Object.fromEntries(roleFields.flatMap((f) => [[f, sortedStrings(r[f])], [`${f}Display`, r[`${f}Display`] ?? []]])),
       ...(spec.extraDetail?.(r) ?? {}),
     }),
-    toRow: async (input: Row, mode: WriteMode, tx: Tx) => {
+    toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existing?: Row) => {
+      // A system policy (a tunneler-enabled router's) is the router's to change, as upstream refuses it.
+      if (existing && isSet(existing.isSystem)) throw new ApiError(400, 'ENTITY_CAN_NOT_BE_UPDATED', `cannot update system ${spec.name} '${existing.name}'`);
       const out: Row = {};
       for (const k of ['name', 'semantic', ...Object.keys(spec.extra ?? {})]) if (mode !== 'patch' || k in input) out[k] = input[k];
       for (const f of roleFields) {

@@ -81,11 +81,14 @@ function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode)
       const at = error.instancePath.split('/').slice(1).reduce<unknown>((v, p) => (v as Record<string, unknown> | undefined)?.[p], value);
       // An OS type outside the list: upstream's words and the one value, not the whole list.
       if (/\.(type|osType)$/.test(field)) throw couldNotValidate(field, `${field} in body should be one of [${OS_TYPES.join(' ')}]`, at);
-      throw invalidField(field, error.message, value);
+      // COULD_NOT_VALIDATE naming the missing field itself (process.path), as upstream's document checks do.
+      const missing = error.keyword === 'required' ? (error.params as { requiredProperties?: string[] }).requiredProperties?.[0] : undefined;
+      if (missing) throw couldNotValidate(`${field}.${missing}`, `${field}.${missing} in body is required`, null);
+      throw couldNotValidate(field, error.message, value);
     }
     data[k] = value;
   }
-  for (const k of spec.required) if (data[k] === undefined) throw invalidField(k, `is required for ${typeId} posture checks`);
+  for (const k of spec.required) if (data[k] === undefined) throw couldNotValidate(k, `${k} in body is required`, null);
   if (typeId === 'MFA') data.timeoutSeconds ??= -1;
   return normaliseCheckData(typeId, data);
 }

@@ -11,6 +11,7 @@ import type { Ctx } from '../context.js';
 import { hashSecret, newId } from '../ids.js';
 import { recordRowChange } from '../events/record.js';
 import { signEnrollmentJwt, tokenOf } from '../pki/jwt.js';
+import { removeRouterIdentity, syncRouterIdentity } from './router-identities.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type FieldSpec, type Row, type WriteMode } from '../resource.js';
 import { AnyMap, Attributes, baseFields, Cost, MapOf, Name, Nullable, Tags } from '../schemas/common.js';
 
@@ -171,6 +172,12 @@ const afterCreate = async (tx: Tx, id: string, _input: Row, ctx: Ctx) => {
   await insertRouterEnrollment(tx, ctx, id);
 };
 
+/** A tunneler-enabled edge router's Router identity and system policy follow every write (router-identities.ts). */
+const routerIdentityHooks = {
+  afterWrite: async (tx: Tx, id: string, ctx: Ctx) => syncRouterIdentity(tx, ctx, id),
+  beforeDelete: async (tx: Tx, existing: Row, ctx: Ctx) => removeRouterIdentity(tx, ctx, existing.id as string),
+};
+
 /** An edge router's links beyond self, as upstream gives them wherever it shows one (the current identity's list too). */
 export const edgeRouterLinks = (id: string) => ({
   'edge-router-policies': { href: `./edge-routers/${id}/edge-router-policies` },
@@ -215,7 +222,7 @@ export const edgeRouters = defineResource({
     ...versionOf(r),
   }),
   toRow: async (input, mode) => routerRow(input, mode, true),
-  hooks: { afterCreate },
+  hooks: { afterCreate, ...routerIdentityHooks },
   cli: { columns: ['id', 'name', 'isVerified', 'roleAttributes', 'cost', 'isTunnelerEnabled'] },
 });
 
@@ -236,9 +243,11 @@ export const routers = defineResource({
   ignored: { roleAttributes: Attributes, appData: Type.Record(Type.String(), Type.Unknown()), isTunnelerEnabled: Type.Boolean() },
   filterable: { ...routerFilterable, ...aliases({ isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true }, isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true } }) },
   detailQuery: detailQuery(false),
-  toDetail: (r, ctx) => ({ ...baseDetail('routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
+  // Linked at ./transit-routers/ from both paths, as upstream 1.1.10 answers.
+  toDetail: (r, ctx) => ({ ...baseDetail('transit-routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
   toRow: async (input, mode) => routerRow(input, mode, false),
-  hooks: { afterCreate },
+  // An edge router deleted through /routers takes its Router identity along too.
+  hooks: { afterCreate, beforeDelete: routerIdentityHooks.beforeDelete },
   cli: { columns: ['id', 'name', 'isVerified', 'cost', 'disabled'] },
 });
 

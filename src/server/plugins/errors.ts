@@ -30,6 +30,19 @@ function fromValidation(errors: AjvError[], context: string | undefined, request
   const where = context && context !== 'body' ? `${context} ` : '';
   const source = (context === 'querystring' ? request.query : context === 'params' ? request.params : request.body) as Record<string, unknown> | undefined;
   const value = field.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), source);
+  // A body value of the wrong JSON type (a string for a boolean, an array for an object) is one upstream's
+  // Go decoder cannot read into its struct: COULD_NOT_PARSE_BODY there, before any validation. Not a null
+  // (Go reads it as unset, then validation complains) nor a config's data, a type's schema or a tag's value (free-form there).
+  // ztc's own operations (import) keep COULD_NOT_VALIDATE: they have no upstream answer to match, and the
+  // import's thread, which reads large bodies itself, answers it on every database.
+  const ours = ((request.routeOptions.schema as { summary?: string } | undefined)?.summary ?? '').startsWith('ztc extension');
+  const undecodable = value !== null && !ours && !/^(data|schema|tags\.)/.test(field);
+  // A posture check's (or response's) typeId picks the type its body is decoded as upstream: one it does
+  // not know is a body it cannot decode either.
+  const unknownKind = field === 'typeId' && (e.keyword === 'const' || e.keyword === 'enum') && !ours;
+  if (context === 'body' && (((e.keyword === 'type' || e.keyword === 'anyOf') && undecodable) || unknownKind)) {
+    return new ApiError(400, 'COULD_NOT_PARSE_BODY', `The body of the request could not be parsed: field '${field}' ${reason}`, { field, reason, value });
+  }
   return new ApiError(400, 'COULD_NOT_VALIDATE', `The request is not valid: ${where}field '${field}' ${reason}`, { field, reason, value });
 }
 

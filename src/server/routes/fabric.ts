@@ -7,12 +7,12 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../model/context.js';
-import { baseDetail, type Operation, type ResourceDecl } from '../../model/resource.js';
+import { baseDetail, selfLink, type Operation, type ResourceDecl } from '../../model/resource.js';
 import { circuits, links } from '../../model/resources/fabric.js';
 import { isOnline, routers } from '../../model/resources/routers.js';
 import { services } from '../../model/resources/services.js';
 import { terminators } from '../../model/resources/terminators.js';
-import { baseFields, MapOf } from '../../model/schemas/common.js';
+import { baseFields, EntityRef, MapOf } from '../../model/schemas/common.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { FABRIC_PATH } from '../api-paths.js';
 import { VERSION } from '../../version.js';
@@ -33,6 +33,23 @@ const FabricRouter = Type.Object({
   listenerAddresses: Type.Array(Type.Object({ address: Type.String(), protocol: Type.String() })),
   ctrlChanListeners: MapOf(Type.Array(Type.String())),
   interfaces: Type.Array(Type.Object({ name: Type.String() }, { additionalProperties: true })),
+});
+
+/**
+ * A terminator as upstream's fabric API shows it: the hosting identity as hostId and the edge API's
+ * `identity` as instanceId, both "" when unset (upstream's CLI reads *hostId without a nil check:
+ * `ziti edge validate service-hosting` panics on a terminator without it).
+ */
+const FabricTerminator = Type.Object({
+  ...baseFields,
+  serviceId: Type.String(), service: EntityRef, routerId: Type.String(), router: EntityRef,
+  binding: Type.String(), address: Type.String(), instanceId: Type.String(), hostId: Type.String(),
+  cost: Type.Integer(), dynamicCost: Type.Integer(), precedence: Type.String(),
+});
+/** Fabric entity refs link to the fabric's own paths: the entity and its terminators. */
+const fabricRef = (plural: string, id: string, name: string) => ({
+  _links: { ...selfLink(plural, id), terminators: { href: `./${plural}/${id}/terminators` } },
+  entity: plural, id, name,
 });
 
 export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry) {
@@ -58,8 +75,19 @@ export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: Spec
           listenerAddresses: fromJson<{ address: string; protocol: string }[]>(r.linkListeners, []), ctrlChanListeners: {}, interfaces: [],
         }),
       };
+      const fabricTerminators: ResourceDecl = {
+        ...terminators,
+        schemas: { detail: FabricTerminator },
+        toDetail: (r) => ({
+          ...baseDetail('terminators', r),
+          serviceId: r.serviceId, service: fabricRef('services', r.serviceId, r.serviceName),
+          routerId: r.routerId, router: fabricRef('routers', r.routerId, r.routerName),
+          binding: r.binding, address: r.address, instanceId: r.identity ?? '', hostId: r.hostId ?? '',
+          cost: Number(r.cost), dynamicCost: Number(r.cost), precedence: r.precedence,
+        }),
+      };
       const readOnly = { only: ['list', 'get'] as Operation[] };
-      for (const decl of [fabricRouters, links, circuits, terminators, services]) mountResource(child, ctx, decl, readOnly);
+      for (const decl of [fabricRouters, links, circuits, fabricTerminators, services]) mountResource(child, ctx, decl, readOnly);
     },
     { prefix: FABRIC_PATH },
   );

@@ -14,7 +14,9 @@ export function compileFilter(text: string | undefined, fields: Record<string, F
     return compileQuery(parseFilter(text), fields, dialect);
   } catch (err) {
     if (!(err instanceof FilterError)) throw err;
-    throw new ApiError(400, err.code, `Invalid filter at position ${err.pos}: ${err.reason}`, { field: 'filter', reason: err.reason, value: text });
+    // A bad `sort by` inside the filter is INVALID_FILTER, as upstream answers it (INVALID_SORT_IDENTIFIER
+    // is for the `sort=` parameter, below).
+    throw new ApiError(400, 'INVALID_FILTER', `Invalid filter at position ${err.pos}: ${err.reason}`, { field: 'filter', reason: err.reason, value: text });
   }
 }
 

@@ -34,22 +34,19 @@ export function rolesCondition(roles: string[], semantic: string | undefined): R
   for (const r of roles) {
     if (!r || r === '#' || r === '@') throw new ApiError(400, 'INVALID_FIELD', `'${r}' is not a role: use #attribute, @id or #all`, { field: 'roleFilter', reason: 'not a role', value: r });
   }
+  // Upstream's rule: #all selects everything; @ids are always selected; the semantic joins the
+  // attributes only (AllOf: every one of them, AnyOf: any). So AllOf [@a, @b] selects a and b, and
+  // AllOf [@a, #x] selects a and every entity with x.
   const { all, ids, attributes } = split(roles);
-  if (sem === 'AnyOf') {
-    if (all) return TRUE;
-    const parts: RawBuilder<SqlBool>[] = [];
-    if (ids.length) parts.push(idIn(ids));
-    if (attributes.length) parts.push(sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)})))`);
-    return sql<SqlBool>`(${sql.join(parts, sql` or `)})`;
-  }
-  // AllOf: #all adds nothing; two different ids can never both be the entity.
-  if (ids.length > 1) return FALSE;
+  if (all) return TRUE;
   const parts: RawBuilder<SqlBool>[] = [];
   if (ids.length) parts.push(idIn(ids));
-  if (attributes.length) {
+  if (attributes.length && sem === 'AnyOf') {
+    parts.push(sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)})))`);
+  } else if (attributes.length) {
     parts.push(
       sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)}) group by r.entity_id having count(*) = ${attributes.length}))`,
     );
   }
-  return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` and `)})` : TRUE;
+  return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` or `)})` : FALSE;
 }

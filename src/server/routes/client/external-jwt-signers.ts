@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Ctx } from '../../../model/context.js';
 import { listResource } from '../../../model/crud.js';
+import type { Row } from '../../../model/resource.js';
 import { externalJwtSigners, signerClientDetail } from '../../../model/resources/external-jwt-signers.js';
 import { ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
@@ -12,6 +13,11 @@ export function registerClientSigners(app: FastifyInstance, ctx: Ctx) {
   const view = {
     ...externalJwtSigners,
     source: (db: Ctx['store']['db']) => db.selectFrom('externalJwtSigners as e').where('e.enabled', '=', 1) as never,
+    // An unset clientId is left out here, as upstream's client API does (its management API shows null).
+    toDetail: (r: Row, c: Ctx) => {
+      const { clientId, ...rest } = externalJwtSigners.toDetail(r, c) as Row;
+      return clientId == null ? rest : { ...rest, clientId };
+    },
   };
   app.get(
     '/external-jwt-signers',
