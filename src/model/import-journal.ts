@@ -1,7 +1,9 @@
 // The journal that keeps a batched import all-or-nothing (SQLite: see import-model.ts for why it is
 // batched). An import run is a row in import_runs (with the pid of the process applying it); each
 // entity it creates is noted in import_journal in the same transaction that creates it. The run's last
-// transaction deletes its notes, which is the moment the import is done. A run that fails is undone at
+// transaction marks it finished, which is the moment the import is done; its notes are forgotten after,
+// a few thousand a transaction (deleting 100,000 in the last one held the write lock for a second, which
+// every login then waited for). A run that fails is undone at
 // once; one whose process died (SIGKILL, power loss) is undone when the data dir is next opened, before
 // anything is served. Undoing deletes what the notes name, newest first, a short transaction at a time,
 // and a note goes in the same transaction as its entity's delete, so an undo interrupted by another
@@ -50,9 +52,28 @@ export async function noteCreated(tx: Tx, runId: string, firstSeq: number, notes
 }
 
 /** In the import's last transaction: from its commit on, what the run created stays. */
-export async function finishImportRun(tx: Tx, runId: string) {
-  await tx.deleteFrom('importJournal').where('importId', '=', runId).execute();
-  await tx.deleteFrom('importRuns').where('id', '=', runId).execute();
+export async function finishImportRun(ctx: Ctx, tx: Tx, runId: string) {
+  await tx.updateTable('importRuns').set({ finishedAt: iso(ctx.clock.now()) }).where('id', '=', runId).execute();
+}
+
+/** Notes a transaction forgets: about BATCH_MS of deletes. */
+const FORGET_NOTES = 5_000;
+
+/** Delete a finished run's notes, then the run, a short transaction at a time. */
+export async function forgetImportRun(ctx: Ctx, runId: string) {
+  for (;;) {
+    const done = await writeTx(ctx, async (tx) => {
+      const first = await tx.selectFrom('importJournal').select('seq').where('importId', '=', runId).orderBy('seq').limit(1).executeTakeFirst();
+      if (!first) {
+        await tx.deleteFrom('importRuns').where('id', '=', runId).execute();
+        return true;
+      }
+      await tx.deleteFrom('importJournal').where('importId', '=', runId).where('seq', '<', first.seq + FORGET_NOTES).execute();
+      return false;
+    });
+    if (done) return;
+    await nextTurn();
+  }
 }
 
 /**
@@ -61,6 +82,12 @@ export async function finishImportRun(tx: Tx, runId: string) {
  * those stay, and are named so that someone can look.
  */
 export async function undoImportRun(ctx: Ctx, runId: string): Promise<string[]> {
+  // Finished (its last transaction committed, its thread failing only after): nothing is undone.
+  const run = await ctx.store.db.selectFrom('importRuns').select('finishedAt').where('id', '=', runId).executeTakeFirst();
+  if (run?.finishedAt) {
+    await forgetImportRun(ctx, runId);
+    return [];
+  }
   const kinds = new Map(KINDS.map((k) => [k.key, k]));
   const left: string[] = [];
   for (;;) {
@@ -101,14 +128,19 @@ export async function undoImportRun(ctx: Ctx, runId: string): Promise<string[]> 
 }
 
 /**
- * Undo the runs whose process is gone (it crashed mid-import). A run of a live process is another
- * process's import in progress on the same SQLite file (the CLI's local mode beside `ztc serve`): left alone.
+ * Undo the runs whose process is gone (it crashed mid-import), and forget the notes of those that
+ * finished before it did. A run of a live process is another process's import in progress on the same
+ * SQLite file (the CLI's local mode beside `ztc serve`): left alone.
  */
 export async function undoUnfinishedImports(ctx: Ctx, progress: (line: string) => void = () => {}): Promise<number> {
   const runs = await ctx.store.db.selectFrom('importRuns').selectAll().execute();
   let undone = 0;
   for (const run of runs) {
     if (run.pid !== process.pid && processAlive(run.pid)) continue;
+    if (run.finishedAt) {
+      await forgetImportRun(ctx, run.id);
+      continue;
+    }
     const { n } = (await ctx.store.db.selectFrom('importJournal').select((eb) => eb.fn.countAll<number>().as('n')).where('importId', '=', run.id).executeTakeFirst()) ?? { n: 0 };
     const left = await undoImportRun(ctx, run.id);
     progress(`undid an import that did not finish (started ${run.startedAt} by pid ${run.pid}): deleted ${Number(n) - left.length} entities it had created${left.length ? `; kept ${left.length} that others now depend on: ${left.slice(0, 5).join(', ')}` : ''}`);

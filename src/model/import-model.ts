@@ -18,7 +18,7 @@ import { allNames, embeddedRouters, KINDS, nameKind, toDocItem, type Item, type 
 import { pacer } from './pace.js';
 import { edgeRouters, transitRouters } from './resources/routers.js';
 import { createAhead, naming as namingIn, toBody, type AheadWork } from './import-ahead.js';
-import { beginImportRun, finishImportRun, nextTurn, undoImportRun } from './import-journal.js';
+import { beginImportRun, finishImportRun, forgetImportRun, nextTurn, undoImportRun } from './import-journal.js';
 
 /** Steps the answer lists; beyond them it says how many more there are (a plan of a million steps is not an answer). */
 export const PLAN_LISTED = 1000;
@@ -246,7 +246,7 @@ async function applyBatched(
     const last = ahead.deferred.map((i) => work[i]);
     await writeTx(ctx, async (tx) => {
       await applyAll(tx, last);
-      await finishImportRun(tx, runId);
+      await finishImportRun(ctx, tx, runId);
     });
   } catch (err) {
     const left = await undoImportRun(ctx, runId).catch(() => undefined);
@@ -255,4 +255,6 @@ async function applyBatched(
     }
     throw err;
   }
+  // Done: the rest is bookkeeping. Notes it cannot forget now (the store closing) go at the next start.
+  await forgetImportRun(ctx, runId).catch(() => undefined);
 }

@@ -400,6 +400,8 @@ export interface ImportRunRow {
   id: string;
   pid: number;
   startedAt: string;
+  /** Set by its last transaction: what it created stays; its notes are being forgotten. */
+  finishedAt: string | null;
 }
 
 /** One entity an unfinished import created: `kind` is the document's key (identities, configs...). */

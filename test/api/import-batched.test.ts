@@ -184,7 +184,7 @@ describe('an import that deletes (prune)', () => {
 });
 
 describe('the journal of an unfinished import', () => {
-  it('is undone when its process is gone, and left alone while its process lives (another one importing)', async () => {
+  it('is undone when its process is gone, forgotten when its import had finished, and left alone while its process lives (another one importing)', async () => {
     const ctx = c.running.ctx;
     const made = await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name: 'journaled', type: 'Device', isAdmin: false } });
     expect(made.status, made.text).toBe(201);
@@ -196,8 +196,15 @@ describe('the journal of an unfinished import', () => {
     expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).status).toBe(200);
     await ctx.store.db.deleteFrom('importJournal').where('importId', '=', 'alive-run').execute();
     await ctx.store.db.deleteFrom('importRuns').where('id', '=', 'alive-run').execute();
-    // A process that has exited (its pid names nobody now): what its journal names is deleted.
+    // A process that has exited (its pid names nobody now)...
     const gone = spawnSync(process.execPath, ['-e', '0']).pid!;
+    // ... after its import's last transaction (finished, its notes not yet forgotten): the import stays.
+    await ctx.store.db.insertInto('importRuns').values({ id: 'done-run', pid: gone, startedAt: new Date().toISOString(), finishedAt: new Date().toISOString() }).execute();
+    await ctx.store.db.insertInto('importJournal').values({ importId: 'done-run', seq: 0, kind: 'identities', entityId: id }).execute();
+    expect(await undoUnfinishedImports(ctx)).toBe(0);
+    expect((await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).status).toBe(200);
+    expect(await journalRows()).toBe(0);
+    // ... before it: what its journal names is deleted.
     await ctx.store.db.insertInto('importRuns').values({ id: 'dead-run', pid: gone, startedAt: new Date().toISOString() }).execute();
     await ctx.store.db.insertInto('importJournal').values({ importId: 'dead-run', seq: 0, kind: 'identities', entityId: id }).execute();
     const lines: string[] = [];

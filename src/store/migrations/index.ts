@@ -20,6 +20,7 @@ import { apiTokens } from './0021-api-tokens.js';
 import { auditEvents } from './0022-audit-events.js';
 import { importJournal } from './0025-import-journal.js';
 import { nameTrigrams } from './0026-name-trigrams.js';
+import { importFinished } from './0027-import-finished.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -42,5 +43,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0022-audit-events': auditEvents(),
     '0025-import-journal': importJournal(),
     '0026-name-trigrams': nameTrigrams(dialect),
+    '0027-import-finished': importFinished(),
   };
 }
