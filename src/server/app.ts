@@ -110,7 +110,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // HEAD only where probes and browsers send it (/version, the health checks, the docs and the console
     // mark theirs): a HEAD twin of every GET doubled the cost of building the app (a local-mode command's
-    // management API: 80-160 -> 40-50 ms of CPU). Other paths answer HEAD with 405.
+    // management API: 80-160 -> 40-50 ms of CPU). Other paths answer HEAD with 405, as upstream's all do.
     exposeHeadRoutes: false,
     return503OnClosing: true,
     ...serverTimeouts(ctx.config).fastify,
