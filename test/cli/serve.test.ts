@@ -6,7 +6,7 @@ import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { untilAnswering } from '../helpers/cli.js';
+import { untilAnswering, untilPrinted } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 
 const freePort = () =>
@@ -100,6 +100,7 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const status = await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => child.exitCode !== null);
     expect(status).toBe(200);
+    await untilPrinted(() => out, /^log in with:/m, () => child.exitCode !== null);
     expect(out).toMatch(new RegExp(`listening\\s+https://0\\.0\\.0\\.0:${port}`));
     expect(out).toMatch(/admin\s+admin \(password as given\)/);
     // What to paste: the program as started (bin/ztc from a clone), and no password on the command line.

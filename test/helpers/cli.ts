@@ -57,3 +57,13 @@ export async function untilAnswering(status: () => Promise<number>, ended: () =>
   while (!ended() && Date.now() < deadline && (last = await status()) !== 200) await new Promise((r) => setTimeout(r, 100));
   return last;
 }
+
+/**
+ * Wait until a process's output so far (`output()`) matches `pattern`, the process has ended, or `ms`
+ * have passed. serve's banner comes once every listener is up, which can be a moment after the API
+ * answers: a test that saw /version answer waits for the banner with this.
+ */
+export async function untilPrinted(output: () => string, pattern: RegExp, ended: () => boolean, ms = 40_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pattern.test(output()) && !ended() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
