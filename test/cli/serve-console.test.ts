@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
-import { untilAnswering } from '../helpers/cli.js';
+import { untilAnswering, untilPrinted } from '../helpers/cli.js';
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -46,6 +46,7 @@ describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
     try {
       const status = await untilAnswering(async () => (await request(`https://127.0.0.1:${port}/version`)).status, () => child.exitCode !== null);
       expect(status, out).toBe(200);
+      await untilPrinted(() => out, /^log in with:/m, () => child.exitCode !== null);
       expect(out).toMatch(new RegExp(`console\\s+https://localhost:${port}/zac/`));
       expect(out).toMatch(/CORS origins\s+https:\/\/console\.example/);
       const page = await request(`https://127.0.0.1:${port}/zac/identities`);

@@ -36,6 +36,7 @@ async function serve(port: number, flags: string[]) {
   let ended = false;
   void exited.then(() => (ended = true));
   await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => ended);
+  await untilPrinted(() => out.stdout, /^log in with:/m, () => ended);
   return { child, out, exited };
 }
 
