@@ -37,7 +37,7 @@ const ADMIN_EXCLUDED = [
 ];
 const PLAIN_EXCLUDED = ['deleteCurrentApiSession'];
 
-/** A controller of its own for each run: the four run at once (each mostly waits on the other side). */
+/** A controller of its own for each run: the four run at once (one after another they were over two minutes of the suite). */
 interface Target {
   c: TlsController;
   dir: string;
