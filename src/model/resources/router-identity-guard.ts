@@ -9,7 +9,7 @@ import type { Row } from '../resource.js';
 export const routerWrites = new Set<string>();
 
 /** The system policy that names this identity, if a router's. */
-export async function routerPolicyOf(tx: Tx, identityId: string) {
+async function routerPolicyOf(tx: Tx, identityId: string) {
   return tx
     .selectFrom('edgeRouterPolicies')
     .select(['id', 'name'])

@@ -41,12 +41,10 @@ export function rolesCondition(roles: string[], semantic: string | undefined): R
   if (all) return TRUE;
   const parts: RawBuilder<SqlBool>[] = [];
   if (ids.length) parts.push(idIn(ids));
-  if (attributes.length && sem === 'AnyOf') {
-    parts.push(sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)})))`);
-  } else if (attributes.length) {
-    parts.push(
-      sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)}) group by r.entity_id having count(*) = ${attributes.length}))`,
-    );
+  if (attributes.length) {
+    // AllOf: the entities holding every one of the (distinct) attributes.
+    const every = sem === 'AllOf' ? sql` group by r.entity_id having count(*) = ${attributes.length}` : sql``;
+    parts.push(sql<SqlBool>`(${sql.ref('e.id')} in (select r.entity_id from entity_role_attributes r where r.attribute in (${sql.join(attributes)})${every}))`);
   }
   return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` or `)})` : FALSE;
 }
