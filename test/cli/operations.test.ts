@@ -1,11 +1,14 @@
 // What an operator runs: `ztc serve --metrics-port` scraped over plain HTTP, the health checks a
 // probe calls, and (below) API tokens made and used through the built CLI.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cliRunner, loggedInController, untilAnswering, untilPrinted } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 import { parseExposition, sampleValue } from '../helpers/prometheus.js';
 
@@ -39,11 +42,9 @@ describe('ztc serve --metrics-port', () => {
     children.push(child);
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
-    for (let i = 0; i < 150 && (await get(`https://127.0.0.1:${port}/health-checks`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-    // The banner is printed once every listener is up, which can be a moment after the API answers.
-    const banner = `  metrics       http://127.0.0.1:${metricsPort}/metrics`;
-    for (let i = 0; i < 100 && !stdout.includes(banner); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(stdout).toContain(banner);
+    await untilAnswering(async () => (await get(`https://127.0.0.1:${port}/health-checks`)).status, () => child.exitCode !== null);
+    await untilPrinted(() => stdout, /^log in with:/m, () => child.exitCode !== null);
+    expect(stdout).toContain(`  metrics       http://127.0.0.1:${metricsPort}/metrics`);
     const ready = JSON.parse((await get(`https://127.0.0.1:${port}/health-checks`)).text);
     expect(ready.data.healthy).toBe(true);
     expect((await get(`http://127.0.0.1:${metricsPort}/health-checks/live`)).status).toBe(200);
@@ -59,9 +60,6 @@ describe('ztc serve --metrics-port', () => {
 
 describe('ztc token', () => {
   it('creates a token shown once, logs in with it from a file, lists it with its last use, and revokes it by name', async () => {
-    const fs = await import('node:fs');
-    const os = await import('node:os');
-    const { cliRunner, loggedInController } = await import('../helpers/cli.js');
     const { ztc, cleanup } = cliRunner();
     const running = await loggedInController(ztc);
     try {
