@@ -146,10 +146,12 @@ export interface Series {
   bad: number;
 }
 
+/** The q-quantile of times sorted ascending (NaN for none). */
+export const quantileOfSorted = (t: readonly number[], q: number) => (t.length ? t[Math.min(t.length - 1, Math.floor(t.length * q))] : NaN);
+
 export function series(times: number[], bad = 0): Series {
   const t = [...times].sort((a, b) => a - b);
-  const at = (q: number) => (t.length ? t[Math.min(t.length - 1, Math.floor(t.length * q))] : NaN);
-  return { n: t.length, p50: at(0.5), p99: at(0.99), bad };
+  return { n: t.length, p50: quantileOfSorted(t, 0.5), p99: quantileOfSorted(t, 0.99), bad };
 }
 
 /** Latency of one request after another for `seconds` (no queueing in the client: one at a time). */

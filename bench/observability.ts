@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { call, database, fmtSeries, login, ok, series, startServer, stopServer, tempDir, type Series, type Server } from './http.js';
+import { call, database, fmtSeries, login, ok, quantileOfSorted, series, startServer, stopServer, tempDir, type Series, type Server } from './http.js';
 import { loadModel, MODELS } from './models.js';
 
 type Row = [string, string, string];
@@ -56,8 +56,7 @@ function cpuMs(pid: number): { all: number; sys: number } {
 
 /** The q-quantile of `xs` (sorted in place). */
 function quantile(xs: number[], q: number): number {
-  xs.sort((a, b) => a - b);
-  return xs.length ? xs[Math.min(xs.length - 1, Math.floor(xs.length * q))] : NaN;
+  return quantileOfSorted(xs.sort((a, b) => a - b), q);
 }
 
 /** One short round of one call: both controllers' times (alternating request by request) and CPU (ms). */
