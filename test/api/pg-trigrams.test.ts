@@ -1,24 +1,16 @@
 // On PostgreSQL, an admin's `name contains` / `icontains` over identities is answered from pg_trgm's
 // indexes (migration 0026), not a scan of every row. SQLite remembers its counts instead: nothing to see.
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { describe, expect, it } from 'vitest';
+import { controllerForFile } from '../helpers/controller.js';
 
-const onPostgres = Boolean(process.env.ZTC_TEST_DB);
-let c: TestController;
-let admin: string;
-beforeAll(async () => {
-  if (!onPostgres) return;
-  c = await startTestController();
-  admin = await c.login();
-});
-afterAll(() => c?.close());
-
-describe.skipIf(!onPostgres)('name filters on PostgreSQL', () => {
+describe.skipIf(!process.env.ZTC_TEST_DB)('name filters on PostgreSQL', () => {
+  // Inside the describe: on SQLite it is skipped, and no controller starts.
+  const f = controllerForFile();
   it('count the matches through the trigram indexes, and find the same identities', async () => {
-    const db = c.opened.ctx.store.db;
-    for (const name of ['tri-alpha', 'tri-ALPHA-2', 'tri-beta']) await c.call('POST', `${MGMT}/identities`, { token: admin, body: { name, type: 'Default', isAdmin: false } });
-    const list = async (filter: string) => (await c.call('GET', `${MGMT}/identities?filter=${encodeURIComponent(filter)}`, { token: admin })).body;
+    const db = f.c.opened.ctx.store.db;
+    for (const name of ['tri-alpha', 'tri-ALPHA-2', 'tri-beta']) await f.created('/identities', { name, type: 'Default', isAdmin: false });
+    const list = async (filter: string) => (await f.mgmt('GET', `/identities?filter=${encodeURIComponent(filter)}`)).body;
     expect((await list('name contains "alpha"')).data.map((i: { name: string }) => i.name)).toEqual(['tri-alpha']);
     expect((await list('name icontains "alpha"')).meta.pagination.totalCount).toBe(2);
     // As many identities as make the planner choose between a scan and an index (rows as the API writes them).
