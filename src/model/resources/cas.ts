@@ -114,10 +114,9 @@ export const cas = defineResource({
     isOttCaEnrollmentEnabled: { column: 'e.is_ott_ca_enrollment_enabled', type: 'boolean', sortable: true },
     verificationToken: { column: 'e.verification_token', type: 'string', sortable: true },
   },
-  toDetail: (r) => ({
-    // The verify link only while there is something to verify; the token stays, as upstream keeps it:
-    // its CLI reads it before asking (and panics without it) even when the CA is verified already.
-    ...baseDetail('cas', r, { ...(isSet(r.isVerified) ? {} : { verify: { href: `./cas/${r.id}/verify`, method: 'POST' } }), jwt: { href: `./cas/${r.id}/jwt` } }),
+  // The verify link only while there is something to verify; the token stays, as upstream keeps it:
+  // its CLI reads it before asking (and panics without it) even when the CA is verified already.
+  toDetail: (r) => Object.assign(baseDetail('cas', r, { ...(isSet(r.isVerified) ? {} : { verify: { href: `./cas/${r.id}/verify`, method: 'POST' } }), jwt: { href: `./cas/${r.id}/jwt` } }), {
     name: r.name, certPem: r.certPem, fingerprint: r.fingerprint, isVerified: isSet(r.isVerified),
     verificationToken: r.verificationToken,
     identityRoles: sortedStrings(r.identityRoles), identityNameFormat: r.identityNameFormat,

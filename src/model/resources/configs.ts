@@ -54,7 +54,7 @@ export const configTypes = defineResource({
   ignored: { id: Type.String({ maxLength: 255 }) },
   // `schema` is the JSON schema as stored text, as upstream filters it.
   filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, schema: { column: 'e.schema', type: 'string', sortable: true } },
-  toDetail: (r) => ({ ...baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), name: r.name, schema: fromJson(r.schema, {}) }),
+  toDetail: (r) => Object.assign(baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), { name: r.name, schema: fromJson(r.schema, {}) }),
   toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx, existing?: Row) => {
     const out: Row = {};
     if (mode !== 'patch' || 'name' in input) out.name = input.name;
@@ -125,7 +125,7 @@ export const configs = defineResource({
     ...aliases({ configTypeId: { column: 'e.config_type_id', type: 'string', sortable: true } }),
   },
   detailQuery: (db) => db.selectFrom('configs as e').innerJoin('configTypes as t', 't.id', 'e.configTypeId').selectAll('e').select('t.name as typeName') as never,
-  toDetail: (r) => ({ ...baseDetail('configs', r), name: r.name, configTypeId: r.configTypeId, configType: entityRef('config-types', r.configTypeId, r.typeName), data: fromJson(r.data, {}) }),
+  toDetail: (r) => Object.assign(baseDetail('configs', r), { name: r.name, configTypeId: r.configTypeId, configType: entityRef('config-types', r.configTypeId, r.typeName), data: fromJson(r.data, {}) }),
   toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx, existing?: Row) => {
     const out: Row = {};
     if (mode !== 'patch' || 'name' in input) out.name = input.name;

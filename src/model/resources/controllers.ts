@@ -37,8 +37,7 @@ export const controllers = defineResource({
     isOnline: { column: 'e.last_seen_at', type: 'boolean', sortable: true, expr: () => sql`(case when ${sql.ref('e.last_seen_at')} > ${new Date(Date.now() - ONLINE_WITHIN_MS).toISOString()} then 1 else 0 end)` },
     lastJoinedAt: { column: 'e.last_joined_at', type: 'datetime', sortable: true },
   },
-  toDetail: (r, ctx) => ({
-    ...baseDetail('controllers', r),
+  toDetail: (r, ctx) => Object.assign(baseDetail('controllers', r), {
     name: r.name,
     certPem: r.certPem,
     fingerprint: r.fingerprint,

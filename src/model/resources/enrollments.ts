@@ -96,15 +96,14 @@ export async function refreshEnrollment(ctx: Ctx, id: string, expiresAt: Date) {
 
 export function enrollmentDetailOf(r: Row, ctx: Ctx) {
   const jwt = ctx.sealer.open(r.jwt);
-  return {
-    ...baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }),
+  return Object.assign(baseDetail('enrollments', r, { refresh: { href: `./enrollments/${r.id}/refresh`, method: 'POST' } }), {
     method: r.method, token: tokenOf(jwt), jwt, expiresAt: r.expiresAt, details: {},
     ...(r.identityId ? { identityId: r.identityId, identity: identityRef(r.identityId, r.identityName ?? '') } : {}),
     caId: r.caId ?? null, ...(r.caId ? { ca: entityRef('cas', r.caId, r.caName ?? '') } : {}),
     ...(r.username ? { username: r.username } : {}),
     ...(r.routerId && isSet(r.routerIsEdge) ? { edgeRouterId: r.routerId, edgeRouter: entityRef('edge-routers', r.routerId, r.routerName ?? '') } : {}),
     ...(r.routerId && !isSet(r.routerIsEdge) ? { transitRouterId: r.routerId, transitRouter: entityRef('transit-routers', r.routerId, r.routerName ?? '') } : {}),
-  };
+  });
 }
 
 export const enrollments = defineResource({

@@ -152,8 +152,7 @@ export const externalJwtSigners = defineResource({
     enabled: { column: 'e.enabled', type: 'boolean', sortable: true },
     useExternalId: { column: 'e.use_external_id', type: 'boolean', sortable: true },
   },
-  toDetail: (r) => ({
-    ...baseDetail('external-jwt-signers', r),
+  toDetail: (r) => Object.assign(baseDetail('external-jwt-signers', r), {
     name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: opt(r.audience), certPem: opt(r.certPem), jwksEndpoint: opt(r.jwksEndpoint), kid: opt(r.kid),
     claimsProperty: opt(r.claimsProperty), useExternalId: isSet(r.useExternalId), clientId: opt(r.clientId), externalAuthUrl: opt(r.externalAuthUrl), scopes: scopesOf(r.scopes),
     fingerprint: opt(r.fingerprint), commonName: r.commonName ?? '', notBefore: r.notBefore || GO_ZERO_TIME, notAfter: r.notAfter || GO_ZERO_TIME,

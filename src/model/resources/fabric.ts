@@ -44,8 +44,7 @@ export const links = defineResource({
       .leftJoin('routers as d', 'd.id', 'e.dstRouterId')
       .selectAll('e')
       .select(['s.name as srcName', 'd.name as dstName']) as never,
-  toDetail: (r: Row) => ({
-    ...baseDetail('links', r),
+  toDetail: (r: Row) => Object.assign(baseDetail('links', r), {
     protocol: r.protocol,
     dialAddress: r.dialAddress,
     sourceRouter: entityRef('routers', r.srcRouterId, r.srcName ?? ''),
@@ -93,8 +92,7 @@ export const circuits = defineResource({
   },
   toDetail: (r: Row) => {
     const names = (r.routerNames as Map<string, string> | undefined) ?? new Map<string, string>();
-    return {
-      ...baseDetail('circuits', r),
+    return Object.assign(baseDetail('circuits', r), {
       clientId: r.clientId,
       service: entityRef('services', r.serviceId, r.serviceName ?? ''),
       terminator: entityRef('terminators', r.terminatorId, r.terminatorId),
@@ -102,7 +100,7 @@ export const circuits = defineResource({
         nodes: fromJson<string[]>(r.routerIds, []).map((id) => entityRef('routers', id, names.get(id) ?? '')),
         links: fromJson<string[]>(r.linkIds, []).map((id) => entityRef('links', id, id)),
       },
-    };
+    });
   },
   cli: { columns: ['id', 'service.name', 'clientId', 'path.nodes', 'path.links', 'createdAt'] },
 });

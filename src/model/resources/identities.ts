@@ -171,8 +171,7 @@ export const identities = defineResource({
       .select(['eo.id as ottId', 'eo.jwt as ottJwt', 'eo.expiresAt as ottExpiresAt', 'eca.id as ottcaId', 'eca.jwt as ottcaJwt', 'eca.expiresAt as ottcaExpiresAt', 'eca.caId as ottcaCaId', 'ecac.name as ottcaCaName', 'eu.id as updbEnrollmentId', 'eu.jwt as updbJwt', 'eu.expiresAt as updbExpiresAt', 'm.isVerified as mfaVerified'])
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
-  toDetail: (r, ctx) => ({
-    ...baseDetail('identities', r, identityLinks(r.id, r.authPolicyId)),
+  toDetail: (r, ctx) => Object.assign(baseDetail('identities', r, identityLinks(r.id, r.authPolicyId)), {
     name: r.name,
     type: entityRef('identity-types', r.typeId, r.typeName),
     typeId: r.typeId,

@@ -26,8 +26,7 @@ export const identityTypes = defineResource({
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
   },
-  toDetail: (r) => ({
-    ...baseDetail('identity-types', r),
+  toDetail: (r) => Object.assign(baseDetail('identity-types', r), {
     name: r.name,
   }),
   cli: { columns: ['id', 'name'] },

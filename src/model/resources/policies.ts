@@ -87,8 +87,7 @@ function policyResource(spec: PolicySpec) {
         for (const r of rows) r[`${f}Display`] = displayRoles(sortedStrings(r[f]), names);
       }
     },
-    toDetail: (r) => ({
-      ...baseDetail(spec.plural, r, Object.fromEntries(spec.links.map((l) => [l, { href: `./${spec.plural}/${r.id}/${l}` }]))),
+    toDetail: (r) => Object.assign(baseDetail(spec.plural, r, Object.fromEntries(spec.links.map((l) => [l, { href: `./${spec.plural}/${r.id}/${l}` }]))), {
       name: r.name,
       semantic: r.semantic,
       ...Object.fromEntries(roleFields.flatMap((f) => [[f, sortedStrings(r[f])], [`${f}Display`, r[`${f}Display`] ?? []]])),

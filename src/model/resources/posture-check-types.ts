@@ -52,6 +52,6 @@ export const postureCheckTypes = defineResource({
   filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true } },
   source: typeSource,
   detailQuery: (db) => (typeSource(db) as unknown as { selectAll(): never }).selectAll(),
-  toDetail: (r) => ({ ...baseDetail('posture-check-types', r), name: r.name, operatingSystems: fromJson(r.operatingSystems, []), version: '1' }),
+  toDetail: (r) => Object.assign(baseDetail('posture-check-types', r), { name: r.name, operatingSystems: fromJson(r.operatingSystems, []), version: '1' }),
   cli: { columns: ['id', 'name'] },
 });

@@ -122,9 +122,8 @@ export const postureChecks = defineResource({
       roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
     }),
   },
-  toDetail: (r) => ({
-    ...normaliseCheckData(r.typeId, fromJson<Row>(r.data, {})),
-    ...baseDetail('posture-checks', r),
+  // The type's own fields first, the base fields over them.
+  toDetail: (r) => Object.assign(normaliseCheckData(r.typeId, fromJson<Row>(r.data, {})), baseDetail('posture-checks', r), {
     name: r.name,
     typeId: r.typeId,
     version: Number(r.version),

@@ -211,8 +211,7 @@ export const edgeRouters = defineResource({
   },
   source: (db) => db.selectFrom('routers as e').where('e.isEdge', '=', 1) as never,
   detailQuery: detailQuery(true),
-  toDetail: (r, ctx) => ({
-    ...baseDetail('edge-routers', r, edgeRouterLinks(r.id)),
+  toDetail: (r, ctx) => Object.assign(baseDetail('edge-routers', r, edgeRouterLinks(r.id)), {
     ...edgeRouterClientView(r),
     ...routerStamps(r, ctx),
     fingerprint: r.fingerprint || undefined,
@@ -244,7 +243,7 @@ export const routers = defineResource({
   filterable: { ...routerFilterable, ...aliases({ isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true }, isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true } }) },
   detailQuery: detailQuery(false),
   // Linked at ./transit-routers/ from both paths, as upstream 1.1.10 answers.
-  toDetail: (r, ctx) => ({ ...baseDetail('transit-routers', r), name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
+  toDetail: (r, ctx) => Object.assign(baseDetail('transit-routers', r), { name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
   toRow: async (input, mode) => routerRow(input, mode, false),
   // An edge router deleted through /routers takes its Router identity along too.
   hooks: { afterCreate, beforeDelete: routerIdentityHooks.beforeDelete },

@@ -157,8 +157,7 @@ export const services = defineResource({
     }),
   },
   expand: (db, rows, ctx) => expandServices(db, rows, ctx.clock.now()),
-  toDetail: (r) => ({
-    ...baseDetail('services', r, serviceLinks(r.id)),
+  toDetail: (r) => Object.assign(baseDetail('services', r, serviceLinks(r.id)), {
     name: r.name,
     encryptionRequired: isSet(r.encryptionRequired),
     maxIdleTimeMillis: Number(r.maxIdleTimeMillis),

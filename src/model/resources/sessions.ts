@@ -128,8 +128,7 @@ const declFor = (withPolicies: boolean) =>
     },
     detailQuery: (db) => db.selectFrom('sessions as e').innerJoin('services as s', 's.id', 'e.serviceId').selectAll('e').select('s.name as serviceName') as never,
     expand: (db, rows) => expandSessions(db, rows, withPolicies),
-    toDetail: (r, ctx) => ({
-      ...baseDetail('sessions', r, { 'route-path': { href: `./sessions/${r.id}/route-path` } }),
+    toDetail: (r, ctx) => Object.assign(baseDetail('sessions', r, { 'route-path': { href: `./sessions/${r.id}/route-path` } }), {
       apiSession: entityRef('api-sessions', r.apiSessionId, ''),
       apiSessionId: r.apiSessionId,
       identityId: r.identityId,

@@ -71,8 +71,7 @@ export const terminators = defineResource({
   source: (db) => db.selectFrom('terminators as e').innerJoin('services as ts', 'ts.id', 'e.serviceId').innerJoin('routers as tr', 'tr.id', 'e.routerId') as never,
   detailQuery: (db) =>
     db.selectFrom('terminators as e').innerJoin('services as s', 's.id', 'e.serviceId').innerJoin('routers as r', 'r.id', 'e.routerId').selectAll('e').select(['s.name as serviceName', 'r.name as routerName']) as never,
-  toDetail: (r) => ({
-    ...baseDetail('terminators', r),
+  toDetail: (r) => Object.assign(baseDetail('terminators', r), {
     serviceId: r.serviceId, service: serviceRef(r.serviceId, r.serviceName),
     routerId: r.routerId, router: entityRef('routers', r.routerId, r.routerName),
     binding: r.binding, address: r.address, identity: r.identity ?? '',

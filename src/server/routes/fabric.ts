@@ -69,8 +69,7 @@ export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: Spec
       const fabricRouters: ResourceDecl = {
         ...routers,
         schemas: { detail: FabricRouter },
-        toDetail: (r) => ({
-          ...baseDetail('routers', r),
+        toDetail: (r) => Object.assign(baseDetail('routers', r), {
           name: r.name, fingerprint: r.fingerprint || null, connected: isOnline(r), cost: Number(r.cost), noTraversal: isSet(r.noTraversal), disabled: isSet(r.disabled),
           listenerAddresses: fromJson<{ address: string; protocol: string }[]>(r.linkListeners, []), ctrlChanListeners: {}, interfaces: [],
         }),
@@ -78,8 +77,7 @@ export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: Spec
       const fabricTerminators: ResourceDecl = {
         ...terminators,
         schemas: { detail: FabricTerminator },
-        toDetail: (r) => ({
-          ...baseDetail('terminators', r),
+        toDetail: (r) => Object.assign(baseDetail('terminators', r), {
           serviceId: r.serviceId, service: fabricRef('services', r.serviceId, r.serviceName),
           routerId: r.routerId, router: fabricRef('routers', r.routerId, r.routerName),
           binding: r.binding, address: r.address, instanceId: r.identity ?? '', hostId: r.hostId ?? '',

@@ -43,7 +43,7 @@ const clientEdgeRouters: ResourceDecl = defineResource({
   ...edgeRouters,
   apis: ['client'],
   schemas: { detail: Type.Object({ ...baseFields, ...edgeRouterClientFields }) },
-  toDetail: (r) => ({ ...baseDetail('edge-routers', r, edgeRouterLinks(r.id)), ...edgeRouterClientView(r) }),
+  toDetail: (r) => Object.assign(baseDetail('edge-routers', r, edgeRouterLinks(r.id)), edgeRouterClientView(r)),
   // Only what the client view shows: no enrollment join, no certificates (a client lists hundreds).
   detailQuery: (db) =>
     db
