@@ -23,6 +23,7 @@ export function listSource(decl: ResourceDecl): ListSource {
     hasRoles: !!decl.roleAttributes,
     source,
     detailQuery: decl.detailQuery ?? ((db) => source(db).selectAll('e' as never) as never),
+    rowsAreDetails: !decl.detailQuery,
   };
 }
 

@@ -1,4 +1,4 @@
-// The generic list: filter, sort and page in SQL, then fetch the details of one page in one query.
+// The generic list: filter, sort and page in SQL; a page of rows in one query, or its ids and then their details.
 import { sql } from 'kysely';
 import { ApiError } from '../model/errors.js';
 import type { ResourceDecl, Row, AnyQuery } from '../model/resource.js';
@@ -36,6 +36,8 @@ export interface ListSource {
   hasRoles?: boolean;
   source: (db: Db) => AnyQuery;
   detailQuery: (db: Db) => AnyQuery;
+  /** The details are the source's own rows (no detailQuery of its own): a page is then one query. */
+  rowsAreDetails?: boolean;
 }
 
 /**
@@ -90,16 +92,26 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   const count = () =>
     cachedCount(db, base.select(sql<number>`count(*)`.as('n')).compile(), async (q) => Number(((await db.executeQuery<{ n: number }>(q)).rows[0] as { n?: number } | undefined)?.n ?? 0));
 
-  let ids = base.select(sql.ref('e.id').as('id'));
-  for (const s of compiled.sort) ids = ids.orderBy(s.ref, s.desc ? 'desc' : 'asc');
-  // Without a sort (and after it, to break ties) by id, as upstream lists its stores in key order.
-  ids = ids.orderBy(sql.ref('e.id'), 'asc');
+  const sorted = (q: AnyQuery) => {
+    for (const s of compiled.sort) q = q.orderBy(s.ref, s.desc ? 'desc' : 'asc');
+    // Without a sort (and after it, to break ties) by id, as upstream lists its stores in key order.
+    return q.orderBy(sql.ref('e.id'), 'asc');
+  };
+  const ids = sorted(base.select(sql.ref('e.id').as('id')));
+  // Details that are the rows themselves come with the page: one query (on PostgreSQL one round trip)
+  // instead of the page's ids and then their rows.
+  const whole = src.rowsAreDetails ? sorted(base.selectAll('e' as never)) : undefined;
 
   // How many ids the last fetch found: a page that is not full, and starts at 0 or has rows, ends the
   // list, so the total is its offset plus its length without counting again (one query fewer for the
   // small answers clients ask most: one service by name, a short filtered list).
   let found = 0;
   const fetch = async (n: number, from: number): Promise<Row[]> => {
+    if (whole) {
+      const rows = (await (from ? whole.limit(n).offset(from) : whole.limit(n)).execute()) as Row[];
+      found = rows.length;
+      return rows;
+    }
     let q = ids.limit(n);
     if (from) q = q.offset(from);
     const order = (await q.execute()).map((r) => String(r.id));

@@ -1,5 +1,5 @@
 // The response serializers write a union of plain types by the value's own type (no validator per
-// value), and keep every other union as it is.
+// value), keep every other union as it is, and end the text with upstream's newline.
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
 import { primitiveUnions, serializerCompilers } from '../../src/server/schema-compilers.js';
@@ -15,13 +15,13 @@ describe('response serializers', () => {
     expect(primitiveUnions(dated)).toEqual(JSON.parse(JSON.stringify(dated)));
   });
 
-  it('write tags and nullable fields as the schema says, from any copy of the schema', () => {
+  it('write tags and nullable fields as the schema says, from any copy of the schema, ending with a newline as upstream', () => {
     const schema = Type.Object({ tags: Type.Record(Type.String(), TagValue), externalId: Nullable(Type.String()), n: Type.Integer() });
     const build = serializerCompilers.buildSerializer({}, {});
     const one = build({ schema });
     const two = build({ schema: JSON.parse(JSON.stringify(schema)) });
     const value = { tags: { s: 'x', b: true, z: null }, externalId: null, n: 3, secret: 'not in the schema' };
     expect(JSON.parse((one as (v: unknown) => string)(value))).toEqual({ tags: { s: 'x', b: true, z: null }, externalId: null, n: 3 });
-    expect((two as (v: unknown) => string)({ ...value, externalId: 'e-1' })).toBe('{"tags":{"s":"x","b":true,"z":null},"externalId":"e-1","n":3}');
+    expect((two as (v: unknown) => string)({ ...value, externalId: 'e-1' })).toBe('{"tags":{"s":"x","b":true,"z":null},"externalId":"e-1","n":3}\n');
   });
 });
