@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { fromJson } from '../../store/json.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
-import type { Grant } from '../policy/access.js';
+import type { Grant, policiesOf } from '../policy/access.js';
 import type { CheckType } from '../resources/posture-checks.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -37,16 +37,20 @@ export async function responsesOf(db: AnyDb, apiSessionId: string): Promise<Resp
   return new Map(rows.map((r: { checkId: string; typeId: string; data: string; updatedAt: string }) => [r.checkId, { typeId: r.typeId, data: fromJson(r.data, {}), updatedAt: r.updatedAt }]));
 }
 
-/** The posture checks each policy selects, one query for a set of policies. */
-export async function checksOfPolicies(db: AnyDb, policyIds: string[]): Promise<Map<string, Check[]>> {
+/**
+ * The posture checks each policy selects, one query for a set of policies: their ids, or a subquery of
+ * them (the policies of an identity, policy/access.ts policiesOf), which lets the query go out beside
+ * the one that finds the grants rather than after it (on PostgreSQL one round trip fewer).
+ */
+export async function checksOfPolicies(db: AnyDb, policyIds: string[] | ReturnType<typeof policiesOf>): Promise<Map<string, Check[]>> {
   const out = new Map<string, Check[]>();
-  if (!policyIds.length) return out;
+  if (Array.isArray(policyIds) && !policyIds.length) return out;
   const rows = await db
     .selectFrom('policyMembers as m')
     .innerJoin('postureChecks as c', 'c.id', 'm.entityId')
     .select(['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags'])
     .where('m.side', '=', 'posture-check')
-    .where('m.policyId', 'in', [...new Set(policyIds)])
+    .where('m.policyId', 'in', Array.isArray(policyIds) ? [...new Set(policyIds)] : policyIds)
     .orderBy('c.name')
     .execute();
   for (const r of rows as (Omit<Check, 'data'> & { policyId: string; data: string })[]) {

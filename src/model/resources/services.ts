@@ -6,8 +6,8 @@ import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { invalidField } from '../errors.js';
-import { grantsFor } from '../policy/access.js';
-import { checksOfPolicies, postureQueries, responsesOf } from '../posture/evaluate.js';
+import { grantsFor, policiesOf, SERVICE_POLICY_KINDS } from '../policy/access.js';
+import { checksOfPolicies, postureQueries, responsesOf, type Check } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
 
@@ -81,8 +81,8 @@ async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, stri
 export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
-  // Independent reads, sent at once: on PostgreSQL one round trip's wait instead of four.
-  const [attached, types, overrides, grants] = await Promise.all([
+  // Independent reads, sent at once: on PostgreSQL one round trip's wait instead of five.
+  const [attached, types, overrides, grants, checks] = await Promise.all([
     db
       .selectFrom('serviceConfigs as sc')
       .innerJoin('configs as c', 'c.id', 'sc.configId')
@@ -102,8 +102,9 @@ export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: Se
           .execute()
       : [],
     viewer ? grantsFor(db, viewer.identityId, ids) : [],
+    // The checks of every policy that grants the viewer anything (those of this page's grants among them).
+    viewer ? checksOfPolicies(db, policiesOf(db, 'identity', viewer.identityId, SERVICE_POLICY_KINDS)) : new Map<string, Check[]>(),
   ]);
-  const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map();
   const byService = <T extends { serviceId: string }>(list: T[]) => {

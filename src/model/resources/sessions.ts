@@ -11,7 +11,7 @@ import type { Ctx, Principal } from '../context.js';
 import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
 import { hashSecret, newId, newSecret } from '../ids.js';
-import { grantsFor, grantsForMany, type Grant } from '../policy/access.js';
+import { grantsFor, grantsForMany, policiesOf, type Grant } from '../policy/access.js';
 import { checksOfPolicies, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
@@ -159,15 +159,15 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   if (type === 'Invalid') throw new ApiError(400, 'INVALID_FIELD', 'type must be Dial or Bind', { field: 'type', reason: 'must be Dial or Bind', value: type });
   const service = await byIdOrName<{ id: string; name: string }>(db, 'services', body.serviceId, ['id', 'name']);
   if (!service) throw notFound('service', body.serviceId);
-  // The identity's grants on the service, Dial and Bind: any of them makes the service visible to it.
-  const all = await grantsFor(db, who.identityId, [service.id]);
+  const kind = type === 'Dial' ? 'dial' : 'bind';
+  // The identity's grants on the service, Dial and Bind: any of them makes the service visible to it;
+  // and, at the same time, the checks of its policies of this kind (those of these grants among them).
+  const [all, checks] = await Promise.all([grantsFor(db, who.identityId, [service.id]), checksOfPolicies(db, policiesOf(db, 'identity', who.identityId, [kind]))]);
   // A service the caller cannot see does not exist, as far as it can tell.
   if (!who.isAdmin && !all.length) throw notFound('service', body.serviceId);
-  const kind = type === 'Dial' ? 'dial' : 'bind';
   const grants = all.filter((g) => g.kind === kind);
   if (!grants.length) throw new ApiError(401, 'UNAUTHORIZED', `No service policy grants this identity ${type} on service '${service.name}'`);
 
-  const checks = await checksOfPolicies(db, grants.map((g) => g.policyId));
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = checks.size ? await responsesOf(db, who.apiSessionId) : new Map();
   const now = ctx.clock.now();

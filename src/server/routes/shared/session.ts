@@ -94,7 +94,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     async (req) => {
       const me = await getResource(ctx, identities, principalOf(req).identityId);
       // As upstream: the caller's own MFA is one link away.
-      return ok({ ...me, _links: { ...(me._links as Record<string, unknown>), mfa: { href: './current-identity/mfa' } } });
+      return ok(Object.assign(me, { _links: Object.assign(me._links as Record<string, unknown>, { mfa: { href: './current-identity/mfa' } }) }));
     },
   );
 
