@@ -45,9 +45,25 @@ export interface Grant {
   kind: PolicyKind;
 }
 
-/** For a page of services: the service policies that grant the identity Dial or Bind on each. */
+/**
+ * For a page of services: the service policies that grant the identity Dial or Bind on each. One
+ * query (on PostgreSQL one statement of the call's reads fewer than grantsForMany's two): the page's
+ * services' memberships by the entity index, each kept when a primary-key probe finds the identity in
+ * its policy. Not `policy_id in (the identity's policies)`: SQLite then probed the entity index for
+ * every service, kind and policy of the identity (200 x 2 x 250 on the Large model: 5.7 ms, 0.28 so).
+ */
 export async function grantsFor(db: AnyDb, identityId: string, serviceIds: string[]): Promise<Grant[]> {
-  return (await grantsForMany(db, [identityId], serviceIds)).map(({ identityId: _, ...g }) => g);
+  if (!serviceIds.length) return [];
+  return (await db
+    .selectFrom('policyMembers as g')
+    .select(['g.entityId as serviceId', 'g.policyId', 'g.kind'])
+    .where('g.entityId', 'in', [...new Set(serviceIds)])
+    .where('g.side', '=', 'service')
+    .where('g.kind', 'in', SERVICE_POLICY_KINDS)
+    .where((eb) =>
+      eb.exists(eb.selectFrom('policyMembers as h').select('h.policyId').whereRef('h.policyId', '=', 'g.policyId').where('h.side', '=', 'identity').where('h.entityId', '=', identityId)),
+    )
+    .execute()) as Grant[];
 }
 
 /**
