@@ -26,6 +26,12 @@ export interface Ctx {
    * names an identity or router: the enrollment event says whose it was (server/enrollment-events.ts).
    */
   enrolling?: { identityId?: string; routerId?: string };
+  /**
+   * Set on a copy of the context for the controller's own writes to what it keeps in line by itself (a
+   * tunneler-enabled router's identity and system policy, model/resources/router-identities.ts): the
+   * guards that refuse those changes from the API let these through.
+   */
+  system?: boolean;
 }
 
 /** Who is calling: resolved from the API session by the auth plugin. */

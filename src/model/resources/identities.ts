@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
+import type { Ctx } from '../context.js';
 import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import { cannotDelete, invalidField } from '../errors.js';
 import { newId } from '../ids.js';
@@ -107,9 +108,9 @@ const plain: Record<string, (v: Row[string]) => unknown> = {
   serviceHostingPrecedences: (v) => toJson(v, {}),
 };
 
-async function toRow(input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existing?: Row): Promise<Row> {
+async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row): Promise<Row> {
   const out: Row = {};
-  checkRouterIdentityRename(existing, input);
+  checkRouterIdentityRename(existing, input, ctx);
   for (const [field, store] of Object.entries(plain)) {
     if (mode !== 'patch' || field in input) out[field] = store(input[field]);
   }
@@ -216,9 +217,9 @@ export const identities = defineResource({
       if (e.ottca) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'ottca', expiresAt, caId: e.ottca });
       if (e.updb) await insertEnrollment(tx, ctx, newId(), { identityId: id, method: 'updb', expiresAt, username: e.updb });
     },
-    beforeDelete: async (tx, existing) => {
+    beforeDelete: async (tx, existing, ctx) => {
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
-      await checkRouterIdentityDelete(tx, existing);
+      await checkRouterIdentityDelete(tx, existing, ctx);
     },
   },
   cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },

@@ -2,6 +2,7 @@
 // write recomputes the policy's members in the same transaction (model/policy/membership.ts).
 import { Type, type TSchema } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
+import type { Ctx } from '../context.js';
 import { fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { ApiError, cannotDelete } from '../errors.js';
 import { displayRoles, evaluatePolicy, forgetPolicy, normaliseRoles, roleNames, type PolicyKind, type PolicyShape, type Semantic, type Side } from '../policy/membership.js';
@@ -93,9 +94,9 @@ function policyResource(spec: PolicySpec) {
       ...Object.fromEntries(roleFields.flatMap((f) => [[f, sortedStrings(r[f])], [`${f}Display`, r[`${f}Display`] ?? []]])),
       ...(spec.extraDetail?.(r) ?? {}),
     }),
-    toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx: unknown, existing?: Row) => {
+    toRow: async (input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row) => {
       // A system policy (a tunneler-enabled router's) is the router's to change, as upstream refuses it.
-      if (existing && isSet(existing.isSystem)) throw new ApiError(400, 'ENTITY_CAN_NOT_BE_UPDATED', `cannot update system ${spec.name} '${existing.name}'`);
+      if (existing && isSet(existing.isSystem) && !ctx.system) throw new ApiError(400, 'ENTITY_CAN_NOT_BE_UPDATED', `cannot update system ${spec.name} '${existing.name}'`);
       const out: Row = {};
       for (const k of ['name', 'semantic', ...Object.keys(spec.extra ?? {})]) if (mode !== 'patch' || k in input) out[k] = input[k];
       for (const f of roleFields) {
@@ -108,8 +109,8 @@ function policyResource(spec: PolicySpec) {
         const row = await tx.selectFrom(spec.table).selectAll().where('id', '=', id).executeTakeFirstOrThrow();
         await evaluatePolicy(tx, shapeOf(row as Row));
       },
-      beforeDelete: async (tx, existing) => {
-        if (isSet(existing.isSystem)) throw cannotDelete(`The ${spec.name} '${existing.name}' is a system policy and cannot be deleted`);
+      beforeDelete: async (tx, existing, ctx) => {
+        if (isSet(existing.isSystem) && !ctx.system) throw cannotDelete(`The ${spec.name} '${existing.name}' is a system policy and cannot be deleted`);
         await forgetPolicy(tx, existing.id);
       },
     },

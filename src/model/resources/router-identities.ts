@@ -12,7 +12,6 @@ import type { Ctx } from '../context.js';
 import { createIn, deleteIn, updateIn } from '../crud.js';
 import { identities } from './identities.js';
 import { edgeRouterPolicies } from './policies.js';
-import { routerWrites } from './router-identity-guard.js';
 
 const systemPolicyName = (routerId: string) => `edge-router-${routerId}-system`;
 
@@ -23,14 +22,8 @@ async function routerPolicy(tx: Tx, routerId: string) {
   return { id: row.id as string, identityId };
 }
 
-async function asRouter<T>(identityId: string | undefined, fn: () => Promise<T>): Promise<T> {
-  if (identityId) routerWrites.add(identityId);
-  try {
-    return await fn();
-  } finally {
-    if (identityId) routerWrites.delete(identityId);
-  }
-}
+/** The router's own writes: what the API may not change of its identity and system policy, it may. */
+const asRouter = (ctx: Ctx): Ctx => ({ ...ctx, system: true });
 
 /** Bring the router's identity and system policy in line with the router row as it now is. */
 export async function syncRouterIdentity(tx: Tx, ctx: Ctx, routerId: string) {
@@ -45,16 +38,14 @@ export async function syncRouterIdentity(tx: Tx, ctx: Ctx, routerId: string) {
     return;
   }
   const identity = policy.identityId ? await tx.selectFrom('identities').select(['id', 'name']).where('id', '=', policy.identityId).executeTakeFirst() : undefined;
-  if (identity && identity.name !== router.name) await asRouter(identity.id, () => updateIn(tx, ctx, identities, identity.id, { name: router.name }, 'patch'));
+  if (identity && identity.name !== router.name) await updateIn(tx, asRouter(ctx), identities, identity.id, { name: router.name }, 'patch');
 }
 
 /** The router's system policy and its Router identity go. */
 export async function removeRouterIdentity(tx: Tx, ctx: Ctx, routerId: string) {
   const policy = await routerPolicy(tx, routerId);
   if (!policy) return;
-  // The policy refuses deletes of system policies from the API; this one is the router's own.
-  await tx.updateTable('edgeRouterPolicies').set({ isSystem: 0 } as never).where('id', '=', policy.id).execute();
-  await deleteIn(tx, ctx, edgeRouterPolicies, policy.id);
+  await deleteIn(tx, asRouter(ctx), edgeRouterPolicies, policy.id);
   const identity = policy.identityId ? await tx.selectFrom('identities').select(['id', 'typeId']).where('id', '=', policy.identityId).executeTakeFirst() : undefined;
-  if (identity?.typeId === 'Router') await asRouter(identity.id, () => deleteIn(tx, ctx, identities, identity.id));
+  if (identity?.typeId === 'Router') await deleteIn(tx, asRouter(ctx), identities, identity.id);
 }
