@@ -6,6 +6,10 @@ import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 import { childCall, serveChild } from '../helpers/tls.js';
+import { killLeftovers } from '../helpers/cli.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const PASSWORD = 'crash-pass-1';
 const CYCLES = Number(process.env.CRASH_CYCLES ?? 6);

@@ -10,7 +10,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, CLIENT, expectError, MGMT, tempDataDir, testDatabase } from '../helpers/controller.js';
 import { childCall, serveChild, startTlsController, type TlsController } from '../helpers/tls.js';
+import { killLeftovers } from '../helpers/cli.js';
 import { undoUnfinishedImports } from '../../src/model/import-journal.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const identities = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${String(i).padStart(6, '0')}`, type: 'Device', isAdmin: false, roleAttributes: ['bulk', `group-${i % 50}`] }));
 

@@ -4,10 +4,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killLeftovers, tracked } from '../helpers/cli.js';
 import { startController, type Running } from '../../src/server/controller.js';
 import { generate } from 'otplib';
 import { TestCa } from '../helpers/certs.js';
 import { ADMIN, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const bin = path.resolve('bin/ztc');
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-home-'));
@@ -265,7 +269,7 @@ describe('ztc quickstart', () => {
     const dir = tempDataDir();
     const qsHome = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-qs-home-'));
     const env = { ...process.env, ZTC_HOME: qsHome, ZTC_DATA_DIR: '', ZTC_DB: '' };
-    const child = spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', 'quick-pass-1'], { env });
+    const child = tracked(spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', 'quick-pass-1'], { env }));
     try {
       let out = '';
       await new Promise<void>((resolve, reject) => {
@@ -293,7 +297,7 @@ describe('ztc quickstart', () => {
       }
       expect(JSON.parse(fs.readFileSync(path.join(dir, 'quickstart-device.json'), 'utf8')).id.cert).toContain('BEGIN CERTIFICATE');
       const [hostCmd, dialCmd] = steps.slice(2).map((l) => l.split(' ').slice(1));
-      const host = spawn('python3', hostCmd, { env: { ...env, ZITI_LOG: '1' } });
+      const host = tracked(spawn('python3', hostCmd, { env: { ...env, ZITI_LOG: '1' } }));
       try {
         await new Promise<void>((resolve) => host.stdout.on('data', (d: Buffer) => d.toString().includes('listening') && resolve()));
         const run2 = () => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => execFile('python3', dialCmd, { env: { ...env, ZITI_LOG: '1' }, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr })));

@@ -4,8 +4,11 @@
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
-import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
+import { bin, cliRunner, loggedInController, killLeftovers, tracked } from '../helpers/cli.js';
 import { ADMIN } from '../helpers/controller.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const { ztc, home, cleanup } = cliRunner();
 let running: Running | undefined;
@@ -16,7 +19,7 @@ afterAll(async () => {
 
 /** Start `ztc events --follow ...`; its stdout so far, and a way to stop it. */
 function follow(...args: string[]) {
-  const child = spawn(process.execPath, [bin, 'events', '--follow', ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '' } });
+  const child = tracked(spawn(process.execPath, [bin, 'events', '--follow', ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '' } }));
   const out = { text: '', stderr: '' };
   child.stdout.on('data', (d) => (out.text += d));
   child.stderr.on('data', (d) => (out.stderr += d));

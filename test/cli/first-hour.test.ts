@@ -7,8 +7,11 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
-import { bin, cliRunner, loggedInController } from '../helpers/cli.js';
+import { bin, cliRunner, loggedInController, killLeftovers, tracked } from '../helpers/cli.js';
 import { ADMIN, MGMT, tempDataDir } from '../helpers/controller.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const cli = cliRunner();
 const { ztc } = cli;
@@ -148,9 +151,9 @@ describe('the first hour', () => {
     const home = fs.mkdtempSync(path.join(cli.home, 'qs-'));
     fs.copyFileSync(path.join(cli.home, 'profiles.json'), path.join(home, 'profiles.json'));
     const dir = tempDataDir();
-    const child = spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--no-router', '--no-ctrl'], {
+    const child = tracked(spawn(process.execPath, [bin, 'quickstart', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--no-router', '--no-ctrl'], {
       env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: '', ZTC_ADMIN_PASSWORD: '', ZTC_LOG_FORMAT: 'json' },
-    });
+    }));
     let out = '';
     try {
       await new Promise<void>((resolve, reject) => {

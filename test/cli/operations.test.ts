@@ -8,9 +8,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliRunner, loggedInController, untilAnswering, untilPrinted } from '../helpers/cli.js';
+import { cliRunner, loggedInController, untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 import { parseExposition, sampleValue } from '../helpers/prometheus.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -38,7 +41,7 @@ describe('ztc serve --metrics-port', () => {
   it('serves metrics and health checks over plain HTTP for Prometheus and probes', async () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
     const db = await testDatabase();
-    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), '--bind', '127.0.0.1', '--metrics-port', String(metricsPort), '--data-dir', tempDataDir(), ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: 'json' } });
+    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), '--bind', '127.0.0.1', '--metrics-port', String(metricsPort), '--data-dir', tempDataDir(), ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: 'json' } }));
     children.push(child);
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));

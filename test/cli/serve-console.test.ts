@@ -6,9 +6,12 @@ import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
-import { untilAnswering, untilPrinted } from '../helpers/cli.js';
+import { untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -36,9 +39,9 @@ describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
     fs.writeFileSync(path.join(site, 'index.html'), '<html>console</html>');
     const port = await freePort();
     const db = await testDatabase();
-    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--zac-dir', site, ...(db ? ['--db', db] : [])], {
+    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--zac-dir', site, ...(db ? ['--db', db] : [])], {
       env: { ...process.env, ZTC_DATA_DIR: '', ZTC_CORS_ORIGINS: 'https://console.example' },
-    });
+    }));
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));

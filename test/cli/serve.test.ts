@@ -5,9 +5,12 @@ import https from 'node:https';
 import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { untilAnswering, untilPrinted } from '../helpers/cli.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
+
+// A failing test must not leave the processes it started running.
+afterAll(killLeftovers);
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -28,7 +31,7 @@ const get = (url: string) =>
 /** Start bin/ztc serve with these flags; resolves once /version answers (or the process ends). */
 async function serve(port: number, flags: string[]) {
   const db = await testDatabase();
-  const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), ...flags, ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: '' } });
+  const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), ...flags, ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: '' } }));
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (d) => (out.stdout += d));
   child.stderr.on('data', (d) => (out.stderr += d));
@@ -92,9 +95,9 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const dir = tempDataDir();
     const port = await freePort();
     const db = await testDatabase();
-    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
+    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
       env: { ...process.env, ZTC_DATA_DIR: '' },
-    });
+    }));
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -118,9 +121,9 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const db = await testDatabase();
     const secret = 'from-a-file-7';
     fs.writeFileSync(`${dir}/admin-password`, `${secret}\n`, { mode: 0o600 });
-    const child = spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password-file', `${dir}/admin-password`, '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
+    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password-file', `${dir}/admin-password`, '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
       env: { ...process.env, ZTC_DATA_DIR: '', ZTC_ADMIN_PASSWORD: '' },
-    });
+    }));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const status = await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => child.exitCode !== null);
     expect(status).toBe(200);

@@ -1,6 +1,6 @@
 // The built program as a user runs it: bin/ztc in a fresh process, with its own home (profiles) and,
 // in local mode, the test's database (SQLite in the data dir, or a fresh PostgreSQL one).
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +8,19 @@ import { startController, type Running } from '../../src/server/controller.js';
 import { ADMIN, tempDataDir, testConfig, testDatabase } from './controller.js';
 
 export const bin = path.resolve('bin/ztc');
+
+/** Processes the tests started (serve, quickstart, a follower): ended at the end of their file, so a failing test leaves none running. */
+const children = new Set<ChildProcess>();
+export function tracked<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+/** For each such file's afterAll. */
+export function killLeftovers() {
+  for (const c of children) c.kill('SIGKILL');
+  children.clear();
+}
 
 export interface CliRun {
   code: number;

@@ -1,5 +1,6 @@
 // A controller listening over TLS, and a client that can present a certificate on the connection.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { tracked } from './cli.js';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -91,10 +92,10 @@ export interface ServeChild {
 
 /** `ztc serve` on `dir` with the database `db` ('' for SQLite), no rate limits, the admin's password set. */
 export function serveChild(dir: string, db: string, password: string): Promise<ServeChild> {
-  const child = spawn(process.execPath, [bin, 'serve', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', password, '--log-level', 'error', '--auth-rate-limit-per-minute', '0', '--api-rate-limit-per-minute', '0'], {
+  const child = tracked(spawn(process.execPath, [bin, 'serve', '-d', dir, '--port', '0', '--bind', '127.0.0.1', '--hostnames', 'localhost', '--admin-password', password, '--log-level', 'error', '--auth-rate-limit-per-minute', '0', '--api-rate-limit-per-minute', '0'], {
     env: { ...process.env, ZTC_DB: db, ZTC_DATA_DIR: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   return new Promise((resolve, reject) => {
     const seen = (d: Buffer) => {
