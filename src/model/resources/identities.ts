@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { sql } from 'kysely';
 import type { Tx } from '../../store/db.js';
 import type { Ctx } from '../context.js';
 import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
@@ -161,11 +162,14 @@ export const identities = defineResource({
       .selectFrom('identities as e')
       .innerJoin('identityTypes as t', 't.id', 'e.typeId')
       .innerJoin('authPolicies as p', 'p.id', 'e.authPolicyId')
-      .leftJoin('authenticators as au', (j) => j.onRef('au.identityId', '=', 'e.id').on('au.method', '=', 'updb'))
-      .leftJoin('authenticators as ac', (j) => j.onRef('ac.identityId', '=', 'e.id').on('ac.method', '=', 'cert'))
-      .leftJoin('enrollments as eo', (j) => j.onRef('eo.identityId', '=', 'e.id').on('eo.method', '=', 'ott'))
-      .leftJoin('enrollments as eca', (j) => j.onRef('eca.identityId', '=', 'e.id').on('eca.method', '=', 'ottca'))
-      .leftJoin('enrollments as eu', (j) => j.onRef('eu.identityId', '=', 'e.id').on('eu.method', '=', 'updb'))
+      // The methods as literals, not parameters: PostgreSQL then plans the prepared statement once
+      // (generic plan) instead of again on every call; planning these eleven tables took 2 ms of a
+      // page of 25 identities' 2.3 (0.6 ms so).
+      .leftJoin('authenticators as au', (j) => j.onRef('au.identityId', '=', 'e.id').on('au.method', '=', sql.lit('updb')))
+      .leftJoin('authenticators as ac', (j) => j.onRef('ac.identityId', '=', 'e.id').on('ac.method', '=', sql.lit('cert')))
+      .leftJoin('enrollments as eo', (j) => j.onRef('eo.identityId', '=', 'e.id').on('eo.method', '=', sql.lit('ott')))
+      .leftJoin('enrollments as eca', (j) => j.onRef('eca.identityId', '=', 'e.id').on('eca.method', '=', sql.lit('ottca')))
+      .leftJoin('enrollments as eu', (j) => j.onRef('eu.identityId', '=', 'e.id').on('eu.method', '=', sql.lit('updb')))
       .leftJoin('cas as ecac', 'ecac.id', 'eca.caId')
       .leftJoin('mfa as m', 'm.identityId', 'e.id')
       .selectAll('e')
