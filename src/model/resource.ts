@@ -143,9 +143,8 @@ export const baseFilterable: Record<string, FieldSpec> = {
   tags: { column: 'e.tags', type: 'tags' },
 };
 
-/** The fields every stored entity answers with. */
 /**
- * The fields every entity's detail starts with. A detail adds its own with
+ * The fields every stored entity's detail starts with. A detail adds its own with
  * `Object.assign(baseDetail(...), { ... })`, not `{ ...baseDetail(...), ... }`: V8 builds a literal that
  * starts with a spread property by property, 6 us a service where assign takes 0.5 (a client's list of
  * 200 services spent 1.2 ms in it, and its garbage). The links likewise: a resource's own links that
