@@ -68,6 +68,11 @@ export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scop
   await assertVisible(ctx, decl, id, scope);
   const row = await findRow(ctx, decl, id);
   if (!row) throw notFound(decl.name, id);
+  return detailOfRow(ctx, decl, row);
+}
+
+/** One row of the declaration's detail query, as its detail. */
+export async function detailOfRow(ctx: Ctx, decl: ResourceDecl, row: Row) {
   await decl.expand?.(ctx.store.db, [row], ctx);
   return decl.toDetail(row, ctx);
 }

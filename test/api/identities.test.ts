@@ -38,6 +38,16 @@ describe('identities', () => {
     expect(listed.identity._links).toEqual(links);
     // The current identity links its MFA, as upstream's does.
     expect((await c.call('GET', `${CLIENT}/current-identity`, { token: session })).body.data._links.mfa).toEqual({ href: './current-identity/mfa' });
+    // It is read beside the API session, by the session's token: the same detail the admin reads, for
+    // this caller whoever else is logged in; and the same through an API token (no session to read it by).
+    const byAdmin = (await c.call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data;
+    const mine = (await c.call('GET', `${CLIENT}/current-identity`, { token: session })).body.data;
+    expect(mine).toEqual({ ...byAdmin, _links: { ...byAdmin._links, mfa: { href: './current-identity/mfa' } } });
+    const adminMe = (await c.call('GET', `${CLIENT}/current-identity`, { token: admin })).body.data;
+    expect(adminMe.id).not.toBe(id);
+    const apiToken = (await c.call('POST', `${MGMT}/api-tokens`, { token: admin, body: { name: 'admin-token', expiresInDays: 1 } })).body.data.token;
+    expect((await c.call('GET', `${CLIENT}/current-identity`, { token: apiToken })).body.data).toEqual(adminMe);
+    expectError(await c.call('GET', `${CLIENT}/current-identity`, { token: 'not-a-session' }), 401, 'UNAUTHORIZED');
     await c.call('DELETE', `${MGMT}/api-sessions/${listed.id}`, { token: admin });
 
     const got = await c.call('GET', `${MGMT}/identities/${id}`, { token: admin });

@@ -65,8 +65,8 @@ const sessionByTokenHash = precompile((db, p) =>
 );
 
 /** The session behind a token, or a 401. Refreshes lastActivityAt when it has grown stale. */
-export async function resolveSession(ctx: Ctx, token: string): Promise<SessionWithIdentity> {
-  const row = (await first(ctx.store.db, sessionByTokenHash, [hashSecret(token)])) as SessionWithIdentity | undefined;
+export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSecret(token)): Promise<SessionWithIdentity> {
+  const row = (await first(ctx.store.db, sessionByTokenHash, [tokenHash])) as SessionWithIdentity | undefined;
   if (!row) throw unauthorized();
   const now = ctx.clock.now();
   const last = Date.parse(row.lastActivityAt);

@@ -7,7 +7,9 @@ import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { verifyPassword } from '../../../model/auth/password.js';
 import { KEEP_API_SESSION } from '../../../model/auth/revoke.js';
 import type { Ctx } from '../../../model/context.js';
-import { getResource, listResource, updateResource } from '../../../model/crud.js';
+import { detailOfRow, getResource, listResource, listSource, updateResource } from '../../../model/crud.js';
+import { first, precompile } from '../../../store/precompiled.js';
+import { sql } from 'kysely';
 import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
 import type { Row } from '../../../model/resource.js';
 import {
@@ -36,6 +38,9 @@ const AuthenticateBody = Type.Object({
 });
 
 const session = { access: 'session' as const };
+
+/** The identity of the API session with this token hash, as its detail query reads it. */
+const identityBySession = precompile((db, p) => listSource(identities).detailQuery(db).where(sql.ref('e.id'), '=', db.selectFrom('apiSessions').select('identityId').where('tokenHash', '=', p(0))));
 const partial = { access: 'partial' as const };
 
 export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
@@ -90,9 +95,16 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
 
   app.get(
     '/current-identity',
-    { config: session, schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } } },
+    {
+      // The identity is read beside the API session (by its token hash), not after it.
+      config: { ...session, prefetch: (c: Ctx, tokenHash: string) => first(c.store.db, identityBySession, [tokenHash]) },
+      schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } },
+    },
     async (req) => {
-      const me = await getResource(ctx, identities, principalOf(req).identityId);
+      const p = principalOf(req);
+      // An API token or the local administrator has no session to read it by.
+      const row = (await req.prefetched) as Row | undefined;
+      const me = row?.id === p.identityId ? await detailOfRow(ctx, identities, row) : await getResource(ctx, identities, p.identityId);
       // As upstream: the caller's own MFA is one link away.
       return ok(Object.assign(me, { _links: Object.assign(me._links as Record<string, unknown>, { mfa: { href: './current-identity/mfa' } }) }));
     },
