@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
 import { sql } from 'kysely';
 import type { Tx } from '../../store/db.js';
+import { first, precompile } from '../../store/precompiled.js';
+import { listSource } from '../crud.js';
 import type { Ctx } from '../context.js';
 import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import { cannotDelete, invalidField } from '../errors.js';
@@ -230,3 +232,7 @@ export const identities = defineResource({
   },
   cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },
 });
+
+const rowOfSession = precompile((db, p) => listSource(identities).detailQuery(db).where(sql.ref('e.id'), '=', db.selectFrom('apiSessions').select('identityId').where('tokenHash', '=', p(0))));
+/** The identity of the API session with this token hash, as its detail query reads it (undefined: no such session). */
+export const identityRowOfSession = (ctx: Ctx, tokenHash: string): Promise<Row | undefined> => first(ctx.store.db, rowOfSession, [tokenHash]);

@@ -7,15 +7,13 @@ import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { verifyPassword } from '../../../model/auth/password.js';
 import { KEEP_API_SESSION } from '../../../model/auth/revoke.js';
 import type { Ctx } from '../../../model/context.js';
-import { detailOfRow, getResource, listResource, listSource, updateResource } from '../../../model/crud.js';
-import { first, precompile } from '../../../store/precompiled.js';
-import { sql } from 'kysely';
+import { detailOfRow, getResource, listResource, updateResource } from '../../../model/crud.js';
 import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
 import type { Row } from '../../../model/resource.js';
 import {
   authenticatorDetail, authenticators, ownAuthenticatorPatch, ownAuthenticatorUpdate,
 } from '../../../model/resources/authenticators.js';
-import { identities, identityDetail } from '../../../model/resources/identities.js';
+import { identities, identityDetail, identityRowOfSession } from '../../../model/resources/identities.js';
 import { apiSessionSchema } from '../../../model/schemas/api-session.js';
 import { Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
@@ -38,9 +36,6 @@ const AuthenticateBody = Type.Object({
 });
 
 const session = { access: 'session' as const };
-
-/** The identity of the API session with this token hash, as its detail query reads it. */
-const identityBySession = precompile((db, p) => listSource(identities).detailQuery(db).where(sql.ref('e.id'), '=', db.selectFrom('apiSessions').select('identityId').where('tokenHash', '=', p(0))));
 const partial = { access: 'partial' as const };
 
 export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
@@ -97,7 +92,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     '/current-identity',
     {
       // The identity is read beside the API session (by its token hash), not after it.
-      config: { ...session, prefetch: (c: Ctx, tokenHash: string) => first(c.store.db, identityBySession, [tokenHash]) },
+      config: { ...session, prefetch: (c: Ctx, tokenHash: string) => identityRowOfSession(c, tokenHash) },
       schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } },
     },
     async (req) => {
