@@ -18,17 +18,12 @@ import type { ZtcEvent } from './events/types.js';
 
 export function listSource(decl: ResourceDecl): ListSource {
   const source = decl.source ?? ((db) => db.selectFrom(`${decl.table} as e` as never) as never);
-  // The source's rows with what their details read beyond them (detailJoins).
-  const page = (q: AnyQuery): AnyQuery => {
-    const rows = q.selectAll('e' as never) as AnyQuery;
-    return decl.detailJoins ? decl.detailJoins(rows) : rows;
-  };
   return {
     filterable: decl.filterable,
     hasRoles: !!decl.roleAttributes,
     source,
-    detailQuery: decl.detailQuery ?? ((db) => page(source(db))),
-    pageQuery: decl.detailQuery ? undefined : page,
+    detailQuery: decl.detailQuery ?? ((db) => source(db).selectAll('e' as never) as never),
+    rowsAreDetails: !decl.detailQuery,
   };
 }
 

@@ -113,12 +113,6 @@ export interface ResourceDecl {
   source?: (db: Db) => AnyQuery;
   /** Everything toDetail reads, for a set of ids (one query per page, never one per row). */
   detailQuery?: (db: Db) => AnyQuery;
-  /**
-   * Instead of detailQuery: the joins and columns toDetail reads beyond the source's own row, each join
-   * at most one row per entity (a unique key). A page is then read in one query, filtered, sorted and
-   * paged with its details (on PostgreSQL one wait fewer than its ids and then their details).
-   */
-  detailJoins?: (q: AnyQuery) => AnyQuery;
   /** Adds to a page of rows what one join cannot give (child lists, names of referenced entities), in a few queries. */
   expand?: (db: Db, rows: Row[], ctx: Ctx) => Promise<void>;
   toDetail: (row: Row, ctx: Ctx) => Record<string, unknown>;

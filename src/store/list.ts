@@ -36,11 +36,8 @@ export interface ListSource {
   hasRoles?: boolean;
   source: (db: Db) => AnyQuery;
   detailQuery: (db: Db) => AnyQuery;
-  /**
-   * The details of the filtered source's rows, when they need nothing a separate query must give (no
-   * detailQuery of their own): a page is then one query.
-   */
-  pageQuery?: (q: AnyQuery) => AnyQuery;
+  /** The details are the source's own rows (no detailQuery of its own): a page is then one query. */
+  rowsAreDetails?: boolean;
 }
 
 /**
@@ -101,9 +98,9 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
     return q.orderBy(sql.ref('e.id'), 'asc');
   };
   const ids = sorted(base.select(sql.ref('e.id').as('id')));
-  // Details that need no query of their own come with the page: one query (on PostgreSQL one round
-  // trip) instead of the page's ids and then their details.
-  const whole = src.pageQuery ? sorted(src.pageQuery(base)) : undefined;
+  // Details that are the rows themselves come with the page: one query (on PostgreSQL one round trip)
+  // instead of the page's ids and then their rows.
+  const whole = src.rowsAreDetails ? sorted(base.selectAll('e' as never)) : undefined;
 
   // How many ids the last fetch found: a page that is not full, and starts at 0 or has rows, ends the
   // list, so the total is its offset plus its length without counting again (one query fewer for the

@@ -161,9 +161,9 @@ export const identities = defineResource({
       defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
     }),
   },
-  // Each join one row at most (unique by identity and method; one MFA an identity): a page is one query.
-  detailJoins: (q) =>
-    q
+  detailQuery: (db) =>
+    db
+      .selectFrom('identities as e')
       .innerJoin('identityTypes as t', 't.id', 'e.typeId')
       .innerJoin('authPolicies as p', 'p.id', 'e.authPolicyId')
       // The methods as literals, not parameters: PostgreSQL then plans the prepared statement once
@@ -176,6 +176,7 @@ export const identities = defineResource({
       .leftJoin('enrollments as eu', (j) => j.onRef('eu.identityId', '=', 'e.id').on('eu.method', '=', sql.lit('updb')))
       .leftJoin('cas as ecac', 'ecac.id', 'eca.caId')
       .leftJoin('mfa as m', 'm.identityId', 'e.id')
+      .selectAll('e')
       .select(['eo.id as ottId', 'eo.jwt as ottJwt', 'eo.expiresAt as ottExpiresAt', 'eca.id as ottcaId', 'eca.jwt as ottcaJwt', 'eca.expiresAt as ottcaExpiresAt', 'eca.caId as ottcaCaId', 'ecac.name as ottcaCaName', 'eu.id as updbEnrollmentId', 'eu.jwt as updbJwt', 'eu.expiresAt as updbExpiresAt', 'm.isVerified as mfaVerified'])
       .select(['t.name as typeName', 'p.name as authPolicyName', 'au.id as updbId', 'au.username as updbUsername', 'ac.id as certId', 'ac.fingerprint as certFingerprint'])
       .select((eb) => eb.exists(eb.selectFrom('apiSessions as s').select('s.id').whereRef('s.identityId', '=', 'e.id')).as('hasApiSession')) as never,
