@@ -97,8 +97,9 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     },
     async (req) => {
       const p = principalOf(req);
-      // An API token or the local administrator has no session to read it by.
-      const row = (await req.prefetched) as Row | undefined;
+      // An API token or the local administrator has no session to read it by; a read that failed is
+      // made again the usual way (which answers for the database if it is down).
+      const row = (await req.prefetched?.catch(() => undefined)) as Row | undefined;
       const me = row?.id === p.identityId ? await detailOfRow(ctx, identities, row) : await getResource(ctx, identities, p.identityId);
       // As upstream: the caller's own MFA is one link away.
       return ok(Object.assign(me, { _links: Object.assign(me._links as Record<string, unknown>, { mfa: { href: './current-identity/mfa' } }) }));
