@@ -279,8 +279,12 @@ export class CtrlServer {
 
   /** A router deleted or disabled through the API (on any controller) is disconnected, as upstream does. */
   private async dropRemovedRouters() {
-    const allowed = await routersAllowed(this.ctx, [...this.routers.keys()]);
-    for (const [id, conn] of this.routers) if (!allowed.has(id)) conn.channel.close(new Error('the router was deleted or disabled'));
+    // Only the routers asked about: one that connected while the answer was coming (its hello checked
+    // it already) is not in the answer, and was closed as if deleted (seen on PostgreSQL under load: a
+    // router dropped right after its hello, its peers told it was unhealthy).
+    const asked = [...this.routers.keys()];
+    const allowed = await routersAllowed(this.ctx, asked);
+    for (const id of asked) if (!allowed.has(id)) this.routers.get(id)?.channel.close(new Error('the router was deleted or disabled'));
   }
 
   /**
