@@ -243,4 +243,35 @@ describe('routers that link', () => {
     metrics('a', 2_500_000);
     await expect.poll(async () => (await fabric('/links/link-ba-2')).data, { timeout: 3000 }).toMatchObject({ sourceLatency: 5_000_000, destLatency: 3_500_000, staticCost: 1, cost: 1 + 5 + 3 });
   });
+
+  it('keep a router that reconnects while its last close is still being cleaned up: healthy to its peers, connected', async () => {
+    const REROUTE = 99969996;
+    const upAt = (k: 'a' | 'b', ms?: number) => p[k].next((f) => f.type === T.PeerStateChanges && changes(f)[0].id === r.c.id, ms);
+    p.c = (await connectRouter(port, r.c, { managesLinks: true })).p;
+    p.c.send(T.RouterLinks, [], Buffer.alloc(0));
+    for (const k of ['a', 'b'] as const) expect(changes(await upAt(k))[0].state ?? PeerState.Healthy).toBe(PeerState.Healthy);
+    // The circuit moves through c: b's own link to a fails.
+    report(p.c, 'link-cb-2', r.b, 2);
+    report(p.c, 'link-ca-2', r.a, 2);
+    await expect.poll(async () => (await fabric('/links')).meta.pagination.totalCount, { timeout: 3000 }).toBe(3);
+    p.b.send(T.Fault, [], encode(Schemas.Fault, { subject: FaultSubject.LinkFault, id: 'link-ba-2', iteration: 2 }));
+    const moved = routeOf(await p.c.next((f) => f.type === T.Route)).circuitId;
+    for (const k of ['a', 'b', 'c'] as const) p[k].send(T.RouteResult, ok(moved, REROUTE), Buffer.from(moved));
+    await expect.poll(async () => (await fabric(`/circuits/${moved}`)).data.path.links.map((l: { id: string }) => l.id), { timeout: 3000 }).toEqual(['link-cb-2', 'link-ca-2']);
+    report(p.b, 'link-ba-3', r.a, 3);
+    await expect.poll(async () => (await fabric('/links')).meta.pagination.totalCount, { timeout: 3000 }).toBe(3);
+    // c goes: its close is cleaned up by moving the circuit back to b -> a, which waits for a's and b's RouteResults...
+    p.c.close();
+    await p.a.next((f) => f.type === T.Route && routeOf(f).circuitId === moved);
+    await p.b.next((f) => f.type === T.Route && routeOf(f).circuitId === moved);
+    // ... and meanwhile c is back, announced healthy to both.
+    p.c = (await connectRouter(port, r.c, { managesLinks: true })).p;
+    p.c.send(T.RouterLinks, [], Buffer.alloc(0));
+    for (const k of ['a', 'b'] as const) expect(changes(await upAt(k))[0].state ?? PeerState.Healthy).toBe(PeerState.Healthy);
+    for (const k of ['a', 'b'] as const) p[k].send(T.RouteResult, ok(moved, REROUTE), Buffer.from(moved));
+    await expect.poll(async () => (await fabric(`/circuits/${moved}`)).data.path.links.map((l: { id: string }) => l.id), { timeout: 3000 }).toEqual(['link-ba-3']);
+    // The old connection's cleanup ends without telling anyone c is down, and c's lease stands.
+    for (const k of ['a', 'b'] as const) await expect(upAt(k, 1500), `${k} heard c is down`).rejects.toThrow(/no matching frame/);
+    expect((await fabric(`/routers/${r.c.id}`)).data.connected).toBe(true);
+  });
 });

@@ -124,10 +124,16 @@ export class CtrlServer {
         if (this.routers.get(routerId) !== conn) return;
         this.routers.delete(routerId);
         routerEvent(this.ctx, routerId, false);
+        // The router may connect again while this runs (a reroute waits up to ROUTE_TIMEOUT_MS for its
+        // routers): the new connection's lease and its Healthy announcement stand, so each step after an
+        // await first looks whether it is back.
+        const back = () => this.routers.has(routerId);
         void (async () => {
           await this.network.routerGone(routerId);
+          if (back()) return;
           await setRouterLease(this.ctx, routerId, null);
           const exists = !!(await routerForCtrl(this.ctx, routerId));
+          if (back()) return;
           this.peersChanged(conn, exists ? PeerState.Unhealthy : PeerState.Removed);
         })().catch((e) => this.log.warn({ err: String(e) }, 'ctrl: cleaning up after a router failed'));
       },
