@@ -2,14 +2,14 @@
 import { sql } from 'kysely';
 import type { Tx } from '../store/db.js';
 import { indexRoleAttributes, indexTags, unindexEntity } from '../store/entity-index.js';
-import { listPage, type ListParams, type ListSource, type Page } from '../store/list.js';
+import { listPage, type ListParams, type ListSource, type Page, type Scope } from '../store/list.js';
 import { first, precompile, type Precompiled } from '../store/precompiled.js';
 import { touchServices } from './changes.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { ApiError, couldNotValidate, notFound } from './errors.js';
 import { newId } from './ids.js';
-import type { AnyQuery, ResourceDecl, Row, WriteMode } from './resource.js';
+import type { ResourceDecl, Row, WriteMode } from './resource.js';
 import { evaluateEntity, forgetEntity } from './policy/membership.js';
 import { applySetEdits, checkSetEdits, hasSetEdits, lockRow } from './set-edits.js';
 import { afterCommit, collecting, publish, recordChange } from './events/record.js';
@@ -33,7 +33,7 @@ export type Detail = Record<string, unknown>;
  * One page of a resource's list, as details. An unlimited list too large to hold at once comes as
  * chunks of details instead, each expanded on its own (see store/list.ts), for the response to stream.
  */
-export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams, scope?: (q: AnyQuery) => AnyQuery): Promise<{ items: Detail[] | AsyncIterable<Detail[]>; pagination: Page['pagination'] }> {
+export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams, scope?: Scope): Promise<{ items: Detail[] | AsyncIterable<Detail[]>; pagination: Page['pagination'] }> {
   const page = await listPage(ctx.store.db, ctx.store.dialect, listSource(decl), params, scope);
   const details = async (rows: Row[]) => {
     await decl.expand?.(ctx.store.db, rows, ctx);
@@ -58,13 +58,13 @@ export async function findRow(ctx: Ctx | { store: Ctx['store'] }, decl: Resource
 }
 
 /** 404 unless the row is among those the scope lets the caller see. */
-export async function assertVisible(ctx: Ctx, decl: ResourceDecl, id: string, scope?: (q: AnyQuery) => AnyQuery) {
+export async function assertVisible(ctx: Ctx, decl: ResourceDecl, id: string, scope?: Scope) {
   if (!scope) return;
-  const visible = await scope(listSource(decl).source(ctx.store.db)).select(sql.ref('e.id').as('id')).where(sql.ref('e.id'), '=', id).executeTakeFirst();
+  const visible = await scope(listSource(decl).source(ctx.store.db), { pinned: true }).select(sql.ref('e.id').as('id')).where(sql.ref('e.id'), '=', id).executeTakeFirst();
   if (!visible) throw notFound(decl.name, id);
 }
 
-export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scope?: (q: AnyQuery) => AnyQuery) {
+export async function getResource(ctx: Ctx, decl: ResourceDecl, id: string, scope?: Scope) {
   await assertVisible(ctx, decl, id, scope);
   const row = await findRow(ctx, decl, id);
   if (!row) throw notFound(decl.name, id);

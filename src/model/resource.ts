@@ -28,6 +28,11 @@ export interface FieldSpec {
    */
   encode?: (value: string) => string | number;
   /**
+   * A value names at most one row (an id, a unique name): a filter `field = "x"` pins a list to one row,
+   * so a scope checks that row (EXISTS) instead of listing every row it allows first.
+   */
+  unique?: boolean;
+  /**
    * A name we accepted before following upstream's symbols: still filterable, but not listed in
    * meta.filterableFields (which answers upstream's names only).
    */
@@ -135,7 +140,7 @@ export const selfLink = (plural: string, id: string) => ({ self: { href: `./${pl
 
 /** The filterable fields every stored entity has (spread into a declaration's `filterable`). */
 export const baseFilterable: Record<string, FieldSpec> = {
-  id: { column: 'e.id', type: 'string', sortable: true },
+  id: { column: 'e.id', type: 'string', sortable: true, unique: true },
   // Upstream's system entities; only tables with an is_system column override this constant.
   isSystem: { column: 'e.id', expr: sql`0`, type: 'boolean', sortable: true },
   createdAt: { column: 'e.created_at', type: 'datetime', sortable: true },

@@ -3,10 +3,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
 import { assertVisible, createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
-import { selfLink, type AnyQuery, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
+import { selfLink, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
 import type { Access } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
-import type { ListParams } from '../store/list.js';
+import type { ListParams, Scope } from '../store/list.js';
 import { foldKeys } from './case-fold.js';
 import { actorCtx } from './actor.js';
 import { empty, listOf, ok } from './envelope.js';
@@ -38,7 +38,7 @@ export interface MountOptions {
   /** The declaration as this request's caller sees it (what expand adds depends on who asks). */
   view?: (req: FastifyRequest) => ResourceDecl;
   /** The rows this request's caller may see (list and get); others are 404. */
-  scope?: (req: FastifyRequest) => ((q: AnyQuery) => AnyQuery) | undefined;
+  scope?: (req: FastifyRequest) => Scope | undefined;
   /** Mount only these of the declaration's operations. */
   only?: Operation[];
   /** Who may call each operation (default: admins). */

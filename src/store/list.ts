@@ -76,12 +76,18 @@ export async function collect<T>(chunks: AsyncIterable<T[]>): Promise<T[]> {
 /** Rows fetched per query when a list has no limit: memory stays bounded whatever the table's size. */
 export const STREAM_CHUNK = 500;
 
-export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource, params: ListParams, scope?: (q: AnyQuery) => AnyQuery): Promise<Page> {
+/**
+ * Narrows a list to the rows a caller may see. `pinned`: the query allows one row at most (a unique
+ * field's value, a get by id), so the scope is best checked on that row than listed whole first.
+ */
+export type Scope = (q: AnyQuery, how?: { pinned?: boolean }) => AnyQuery;
+
+export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource, params: ListParams, scope?: Scope): Promise<Page> {
   const compiled = compileFilter(params.filter, src.filterable, dialect);
   if (!compiled.sort.length && params.sort) compiled.sort = compileSortParam(params.sort, src.filterable, dialect);
   const { limit, offset } = resolvePaging(params, compiled);
   let base = src.source(db);
-  if (scope) base = scope(base);
+  if (scope) base = scope(base, { pinned: compiled.pinned });
   if (compiled.where) base = base.where(compiled.where as never);
   if (src.hasRoles && params.roleFilter) {
     const roles = rolesCondition(params.roleFilter, params.roleSemantic);

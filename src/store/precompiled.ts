@@ -1,39 +1,70 @@
 // Hot-path queries compiled once per database and reused with new parameter values: building and
 // compiling a Kysely query costs more than SQLite takes to run a simple indexed one.
-import { CompiledQuery, type Compilable } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql, type Compilable, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from './db.js';
 
 const marker = (i: number) => `\u0000ztc-param-${i}\u0000`;
-const MARKER = /^\u0000ztc-param-(\d+)\u0000$/;
+const listMarker = (i: number) => `\u0000ztc-list-${i}\u0000`;
+const MARKER = /^\u0000ztc-(param|list)-(\d+)\u0000$/;
 
-type Slot = number | { value: unknown };
+/** A parameter's place: a value, a list (as the dialect takes an array), or a constant of the query. */
+type Slot = number | { list: number } | { value: unknown };
 
 export interface Precompiled<R> {
   (db: Db, params: unknown[]): CompiledQuery<R>;
 }
 
-/** `build` receives `p(i)`: a stand-in for parameter i, to use wherever a value goes. */
-export function precompile<R>(build: (db: Db, p: (i: number) => string) => Compilable<R>): Precompiled<R> {
-  const byDb = new WeakMap<object, { sql: string; slots: Slot[] }>();
-  return (db, params) => {
+/** Stand-ins for a precompiled query's parameters. */
+export interface Params {
+  /** Parameter i, wherever a value goes. */
+  (i: number): string;
+  /**
+   * `ref` is one of parameter i's values (an array): one statement whatever the array's length, so
+   * PostgreSQL prepares it once and SQLite keeps one statement, instead of one per length of `in (...)`.
+   */
+  anyOf(ref: Expression<unknown> | RawBuilder<unknown>, i: number): RawBuilder<SqlBool>;
+}
+
+const isPostgres = (db: Db) => db.getExecutor().adapter instanceof PostgresAdapter;
+
+function params(postgres: boolean): Params {
+  const p = ((i: number) => marker(i)) as Params;
+  // PostgreSQL takes the array itself; SQLite reads it as JSON text.
+  p.anyOf = (ref, i) => (postgres ? sql<SqlBool>`${ref} = any(${listMarker(i)})` : sql<SqlBool>`${ref} in (select value from json_each(${listMarker(i)}))`);
+  return p;
+}
+
+/** `build` receives `p`: `p(i)` stands for parameter i, `p.anyOf(ref, i)` for a list parameter. */
+export function precompile<R>(build: (db: Db, p: Params) => Compilable<R>): Precompiled<R> {
+  const byDb = new WeakMap<object, { sql: string; slots: Slot[]; postgres: boolean }>();
+  return (db, values) => {
     // A transaction is its own Kysely object but compiles to the same SQL: cache per dialect adapter.
     const key = db.getExecutor().adapter;
     let c = byDb.get(key);
     if (!c) {
-      const compiled = build(db, marker).compile();
+      const postgres = isPostgres(db);
+      const compiled = build(db, params(postgres)).compile();
       c = {
         sql: compiled.sql,
+        postgres,
         slots: compiled.parameters.map((v) => {
           const m = typeof v === 'string' ? MARKER.exec(v) : null;
-          return m ? Number(m[1]) : { value: v };
+          if (!m) return { value: v };
+          return m[1] === 'list' ? { list: Number(m[2]) } : Number(m[2]);
         }),
       };
       byDb.set(key, c);
     }
-    return CompiledQuery.raw(c.sql, c.slots.map((s) => (typeof s === 'number' ? params[s] : s.value))) as CompiledQuery<R>;
+    const postgres = c.postgres;
+    const bound = c.slots.map((s) => (typeof s === 'number' ? values[s] : 'list' in s ? (postgres ? values[s.list] : JSON.stringify(values[s.list])) : s.value));
+    return CompiledQuery.raw(c.sql, bound) as CompiledQuery<R>;
   };
 }
 
 export async function first<R>(db: Db, q: Precompiled<R>, params: unknown[]): Promise<R | undefined> {
   return (await db.executeQuery(q(db, params))).rows[0];
+}
+
+export async function all<R>(db: Db, q: Precompiled<R>, params: unknown[]): Promise<R[]> {
+  return (await db.executeQuery(q(db, params))).rows;
 }

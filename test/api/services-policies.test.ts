@@ -153,6 +153,12 @@ describe('policies', () => {
     expect(await clientServices(bobToken)).toEqual([]);
     expectError(await c.call('GET', `${CLIENT}/services/${web}`, { token: bobToken }), 404);
     expect((await c.call('GET', `${CLIENT}/services/${web}`, { token: aliceToken })).body.data.name).toBe('web');
+    // One service by name, as SDKs look one up: the same answer (the grant checked on the named row).
+    const byName = async (token: string, filter: string) => ((await c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent(filter)}`, { token })).body.data as { name: string }[]).map((s) => s.name);
+    expect(await byName(aliceToken, 'name = "web"')).toEqual(['web']);
+    expect(await byName(aliceToken, 'name = "web" and encryptionRequired = false')).toEqual([]);
+    expect(await byName(bobToken, 'name = "web"')).toEqual([]);
+    expect(await byName(bobToken, `id = "${web}"`)).toEqual([]);
 
     // Bob gets the attribute: he sees the services at once. A bind policy adds Bind.
     await patch(`/identities/${bob}`, { roleAttributes: ['staff', 'hosts'] });
@@ -160,6 +166,7 @@ describe('policies', () => {
     await created('/service-policies', { name: 'hosts-bind', type: 'Bind', semantic: 'AllOf', identityRoles: ['#hosts'], serviceRoles: ['#all'] });
     const bobWeb = (await clientServices(bobToken)).find((s) => s.name === 'web')!;
     expect(bobWeb.permissions).toEqual(['Bind', 'Dial']);
+    expect(await byName(bobToken, 'name = "web"')).toEqual(['web']);
     expect(names(await get(`/identities/${bob}/services?policyType=bind`))).toEqual(['db', 'web']);
     expect(names(await get(`/services/${web}/identities?policyType=dial`))).toEqual(['alice', 'bobby']);
     expect(names(await get(`/services/${web}/identities?policyType=bind`))).toEqual(['bobby']);

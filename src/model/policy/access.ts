@@ -1,6 +1,8 @@
 // Reading the denormalised policy state: every question ("which services may this identity dial",
 // "which edge routers serve this service") is a subquery over policy_members, driven by its indexes.
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import type { Db } from '../../store/db.js';
+import { all, precompile } from '../../store/precompiled.js';
 import type { PolicyKind, Side } from './membership.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -19,6 +21,22 @@ export function relatedIds(db: AnyDb, from: Side, fromId: string, to: Side, kind
     .where('f.entityId', '=', fromId)
     .where('f.side', '=', from)
     .where('f.kind', 'in', kinds);
+}
+
+/**
+ * `e` (a service) is granted to the identity by some Dial or Bind policy: its memberships by the entity
+ * index, each probed for the identity by primary key. For one row; a list is `idIn(relatedIds(...))`.
+ */
+export function grantedHere(db: AnyDb, identityId: string): RawBuilder<SqlBool> {
+  const sub = db
+    .selectFrom('policyMembers as t')
+    .innerJoin('policyMembers as f', (j) => j.onRef('f.policyId', '=', 't.policyId').on('f.side', '=', 'identity').on('f.entityId', '=', identityId))
+    .select(sql.lit(1).as('one'))
+    .whereRef('t.entityId', '=', sql.ref('e.id') as never)
+    .where('t.side', '=', 'service')
+    .where('t.kind', 'in', SERVICE_POLICY_KINDS);
+  // Kysely puts the subquery in parentheses itself.
+  return sql<SqlBool>`exists ${sub}`;
 }
 
 /** Ids of the policies of the given kinds that select the entity on its side. */
@@ -54,17 +72,19 @@ export interface Grant {
  */
 export async function grantsFor(db: AnyDb, identityId: string, serviceIds: string[]): Promise<Grant[]> {
   if (!serviceIds.length) return [];
-  return (await db
+  return all(db as Db, grantsQuery, [[...new Set(serviceIds)], identityId]);
+}
+
+// Compiled once, the page's ids one array parameter (a page of 1 and of 500 are the same statement).
+const grantsQuery = precompile<Grant>((db, p) =>
+  db
     .selectFrom('policyMembers as g')
     .select(['g.entityId as serviceId', 'g.policyId', 'g.kind'])
-    .where('g.entityId', 'in', [...new Set(serviceIds)])
+    .where((eb) => p.anyOf(eb.ref('g.entityId'), 0))
     .where('g.side', '=', 'service')
     .where('g.kind', 'in', SERVICE_POLICY_KINDS)
-    .where((eb) =>
-      eb.exists(eb.selectFrom('policyMembers as h').select('h.policyId').whereRef('h.policyId', '=', 'g.policyId').where('h.side', '=', 'identity').where('h.entityId', '=', identityId)),
-    )
-    .execute()) as Grant[];
-}
+    .where((eb) => eb.exists(eb.selectFrom('policyMembers as h').select('h.policyId').whereRef('h.policyId', '=', 'g.policyId').where('h.side', '=', 'identity').where('h.entityId', '=', p(1)))) as never,
+);
 
 /**
  * The same for several identities at once (a page of sessions). Two index lookups joined here rather

@@ -5,9 +5,10 @@ import { serviceLinks } from './service-links.js';
 import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
+import { all, precompile } from '../../store/precompiled.js';
 import { invalidField } from '../errors.js';
-import { grantsFor, policiesOf, SERVICE_POLICY_KINDS } from '../policy/access.js';
-import { checksOfPolicies, postureQueries, responsesOf, type Check } from '../posture/evaluate.js';
+import { grantsFor, SERVICE_POLICY_KINDS } from '../policy/access.js';
+import { checksOfIdentity, postureQueries, responsesOf, type Check } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
 
@@ -78,32 +79,44 @@ async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, stri
 }
 
 /** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
+interface ConfigRow {
+  serviceId: string;
+  configId: string;
+  configTypeId: string;
+  typeName: string;
+  data: string;
+}
+
+// Compiled once each, the page's ids one array parameter (store/precompiled.ts).
+const attachedConfigs = precompile<ConfigRow>((db, p) =>
+  db
+    .selectFrom('serviceConfigs as sc')
+    .innerJoin('configs as c', 'c.id', 'sc.configId')
+    .innerJoin('configTypes as t', 't.id', 'sc.configTypeId')
+    .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data'])
+    .where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)) as never,
+);
+const overriddenConfigs = precompile<ConfigRow>((db, p) =>
+  db
+    .selectFrom('identityServiceConfigs as o')
+    .innerJoin('configs as c', 'c.id', 'o.configId')
+    .innerJoin('configTypes as t', 't.id', 'o.configTypeId')
+    .select(['o.serviceId', 'o.configId', 'o.configTypeId', 't.name as typeName', 'c.data'])
+    .where('o.identityId', '=', p(0))
+    .where((eb) => p.anyOf(eb.ref('o.serviceId'), 1)) as never,
+);
+
 export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
   // Independent reads, sent at once: on PostgreSQL one round trip's wait instead of five.
   const [attached, types, overrides, grants, checks] = await Promise.all([
-    db
-      .selectFrom('serviceConfigs as sc')
-      .innerJoin('configs as c', 'c.id', 'sc.configId')
-      .innerJoin('configTypes as t', 't.id', 'sc.configTypeId')
-      .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data'])
-      .where('sc.serviceId', 'in', ids)
-      .execute(),
+    all<ConfigRow>(db, attachedConfigs, [ids]),
     viewer ? configTypeIds(db, viewer.configTypes) : new Map<string, string>(),
-    viewer
-      ? db
-          .selectFrom('identityServiceConfigs as o')
-          .innerJoin('configs as c', 'c.id', 'o.configId')
-          .innerJoin('configTypes as t', 't.id', 'o.configTypeId')
-          .select(['o.serviceId', 'o.configId', 'o.configTypeId', 't.name as typeName', 'c.data'])
-          .where('o.identityId', '=', viewer.identityId)
-          .where('o.serviceId', 'in', ids)
-          .execute()
-      : [],
+    viewer ? all<ConfigRow>(db, overriddenConfigs, [viewer.identityId, ids]) : [],
     viewer ? grantsFor(db, viewer.identityId, ids) : [],
     // The checks of every policy that grants the viewer anything (those of this page's grants among them).
-    viewer ? checksOfPolicies(db, policiesOf(db, 'identity', viewer.identityId, SERVICE_POLICY_KINDS)) : new Map<string, Check[]>(),
+    viewer ? checksOfIdentity(db, viewer.identityId, SERVICE_POLICY_KINDS) : new Map<string, Check[]>(),
   ]);
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map();
@@ -148,7 +161,7 @@ export const services = defineResource({
   touchesServices: true,
   filterable: {
     ...baseFilterable,
-    name: { column: 'e.name', type: 'string', sortable: true },
+    name: { column: 'e.name', type: 'string', sortable: true, unique: true },
     terminatorStrategy: { column: 'e.terminator_strategy', type: 'string', sortable: true },
     roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
     configs: { column: 'e.id', type: 'set', members: { table: 'service_configs', owner: 'service_id', value: 'config_id' } },

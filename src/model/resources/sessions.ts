@@ -11,8 +11,8 @@ import type { Ctx, Principal } from '../context.js';
 import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
 import { hashSecret, newId, newSecret } from '../ids.js';
-import { grantsFor, grantsForMany, policiesOf, type Grant } from '../policy/access.js';
-import { checksOfPolicies, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
+import { grantsFor, grantsForMany, type Grant } from '../policy/access.js';
+import { checksOfIdentity, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
 import { edgeRouterClientFields, edgeRouterClientView } from './routers.js';
@@ -162,7 +162,7 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   const kind = type === 'Dial' ? 'dial' : 'bind';
   // The identity's grants on the service, Dial and Bind: any of them makes the service visible to it;
   // and, at the same time, the checks of its policies of this kind (those of these grants among them).
-  const [all, checks] = await Promise.all([grantsFor(db, who.identityId, [service.id]), checksOfPolicies(db, policiesOf(db, 'identity', who.identityId, [kind]))]);
+  const [all, checks] = await Promise.all([grantsFor(db, who.identityId, [service.id]), checksOfIdentity(db, who.identityId, [kind])]);
   // A service the caller cannot see does not exist, as far as it can tell.
   if (!who.isAdmin && !all.length) throw notFound('service', body.serviceId);
   const grants = all.filter((g) => g.kind === kind);

@@ -20,6 +20,8 @@ const FALSE = sql<SqlBool>`(1 = 0)`;
 
 export interface CompiledFilter {
   where?: Sql;
+  /** The filter allows one row at most (a unique field compared with =): see FieldSpec.unique. */
+  pinned?: boolean;
   sort: { ref: RawBuilder<unknown>; desc: boolean }[];
   skip?: number;
   limit?: number | 'none';
@@ -139,6 +141,13 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
     return f.type === 'tag' ? tagCondition(f, 'string', build(f.ref, f)) : build(f.ref, f);
   }
 
+  /** Whether `e` holds only for the row a unique field names (`name = "x"`, alone or and-ed with more). */
+  function pins(e: Expr): boolean {
+    if (e.kind === 'and') return pins(e.left) || pins(e.right);
+    if (e.kind !== 'cmp' || e.op !== '=' || e.lhs.kind !== 'field' || e.rhs.kind !== 'string') return false;
+    return !!own(fields, e.lhs.name)?.unique;
+  }
+
   function expr(e: Expr): Sql {
     const leaf = e.kind !== 'and' && e.kind !== 'or' && e.kind !== 'not';
     if (leaf && ++conditions > MAX_CONDITIONS) throw new FilterError(1, `the filter has more than ${MAX_CONDITIONS} conditions`);
@@ -190,7 +199,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
         const text = rhs.kind === 'number' ? String(rhs.value) : rhs.value;
         const cond = onOperand(
           e.lhs, e.pos, 'string',
-          (ref) => NOT_NULL(ref, e.ci ? sql<SqlBool>`lower(${ref}) like ${likePattern(text.toLowerCase())} escape '\\'` : sql<SqlBool>`${ref} like ${likePattern(text)} escape '\\'`),
+          (ref) => NOT_NULL(ref, e.ci ? d.like(sql`lower(${ref})`, likePattern(text.toLowerCase())) : d.like(ref, likePattern(text))),
           () => {},
         );
         return e.negated ? sql<SqlBool>`(not ${cond})` : cond;
@@ -227,7 +236,7 @@ export function compileQuery(q: Query, fields: Record<string, FieldSpec>, d: Dia
     if (!spec.sortable) throw new FilterError(s.pos, `cannot sort by '${s.name}': the sortable fields are ${sortable(fields)}`, 'INVALID_SORT_IDENTIFIER');
     return { ref: fieldRef(spec, d.name), desc: s.desc };
   });
-  return { where: q.where ? expr(q.where) : undefined, sort, skip: q.skip, limit: q.limit };
+  return { where: q.where ? expr(q.where) : undefined, pinned: !!q.where && pins(q.where), sort, skip: q.skip, limit: q.limit };
 }
 
 const sortable = (fields: Record<string, FieldSpec>) =>

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { listResource } from '../../../model/crud.js';
 import { collect } from '../../../store/list.js';
-import { idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
+import { grantedHere, idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
 import { edgeRouterClientFields, edgeRouterClientView, edgeRouterLinks, edgeRouters } from '../../../model/resources/routers.js';
@@ -35,7 +35,10 @@ function viewer(req: FastifyRequest) {
 const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
   const p = principalOf(req);
   if (readsAll(p)) return undefined;
-  return (q: AnyQuery) => q.where(idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS)) as never);
+  // One service (by name, by id): is it granted? (SQLite listed every granted service first: 5,000
+  // memberships for the bench's probe identity, 0.13 ms where this takes 0.04.) A list: the granted ids.
+  return (q: AnyQuery, how?: { pinned?: boolean }) =>
+    q.where((how?.pinned ? grantedHere(ctx.store.db, p.identityId) : idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS))) as never);
 };
 
 /** Edge routers as a client sees them: no enrollment or certificate details. */
