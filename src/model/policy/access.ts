@@ -27,16 +27,9 @@ export function relatedIds(db: AnyDb, from: Side, fromId: string, to: Side, kind
  * `e` (a service) is granted to the identity by some Dial or Bind policy: its memberships by the entity
  * index, each probed for the identity by primary key. For one row; a list is `idIn(relatedIds(...))`.
  */
-export function grantedHere(db: AnyDb, identityId: string): RawBuilder<SqlBool> {
-  const sub = db
-    .selectFrom('policyMembers as t')
-    .innerJoin('policyMembers as f', (j) => j.onRef('f.policyId', '=', 't.policyId').on('f.side', '=', 'identity').on('f.entityId', '=', identityId))
-    .select(sql.lit(1).as('one'))
-    .whereRef('t.entityId', '=', sql.ref('e.id') as never)
-    .where('t.side', '=', 'service')
-    .where('t.kind', 'in', SERVICE_POLICY_KINDS);
-  // Kysely puts the subquery in parentheses itself.
-  return sql<SqlBool>`exists ${sub}`;
+export function grantedHere(identityId: string): RawBuilder<SqlBool> {
+  // Raw SQL: built on every lookup, the query builder's form cost more (20 us) than the check runs.
+  return sql<SqlBool>`exists (select 1 from policy_members t inner join policy_members f on f.policy_id = t.policy_id and f.side = 'identity' and f.entity_id = ${identityId} where t.entity_id = e.id and t.side = 'service' and t.kind in ('dial', 'bind'))`;
 }
 
 /** Ids of the policies of the given kinds that select the entity on its side. */

@@ -38,7 +38,7 @@ const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
   // One service (by name, by id): is it granted? (SQLite listed every granted service first: 5,000
   // memberships for the bench's probe identity, 0.13 ms where this takes 0.04.) A list: the granted ids.
   return (q: AnyQuery, how?: { pinned?: boolean }) =>
-    q.where((how?.pinned ? grantedHere(ctx.store.db, p.identityId) : idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS))) as never);
+    q.where((how?.pinned ? grantedHere(p.identityId) : idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS))) as never);
 };
 
 /** Edge routers as a client sees them: no enrollment or certificate details. */
