@@ -76,7 +76,10 @@ const grantsQuery = precompile<Grant>((db, p) =>
     .where((eb) => p.anyOf(eb.ref('g.entityId'), 0))
     .where('g.side', '=', 'service')
     .where('g.kind', 'in', SERVICE_POLICY_KINDS)
-    .where((eb) => eb.exists(eb.selectFrom('policyMembers as h').select('h.policyId').whereRef('h.policyId', '=', 'g.policyId').where('h.side', '=', 'identity').where('h.entityId', '=', p(1)))) as never,
+    // A scalar subquery (the primary key finds one row at most), not EXISTS: PostgreSQL turns EXISTS into
+    // a join, and its generic plan, guessing one membership per identity, drove from the identity's
+    // memberships and probed the page's ids for each (100 x 100 for the bench's probe: 6.8 ms, 0.6 so).
+    .where(sql<SqlBool>`(select 1 from policy_members h where h.policy_id = g.policy_id and h.side = 'identity' and h.entity_id = ${p(1)}) = 1`) as never,
 );
 
 /**
