@@ -2,8 +2,8 @@
 // every query as an unnamed statement: the server parses and plans its text each time, which on the
 // client calls' small indexed queries is much of their cost. A text seen a second time gets a name;
 // node-postgres then parses it once per connection and afterwards only binds and executes it (and
-// PostgreSQL may keep a generic plan). Texts without parameters (begin, commit, migrations' DDL) stay
-// unnamed, and at most MAX_NAMED texts are named (lists' `in (...)` vary with their length): the
+// PostgreSQL may keep a generic plan). Other texts without parameters (begin, commit, migrations' DDL)
+// stay unnamed, and at most MAX_NAMED texts are named (lists' `in (...)` vary with their length): the
 // server keeps each named statement for the connection's life.
 // One case it changes: a statement prepared before another controller migrated the schema under it
 // fails with "cached plan must not change result type" (the server keeps its first row description);
@@ -44,12 +44,16 @@ export function statementNames(): StatementNames {
 
 type Query = (...args: unknown[]) => unknown;
 
+const SELECT = /^\s*select\s/i;
+
 /** Makes a pool client's query(text, values) use a named statement once its text repeats. */
 export function prepareRepeated(client: { query: Query }, names: StatementNames) {
   const query = client.query.bind(client) as Query;
   client.query = (...args: unknown[]) => {
     const [text, values] = args;
-    if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && values.length) {
+    // A select without parameters repeats too (a list filtered by literals only: `true sort by type`),
+    // and unnamed it is planned on every call; begin, commit and DDL stay unnamed.
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && (values.length || SELECT.test(text))) {
       const name = names.nameFor(text);
       if (name) {
         const r = query({ name, text, values });

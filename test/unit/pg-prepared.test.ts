@@ -1,6 +1,6 @@
 // Repeated SQL texts become named prepared statements on PostgreSQL (store/pg-prepared.ts): the second
-// time a text with parameters is seen, not the first; never a text without parameters; a statement the
-// schema changed under is forgotten and named anew.
+// time a text with parameters (or a select without) is seen, not the first; never begin, commit or
+// DDL; a statement the schema changed under is forgotten and named anew.
 import { expect, it } from 'vitest';
 import { prepareRepeated, statementNames } from '../../src/store/pg-prepared.js';
 
@@ -32,6 +32,17 @@ it('names a text with parameters from its second use, per text', async () => {
   expect(sent[3]).toEqual(['begin', []]);
   expect(sent[4]).toEqual(['begin', []]);
   expect(sent[5]).toEqual(['select * from u where id = $1', [4]]);
+});
+
+it('names a select without parameters too (a list filtered by literals only), never begin or DDL', async () => {
+  const names = statementNames();
+  const { client, sent } = fakeClient();
+  prepareRepeated(client, names);
+  const text = 'select "e"."id" from "identities" as "e" where (1 = 1) order by "e"."type_id" desc limit 25';
+  for (const q of [text, text, 'commit', 'commit', 'create index i on t (a)', 'create index i on t (a)']) await client.query(q, []);
+  expect(sent[0]).toEqual([text, []]);
+  expect(sent[1]).toEqual({ name: 'ztc_0', text, values: [] });
+  expect(sent.slice(2)).toEqual([['commit', []], ['commit', []], ['create index i on t (a)', []], ['create index i on t (a)', []]]);
 });
 
 it('forgets a statement whose result type the schema changed, and names it anew', async () => {
