@@ -64,9 +64,12 @@ const sessionByTokenHash = precompile((db, p) =>
     .where('s.tokenHash', '=', p(0)),
 );
 
-/** The session behind a token, or a 401. Refreshes lastActivityAt when it has grown stale. */
-export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSecret(token)): Promise<SessionWithIdentity> {
-  const row = (await first(ctx.store.db, sessionByTokenHash, [tokenHash])) as SessionWithIdentity | undefined;
+/**
+ * The session behind a token, or a 401. Refreshes lastActivityAt when it has grown stale. `read`: the
+ * session as a route already read it by this token's hash (with what else it needed), checked the same.
+ */
+export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSecret(token), read?: SessionWithIdentity): Promise<SessionWithIdentity> {
+  const row = read ?? ((await first(ctx.store.db, sessionByTokenHash, [tokenHash])) as SessionWithIdentity | undefined);
   if (!row) throw unauthorized();
   const now = ctx.clock.now();
   const last = Date.parse(row.lastActivityAt);

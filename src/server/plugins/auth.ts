@@ -22,17 +22,18 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
     apiSession?: SessionWithIdentity;
-    /** What the route's `prefetch` read beside the API session (only once the session is accepted is it used). */
-    prefetched?: Promise<unknown>;
+    /** What the route's `withSession` read together with the API session (set once the session passed). */
+    prefetched?: unknown;
   }
   interface FastifyContextConfig {
     access?: Access;
     /**
-     * A read of the caller's own data keyed by the API session's token hash, sent together with the
-     * session's lookup instead of after it (on PostgreSQL one wait on the server instead of two). The
-     * handler uses its answer only after the session passed, and only if it is the caller's.
+     * A read of the caller's own data in the same statement as its API session, by the session's token
+     * hash (on PostgreSQL one wait on the server instead of two): the session it returns is checked as
+     * any is, and `prefetched` is set to the rest only then. Undefined (no such session) or a failed
+     * read: the session is read the usual way.
      */
-    prefetch?: (ctx: Ctx, tokenHash: string) => Promise<unknown>;
+    withSession?: (ctx: Ctx, tokenHash: string) => Promise<{ session: SessionWithIdentity; rest: unknown } | undefined>;
   }
 }
 
@@ -70,13 +71,10 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
       return;
     }
     const tokenHash = hashSecret(token);
-    const prefetch = request.routeOptions.config?.prefetch;
-    if (prefetch) {
-      request.prefetched = prefetch(ctx, tokenHash);
-      // Awaited by the handler, or never when the session is refused: not an unhandled rejection then.
-      request.prefetched.catch(() => {});
-    }
-    const s = await resolveSession(ctx, token, tokenHash);
+    const withSession = request.routeOptions.config?.withSession;
+    const both = withSession ? await withSession(ctx, tokenHash).catch(() => undefined) : undefined;
+    const s = await resolveSession(ctx, token, tokenHash, both?.session);
+    if (both) request.prefetched = both.rest;
     request.apiSession = s;
     const isAdmin = isSet(s.isAdmin);
     request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin, readOnlyAdmin: !isAdmin && hasPermission(s.permissions, ADMIN_READONLY), apiSessionId: s.id, token };

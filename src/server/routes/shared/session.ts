@@ -13,7 +13,7 @@ import type { Row } from '../../../model/resource.js';
 import {
   authenticatorDetail, authenticators, ownAuthenticatorPatch, ownAuthenticatorUpdate,
 } from '../../../model/resources/authenticators.js';
-import { identities, identityDetail, identityRowOfSession } from '../../../model/resources/identities.js';
+import { identities, identityDetail, identityWithSession } from '../../../model/resources/identities.js';
 import { apiSessionSchema } from '../../../model/schemas/api-session.js';
 import { Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username } from '../../../model/schemas/common.js';
 import type { ListParams } from '../../../store/list.js';
@@ -91,15 +91,15 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
   app.get(
     '/current-identity',
     {
-      // The identity is read beside the API session (by its token hash), not after it.
-      config: { ...session, prefetch: (c: Ctx, tokenHash: string) => identityRowOfSession(c, tokenHash) },
+      // The identity is read with the API session (one statement, by its token hash), not after it.
+      config: { ...session, withSession: async (c: Ctx, tokenHash: string) => { const r = await identityWithSession(c, tokenHash); return r && { session: r.session, rest: r.identity }; } },
       schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } },
     },
     async (req) => {
       const p = principalOf(req);
       // An API token or the local administrator has no session to read it by; a read that failed is
       // made again the usual way (which answers for the database if it is down).
-      const row = (await req.prefetched?.catch(() => undefined)) as Row | undefined;
+      const row = req.prefetched as Row | undefined;
       const me = row?.id === p.identityId ? await detailOfRow(ctx, identities, row) : await getResource(ctx, identities, p.identityId);
       // As upstream: the caller's own MFA is one link away.
       return ok(Object.assign(me, { _links: Object.assign(me._links as Record<string, unknown>, { mfa: { href: './current-identity/mfa' } }) }));
