@@ -93,8 +93,8 @@ const PG_WAITS: Record<string, string> = {
   'client service list (limit 500)': 'three waits on the server: the API session, the page, its five reads at once',
   'one service by name': 'three waits on the server: the API session, the page, its five reads at once',
   'session create': "six waits on the server: the API session, the service, its grants and checks, the write's begin, insert and commit",
-  'current identity': 'one wait on the server (the API session and the identity read at once), beside 0.2 ms of HTTP and TLS, against two in-process reads',
-  'admin identity list (filter, sort)': 'four waits on the server: the API session, the page, its rows, its count',
+  'current identity': 'one wait on the server (the API session and the identity in one statement), beside 0.2 ms of HTTP and TLS, against one in-process read',
+  'admin identity list (filter, sort)': 'three waits on the server: the API session, the page, its rows (a fourth, the count, for a full page)',
 };
 
 /** PostgreSQL within 2x of SQLite, call by call, model by model (p50 and p99). */

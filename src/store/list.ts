@@ -107,12 +107,6 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   // Details that are the rows themselves come with the page: one query (on PostgreSQL one round trip)
   // instead of the page's ids and then their rows.
   const whole = src.rowsAreDetails ? sorted(base.selectAll('e' as never)) : undefined;
-  // PostgreSQL, other details: the page's ids (the query above, as an array in its order) joined to
-  // the detail query, one round trip instead of two (`fetch`). The join reads only the page's rows, whatever the
-  // sort, and the page keeps its bounded sort (a window function numbering the rows made PostgreSQL
-  // sort every row: an unindexed sort of 5,000 identities 2.2 -> 6.7 ms). SQLite keeps the two
-  // queries: in process, they cost it nothing to wait for.
-  const joined = !whole && dialect.name === 'postgres';
 
   // How many ids the last fetch found: a page that is not full, and starts at 0 or has rows, ends the
   // list, so the total is its offset plus its length without counting again (one query fewer for the
@@ -123,20 +117,6 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
       const rows = (await (from ? whole.limit(n).offset(from) : whole.limit(n)).execute()) as Row[];
       found = rows.length;
       return rows;
-    }
-    // A first page only, its length a literal: then PostgreSQL's generic plan costs what a custom one does
-    // and is kept. With the length (or an offset) a parameter it planned the eleven-table detail join
-    // on every call (2.3 ms of planning for 1.1 of execution); later pages take the two queries.
-    if (joined && !from) {
-      const page = ids.limit(sql.lit(n) as never);
-      const detail = (src.detailQuery(db) as AnyQuery).where(sql.ref('e.id'), '=', sql.ref('pg.id'));
-      // Each id keeps its place even when the detail query leaves its row out (client edge routers
-      // shows verified ones only): the page's length, not the rows', says whether the list went on.
-      const rows = (await sql<Row>`select d.*, pg.page_place from unnest(array(${page})) with ordinality as pg(id, page_place) left join lateral ${detail} as d on true order by pg.page_place`.execute(db)).rows;
-      found = rows.length;
-      const kept = rows.filter((r) => r.id != null);
-      for (const r of kept) delete r.pagePlace;
-      return kept;
     }
     let q = ids.limit(n);
     if (from) q = q.offset(from);
