@@ -13,6 +13,10 @@ export interface DialectHelpers {
   setLength(column: Expression<unknown> | RawBuilder<unknown>): RawBuilder<number>;
   /** `text LIKE pattern`, the pattern's `%`, `_` and `\` escaped with a backslash. */
   like(text: Expression<unknown> | RawBuilder<unknown>, pattern: string): RawBuilder<SqlBool>;
+  /** `ref` is one of the values of an array parameter (bound as arrayParam gives it): one statement whatever its length. */
+  anyOf(ref: Expression<unknown> | RawBuilder<unknown>, param: unknown): RawBuilder<SqlBool>;
+  /** An array as anyOf's parameter takes it. */
+  arrayParam(values: unknown[]): unknown;
   /** A transaction that lost a race (serialization failure, deadlock, busy) and may simply be run again. */
   retryable(err: unknown): boolean;
   /** Which field a unique-constraint violation was about, or undefined if the error is something else. */
@@ -26,6 +30,8 @@ const sqlite: DialectHelpers = {
   retryable: (err) => String((err as { code?: string })?.code ?? '').startsWith('SQLITE_BUSY'),
   // SQLite's LIKE has no escape character unless told.
   like: (text, pattern) => sql<SqlBool>`${text} like ${pattern} escape '\\'`,
+  anyOf: (ref, param) => sql<SqlBool>`${ref} in (select value from json_each(${param}))`,
+  arrayParam: (values) => JSON.stringify(values),
   setElements: (column) => sql`json_each(${column}) as je`,
   setLength: (column) => sql<number>`json_array_length(${column})`,
   uniqueViolation(err) {
@@ -42,8 +48,10 @@ const postgres: DialectHelpers = {
   withoutLimit: (q) => q,
   retryable: (err) => ['40001', '40P01'].includes((err as { code?: string })?.code ?? ''),
   // Backslash is PostgreSQL's escape already; saying so (`escape '\\'`) makes a prepared statement's
-  // generic plan call like_escape() on every row it scans (a LIKE over 5,000 names: 1.4 -> 0.8 ms).
+  // generic plan call like_escape() on every row it scans (a LIKE over 5,000 names: 1.29 -> 1.09 ms).
   like: (text, pattern) => sql<SqlBool>`${text} like ${pattern}`,
+  anyOf: (ref, param) => sql<SqlBool>`${ref} = any(${param})`,
+  arrayParam: (values) => values,
   setElements: (column) => sql`jsonb_array_elements_text(${column}::jsonb) as je(value)`,
   setLength: (column) => sql<number>`jsonb_array_length(${column}::jsonb)`,
   uniqueViolation(err) {

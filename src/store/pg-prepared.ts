@@ -51,8 +51,8 @@ export function prepareRepeated(client: { query: Query }, names: StatementNames)
   const query = client.query.bind(client) as Query;
   client.query = (...args: unknown[]) => {
     const [text, values] = args;
-    // A select without parameters repeats too (a list filtered by literals only: `true sort by type`),
-    // and unnamed it is planned on every call; begin, commit and DDL stay unnamed.
+    // A select without parameters repeats too (the count of an unfiltered list: `where (1 = 1)`), and
+    // unnamed it is planned on every call; begin, commit and DDL stay unnamed.
     if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && (values.length || SELECT.test(text))) {
       const name = names.nameFor(text);
       if (name) {

@@ -1,7 +1,8 @@
 // Hot-path queries compiled once per database and reused with new parameter values: building and
 // compiling a Kysely query costs more than SQLite takes to run a simple indexed one.
-import { CompiledQuery, PostgresAdapter, sql, type Compilable, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import { CompiledQuery, PostgresAdapter, type Compilable, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from './db.js';
+import { dialects, type DialectHelpers } from './dialect.js';
 
 const marker = (i: number) => `\u0000ztc-param-${i}\u0000`;
 const listMarker = (i: number) => `\u0000ztc-list-${i}\u0000`;
@@ -25,28 +26,27 @@ export interface Params {
   anyOf(ref: Expression<unknown> | RawBuilder<unknown>, i: number): RawBuilder<SqlBool>;
 }
 
-const isPostgres = (db: Db) => db.getExecutor().adapter instanceof PostgresAdapter;
+const dialectOf = (db: Db): DialectHelpers => (db.getExecutor().adapter instanceof PostgresAdapter ? dialects.postgres : dialects.sqlite);
 
-function params(postgres: boolean): Params {
+function params(d: DialectHelpers): Params {
   const p = ((i: number) => marker(i)) as Params;
-  // PostgreSQL takes the array itself; SQLite reads it as JSON text.
-  p.anyOf = (ref, i) => (postgres ? sql<SqlBool>`${ref} = any(${listMarker(i)})` : sql<SqlBool>`${ref} in (select value from json_each(${listMarker(i)}))`);
+  p.anyOf = (ref, i) => d.anyOf(ref, listMarker(i));
   return p;
 }
 
 /** `build` receives `p`: `p(i)` stands for parameter i, `p.anyOf(ref, i)` for a list parameter. */
 export function precompile<R>(build: (db: Db, p: Params) => Compilable<R>): Precompiled<R> {
-  const byDb = new WeakMap<object, { sql: string; slots: Slot[]; postgres: boolean }>();
+  const byDb = new WeakMap<object, { sql: string; slots: Slot[]; d: DialectHelpers }>();
   return (db, values) => {
     // A transaction is its own Kysely object but compiles to the same SQL: cache per dialect adapter.
     const key = db.getExecutor().adapter;
     let c = byDb.get(key);
     if (!c) {
-      const postgres = isPostgres(db);
-      const compiled = build(db, params(postgres)).compile();
+      const d = dialectOf(db);
+      const compiled = build(db, params(d)).compile();
       c = {
         sql: compiled.sql,
-        postgres,
+        d,
         slots: compiled.parameters.map((v) => {
           const m = typeof v === 'string' ? MARKER.exec(v) : null;
           if (!m) return { value: v };
@@ -55,8 +55,8 @@ export function precompile<R>(build: (db: Db, p: Params) => Compilable<R>): Prec
       };
       byDb.set(key, c);
     }
-    const postgres = c.postgres;
-    const bound = c.slots.map((s) => (typeof s === 'number' ? values[s] : 'list' in s ? (postgres ? values[s.list] : JSON.stringify(values[s.list])) : s.value));
+    const d = c.d;
+    const bound = c.slots.map((s) => (typeof s === 'number' ? values[s] : 'list' in s ? d.arrayParam(values[s.list] as unknown[]) : s.value));
     return CompiledQuery.raw(c.sql, bound) as CompiledQuery<R>;
   };
 }

@@ -78,7 +78,6 @@ async function configTypeIds(db: Db, wanted: string[]): Promise<Map<string, stri
   return map;
 }
 
-/** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
 interface ConfigRow {
   serviceId: string;
   configId: string;
@@ -106,6 +105,7 @@ const overriddenConfigs = precompile<ConfigRow>((db, p) =>
     .where((eb) => p.anyOf(eb.ref('o.serviceId'), 1)) as never,
 );
 
+/** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
 export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
