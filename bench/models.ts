@@ -1,7 +1,7 @@
 // OpenZiti's controller scale models (Small, Medium, Large), loaded through the HTTP API as an
 // operator's script would (parallel creates), then the calls a client makes, timed for the identity
 // that reaches every service and router and sorts last, plus an administrator's filtered list.
-//   BENCH_MODELS=small,medium,large (default; on PostgreSQL BENCH_PG_MODELS, see bench/scale.ts)  BENCH_MODEL_SECONDS=3 per call
+//   BENCH_MODELS=small,medium,large (default; on PostgreSQL BENCH_PG_MODELS, see bench/scale.ts)  BENCH_MODEL_SECONDS=3 per call, after BENCH_WARMUP_SECONDS=1 untimed
 //   Each run ends with the client calls' goals (bench/goals.ts), met or missed.
 //   BENCH_PAIR_MODEL=large: the model also measured behind two controllers on one PostgreSQL database
 import fs from 'node:fs';
