@@ -254,6 +254,13 @@ describe('identity service configs', () => {
     expect((await c.call('GET', `${CLIENT}/services/${app}`, { token })).body.data.config).toEqual({});
     expect((await post(`/identities/${carol}/service-configs`, [{ serviceId: 'app', configId: mine }])).status).toBe(200);
     expect(await addresses()).toEqual(['app.carol']);
+    // Looked up by name (the grant checked on the named row): the same service, with the same configs,
+    // permissions and posture queries, as the list and the get.
+    const byName = (await c.call('GET', `${CLIENT}/services?configTypes=all&filter=${encodeURIComponent('name = "app"')}`, { token })).body.data;
+    const inList = (await c.call('GET', `${CLIENT}/services?configTypes=all&limit=100`, { token })).body.data.filter((x: { name: string }) => x.name === 'app');
+    expect(byName).toEqual(inList);
+    expect(byName).toEqual([(await c.call('GET', `${CLIENT}/services/${app}?configTypes=all`, { token })).body.data]);
+    expect(byName[0]).toMatchObject({ configs: [base], permissions: ['Dial'], config: { 'intercept.v1': { addresses: ['app.carol'] } } });
     const listed = (await get(`/identities/${carol}/service-configs`)).body.data;
     // The service carries upstream's service links, as its detail does.
     expect(listed[0].service._links).toEqual((await get(`/services/${app}`)).body.data._links);
