@@ -34,8 +34,8 @@ function params(d: DialectHelpers): Params {
   return p;
 }
 
-/** `build` receives `p`: `p(i)` stands for parameter i, `p.anyOf(ref, i)` for a list parameter. */
-export function precompile<R>(build: (db: Db, p: Params) => Compilable<R>): Precompiled<R> {
+/** `build` receives `p`: `p(i)` stands for parameter i, `p.anyOf(ref, i)` for a list parameter; and the dialect. */
+export function precompile<R>(build: (db: Db, p: Params, d: DialectHelpers) => Compilable<R>): Precompiled<R> {
   const byDb = new WeakMap<object, { sql: string; slots: Slot[]; d: DialectHelpers }>();
   return (db, values) => {
     // A transaction is its own Kysely object but compiles to the same SQL: cache per dialect adapter.
@@ -43,7 +43,7 @@ export function precompile<R>(build: (db: Db, p: Params) => Compilable<R>): Prec
     let c = byDb.get(key);
     if (!c) {
       const d = dialectOf(db);
-      const compiled = build(db, params(d)).compile();
+      const compiled = build(db, params(d), d).compile();
       c = {
         sql: compiled.sql,
         d,

@@ -1,6 +1,6 @@
 // Posture: the responses a client submitted (per API session) against the checks of the service
 // policies that grant it a service. A policy passes when every one of its checks passes.
-import type { Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../store/db.js';
 import { fromJson } from '../../store/json.js';
 import { all, precompile } from '../../store/precompiled.js';
@@ -60,7 +60,7 @@ const checkRows = (db: AnyDb) =>
 // From the checks, each membership kept when the identity is in its policy (a primary-key probe): a
 // network has few checks, often none (then this ends at once: 2 us, where listing the identity's
 // policies first took 18 us on the Medium model with no checks at all).
-const ofIdentity = precompile((db, p) =>
+export const identityChecks = (db: AnyDb, identityId: unknown, kinds: (ref: RawBuilder<unknown>) => RawBuilder<SqlBool>) =>
   db
     .selectFrom('postureChecks as c')
     .crossJoin('policyMembers as m')
@@ -74,12 +74,14 @@ const ofIdentity = precompile((db, p) =>
           .select('f.policyId')
           .whereRef('f.policyId', '=', 'm.policyId')
           .where('f.side', '=', 'identity')
-          .where('f.entityId', '=', p(0))
-          .where((e2) => p.anyOf(e2.ref('f.kind'), 1)),
+          .where('f.entityId', '=', identityId as string)
+          .where(kinds(sql.ref('f.kind'))),
       ),
     )
-    .orderBy('c.name'),
-);
+    .orderBy('c.name');
+/** The columns identityChecks selects, for reading its rows as JSON (dialect jsonRows). */
+export const CHECK_FIELDS = ['policyId', 'id', 'name', 'typeId', 'data', 'createdAt', 'updatedAt', 'tags'] as const;
+const ofIdentity = precompile((db, p) => identityChecks(db, p(0), (k) => p.anyOf(k, 1)));
 
 /**
  * The checks of every policy of these kinds that selects the identity, compiled once: sent beside the
@@ -89,7 +91,7 @@ export async function checksOfIdentity(db: Db, identityId: string, kinds: Policy
   return byPolicy(await all(db, ofIdentity, [identityId, kinds]));
 }
 
-function byPolicy(rows: unknown[]): Map<string, Check[]> {
+export function byPolicy(rows: unknown[]): Map<string, Check[]> {
   const out = new Map<string, Check[]>();
   for (const r of rows as (Omit<Check, 'data'> & { policyId: string; data: string })[]) {
     const list = out.get(r.policyId) ?? [];

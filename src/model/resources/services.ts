@@ -5,10 +5,10 @@ import { serviceLinks } from './service-links.js';
 import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
-import { all, precompile } from '../../store/precompiled.js';
+import { all, first, precompile } from '../../store/precompiled.js';
 import { invalidField } from '../errors.js';
-import { grantsFor, SERVICE_POLICY_KINDS } from '../policy/access.js';
-import { checksOfIdentity, postureQueries, responsesOf, type Check } from '../posture/evaluate.js';
+import { grantsOf, SERVICE_POLICY_KINDS, type Grant } from '../policy/access.js';
+import { byPolicy, CHECK_FIELDS, identityChecks, postureQueries, responsesOf, type Check } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
 
@@ -86,38 +86,57 @@ interface ConfigRow {
   data: string;
 }
 
-// Compiled once each, the page's ids one array parameter (store/precompiled.ts).
-const attachedConfigs = precompile<ConfigRow>((db, p) =>
+const attachedBase = (db: Db) =>
   db
     .selectFrom('serviceConfigs as sc')
     .innerJoin('configs as c', 'c.id', 'sc.configId')
     .innerJoin('configTypes as t', 't.id', 'sc.configTypeId')
-    .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data'])
-    .where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)) as never,
-);
-const overriddenConfigs = precompile<ConfigRow>((db, p) =>
+    .select(['sc.serviceId', 'sc.configId', 'sc.configTypeId', 't.name as typeName', 'c.data']);
+const overriddenBase = (db: Db, identityId: unknown) =>
   db
     .selectFrom('identityServiceConfigs as o')
     .innerJoin('configs as c', 'c.id', 'o.configId')
     .innerJoin('configTypes as t', 't.id', 'o.configTypeId')
     .select(['o.serviceId', 'o.configId', 'o.configTypeId', 't.name as typeName', 'c.data'])
-    .where('o.identityId', '=', p(0))
-    .where((eb) => p.anyOf(eb.ref('o.serviceId'), 1)) as never,
+    .where('o.identityId', '=', identityId as string);
+const CONFIG_FIELDS = ['serviceId', 'configId', 'configTypeId', 'typeName', 'data'] as const;
+
+// Compiled once, the page's ids one array parameter (store/precompiled.ts): the services' configs (all
+// an admin's page needs), or a caller's four reads as one statement of JSON arrays. Four statements sent
+// at once did not overlap on two cores (the client, the controller and PostgreSQL's backends share
+// them): one statement, by name p50 0.8 -> 0.7 ms and the list of 100 2.2 -> 1.9-2.0 on PostgreSQL.
+const attachedConfigs = precompile<ConfigRow>((db, p) => attachedBase(db).where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)) as never);
+const viewerExtras = precompile<{ attached: unknown; overrides: unknown; grants: unknown; checks: unknown }>((db, p, d) =>
+  db.selectNoFrom([
+    d.jsonRows(attachedBase(db).where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)), CONFIG_FIELDS).as('attached'),
+    d.jsonRows(overriddenBase(db, p(1)).where((eb) => p.anyOf(eb.ref('o.serviceId'), 0)), CONFIG_FIELDS).as('overrides'),
+    d.jsonRows(grantsOf(db, (g) => p.anyOf(g, 0), p(1)), ['serviceId', 'policyId', 'kind']).as('grants'),
+    d.jsonRows(identityChecks(db, p(1), (k) => p.anyOf(k, 2)), CHECK_FIELDS).as('checks'),
+  ]) as never,
 );
+// PostgreSQL answers a json column parsed, SQLite as text.
+const parsed = <T>(v: unknown): T[] => (typeof v === 'string' ? JSON.parse(v) : v) as T[];
 
 /** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
 export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
-  // Independent reads, sent at once: on PostgreSQL one round trip's wait instead of five.
-  const [attached, types, overrides, grants, checks] = await Promise.all([
-    all<ConfigRow>(db, attachedConfigs, [ids]),
-    viewer ? configTypeIds(db, viewer.configTypes) : new Map<string, string>(),
-    viewer ? all<ConfigRow>(db, overriddenConfigs, [viewer.identityId, ids]) : [],
-    viewer ? grantsFor(db, viewer.identityId, ids) : [],
-    // The checks of every policy that grants the viewer anything (those of this page's grants among them).
-    viewer ? checksOfIdentity(db, viewer.identityId, SERVICE_POLICY_KINDS) : new Map<string, Check[]>(),
-  ]);
+  let attached: ConfigRow[];
+  let overrides: ConfigRow[] = [];
+  let grants: Grant[] = [];
+  let checks = new Map<string, Check[]>();
+  let types: Map<string, string> | 'all' = new Map();
+  if (!viewer) attached = await all<ConfigRow>(db, attachedConfigs, [ids]);
+  else {
+    const [extras, wanted] = await Promise.all([first(db, viewerExtras, [ids, viewer.identityId, SERVICE_POLICY_KINDS]), configTypeIds(db, viewer.configTypes)]);
+    attached = parsed<ConfigRow>(extras?.attached);
+    overrides = parsed<ConfigRow>(extras?.overrides);
+    grants = parsed<Grant>(extras?.grants);
+    // The checks of every policy that grants the viewer anything (those of this page's grants among
+    // them), by name (a JSON array need not keep its subquery's order).
+    checks = byPolicy(parsed<Check>(extras?.checks).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
+    types = wanted;
+  }
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map();
   const byService = <T extends { serviceId: string }>(list: T[]) => {
