@@ -6,7 +6,7 @@ import { fromJson } from '../../store/json.js';
 import { all, precompile } from '../../store/precompiled.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
-import type { Grant, policiesOf } from '../policy/access.js';
+import type { Grant } from '../policy/access.js';
 import type { PolicyKind } from '../policy/membership.js';
 import type { CheckType } from '../resources/posture-checks.js';
 
@@ -40,22 +40,28 @@ export async function responsesOf(db: AnyDb, apiSessionId: string): Promise<Resp
   return new Map(rows.map((r: { checkId: string; typeId: string; data: string; updatedAt: string }) => [r.checkId, { typeId: r.typeId, data: fromJson(r.data, {}), updatedAt: r.updatedAt }]));
 }
 
-/**
- * The posture checks each policy selects, one query for a set of policies: their ids, or a subquery of
- * them (policy/access.ts policiesOf). For an identity's own policies, checksOfIdentity below.
- */
-export async function checksOfPolicies(db: AnyDb, policyIds: string[] | ReturnType<typeof policiesOf>): Promise<Map<string, Check[]>> {
-  if (Array.isArray(policyIds) && !policyIds.length) return new Map();
-  return byPolicy(await checkRows(db).where('m.policyId', 'in', Array.isArray(policyIds) ? [...new Set(policyIds)] : policyIds).execute());
-}
+/** What a check's queries select: the policy that holds it (`m`) and the check (`c`). */
+const CHECK_COLUMNS = ['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags'] as const;
+/** The same columns as named in a row, for reading the rows as JSON (dialect jsonRows). */
+export const CHECK_FIELDS = CHECK_COLUMNS.map((c) => c.slice(2));
 
-const checkRows = (db: AnyDb) =>
-  db
-    .selectFrom('policyMembers as m')
-    .innerJoin('postureChecks as c', 'c.id', 'm.entityId')
-    .select(['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags'])
-    .where('m.side', '=', 'posture-check')
-    .orderBy('c.name');
+/**
+ * The posture checks each policy selects, one query for a set of policies. For an identity's own
+ * policies, checksOfIdentity below.
+ */
+export async function checksOfPolicies(db: AnyDb, policyIds: string[]): Promise<Map<string, Check[]>> {
+  if (!policyIds.length) return new Map();
+  return byPolicy(
+    await db
+      .selectFrom('policyMembers as m')
+      .innerJoin('postureChecks as c', 'c.id', 'm.entityId')
+      .select(CHECK_COLUMNS)
+      .where('m.side', '=', 'posture-check')
+      .where('m.policyId', 'in', [...new Set(policyIds)])
+      .orderBy('c.name')
+      .execute(),
+  );
+}
 
 // From the checks, each membership kept when the identity is in its policy (a primary-key probe): a
 // network has few checks, often none (then this ends at once: 2 us, where listing the identity's
@@ -64,7 +70,7 @@ export const identityChecks = (db: AnyDb, identityId: unknown, kinds: (ref: RawB
   db
     .selectFrom('postureChecks as c')
     .crossJoin('policyMembers as m')
-    .select(['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags'])
+    .select(CHECK_COLUMNS)
     .whereRef('m.entityId', '=', 'c.id')
     .where('m.side', '=', 'posture-check')
     .where((eb) =>
@@ -79,8 +85,6 @@ export const identityChecks = (db: AnyDb, identityId: unknown, kinds: (ref: RawB
       ),
     )
     .orderBy('c.name');
-/** The columns identityChecks selects, for reading its rows as JSON (dialect jsonRows). */
-export const CHECK_FIELDS = ['policyId', 'id', 'name', 'typeId', 'data', 'createdAt', 'updatedAt', 'tags'] as const;
 const ofIdentity = precompile((db, p) => identityChecks(db, p(0), (k) => p.anyOf(k, 1)));
 
 /**

@@ -248,11 +248,11 @@ const rowOfSession = precompile<Row>((db, p) =>
 );
 
 /**
- * The API session with this token hash and its identity as the identity's detail query reads it, in
- * one statement (on PostgreSQL one wait on the server instead of two); undefined when there is no such
- * session. The session is checked as resolveSession checks any (model/auth/api-sessions.ts).
+ * The API session with this token hash and (`rest`) its identity as the identity's detail query reads
+ * it, in one statement (on PostgreSQL one wait on the server instead of two); undefined when there is
+ * no such session. The session is checked as resolveSession checks any (model/auth/api-sessions.ts).
  */
-export async function identityWithSession(ctx: Ctx, tokenHash: string): Promise<{ identity: Row; session: SessionWithIdentity } | undefined> {
+export async function identityWithSession(ctx: Ctx, tokenHash: string): Promise<{ session: SessionWithIdentity; rest: Row } | undefined> {
   const r = await first(ctx.store.db, rowOfSession, [tokenHash]);
   if (!r) return undefined;
   const session = { identityName: r.name, isAdmin: r.isAdmin, permissions: r.permissions, disabled: r.disabled, disabledUntil: r.disabledUntil } as Record<string, unknown>;
@@ -260,5 +260,5 @@ export async function identityWithSession(ctx: Ctx, tokenHash: string): Promise<
     session[c] = r[prefixed(c)];
     delete r[prefixed(c)];
   }
-  return { identity: r, session: session as unknown as SessionWithIdentity };
+  return { session: session as unknown as SessionWithIdentity, rest: r };
 }

@@ -92,7 +92,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     '/current-identity',
     {
       // The identity is read with the API session (one statement, by its token hash), not after it.
-      config: { ...session, withSession: async (c: Ctx, tokenHash: string) => { const r = await identityWithSession(c, tokenHash); return r && { session: r.session, rest: r.identity }; } },
+      config: { ...session, withSession: identityWithSession },
       schema: { operationId: 'getCurrentIdentity', tags: ['Current Identity'], summary: 'The identity of this API session', response: { 200: Envelope(identityDetail), ...errors(401) } },
     },
     async (req) => {
