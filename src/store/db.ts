@@ -68,26 +68,54 @@ export function openStore(o: { url?: string; file: string; poolSize?: number; ch
   return o.url ? openPostgres(o.url, o.poolSize) : openSqlite(o.file, { checkpointThread: o.checkpointThread ?? true });
 }
 
+/** The connections that run a store's fixed-shape statements (store/precompiled.ts), where it has its own. */
+const fixedShape = new WeakMap<Db, Db>();
+export const fixedShapeDb = (db: Db): Db => fixedShape.get(db) ?? db;
+
 export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   // Loaded only here: a controller or CLI command on SQLite never pays for the driver.
   const { default: pg } = await import('pg');
   // int8 (count(*)) as a JS number: counts here stay far below 2^53.
   pg.types.setTypeParser(20, (v) => Number(v));
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // A pool error (server restart) must not crash the process: the next query reconnects.
-  pool.on('error', () => {});
-  // Repeated SQL texts as named prepared statements (store/pg-prepared.ts); ZTC_PG_PREPARE=0 turns it off.
-  if (process.env.ZTC_PG_PREPARE !== '0') {
-    const names = statementNames();
-    pool.on('connect', (client) => prepareRepeated(client as never, names));
-  }
   const queryTimes = new QueryTimes();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
-  const store: Store = { db, dialect: dialects.postgres, write: (fn) => db.transaction().execute(fn), warnings: [], queryTimes, snapshot: (dest) => pgDump(url, dest), close: () => db.destroy() };
+  const connect = (generic: boolean) => {
+    const pool = new pg.Pool({ connectionString: url, max: poolSize });
+    // A pool error (server restart) must not crash the process: the next query reconnects.
+    pool.on('error', () => {});
+    // Queued before anything the pool hands the connection out for (a client runs its queries in order).
+    if (generic) pool.on('connect', (client) => void client.query('set plan_cache_mode = force_generic_plan').catch(() => {}));
+    // Repeated SQL texts as named prepared statements (store/pg-prepared.ts); ZTC_PG_PREPARE=0 turns it off.
+    if (process.env.ZTC_PG_PREPARE !== '0') {
+      const names = statementNames();
+      pool.on('connect', (client) => prepareRepeated(client as never, names));
+    }
+    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
+  };
+  const db = connect(false);
+  // Statements we wrote with a fixed shape (store/precompiled.ts: the session lookup, a caller's service
+  // reads) run on connections that always use the generic plan. Left to choose, PostgreSQL planned the
+  // client's service reads anew on every call in some runs and not in others (0.4 of their 0.5 ms): it
+  // keeps a generic plan only while that looks no dearer than the custom ones, and the generic plan's
+  // cost depends on the statistics ANALYZE sampled. The main connections keep the choice, which lists
+  // need: a filter's values (a LIKE pattern) decide their best plan. Transactions stay on the main ones.
+  const generic = connect(true);
+  fixedShape.set(db, generic);
+  const store: Store = {
+    db,
+    dialect: dialects.postgres,
+    write: (fn) => db.transaction().execute(fn),
+    warnings: [],
+    queryTimes,
+    snapshot: (dest) => pgDump(url, dest),
+    close: async () => {
+      await generic.destroy();
+      await db.destroy();
+    },
+  };
   try {
     await sql`select 1`.execute(db);
   } catch (err) {
-    await db.destroy();
+    await store.close();
     throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(err as Error).message}`);
   }
   const { rows } = await sql<{ collate: string }>`select datcollate as collate from pg_database where datname = current_database()`.execute(db);

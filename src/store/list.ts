@@ -113,12 +113,16 @@ export async function listPage(db: Db, dialect: DialectHelpers, src: ListSource,
   // small answers clients ask most: one service by name, a short filtered list).
   let found = 0;
   const fetch = async (n: number, from: number): Promise<Row[]> => {
+    // The limit is written into the SQL (a whole number from resolvePaging, never the caller's text), not
+    // sent as a parameter: a generic plan on PostgreSQL takes a parameter limit for a tenth of the rows,
+    // which makes walking the sort's index with the filter look cheap for any filtered page.
+    const lim = sql.lit(n);
     if (whole) {
-      const rows = (await (from ? whole.limit(n).offset(from) : whole.limit(n)).execute()) as Row[];
+      const rows = (await (from ? whole.limit(lim).offset(from) : whole.limit(lim)).execute()) as Row[];
       found = rows.length;
       return rows;
     }
-    let q = ids.limit(n);
+    let q = ids.limit(lim);
     if (from) q = q.offset(from);
     const order = (await q.execute()).map((r) => String(r.id));
     found = order.length;

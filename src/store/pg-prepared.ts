@@ -45,6 +45,10 @@ export function statementNames(): StatementNames {
 type Query = (...args: unknown[]) => unknown;
 
 const SELECT = /^\s*select\s/i;
+// A LIKE on a parameter (a list's `contains`): the pattern decides the plan (a rare one asks the trigram
+// index, a common one walks the sort's index and stops after a page), and a named statement may settle
+// on one generic plan for every pattern. Left unnamed, it is planned for its own pattern each time.
+const PATTERN = /\slike \$\d/i;
 
 /** Makes a pool client's query(text, values) use a named statement once its text repeats. */
 export function prepareRepeated(client: { query: Query }, names: StatementNames) {
@@ -53,7 +57,7 @@ export function prepareRepeated(client: { query: Query }, names: StatementNames)
     const [text, values] = args;
     // A select without parameters repeats too (the count of an unfiltered list: `where (1 = 1)`), and
     // unnamed it is planned on every call; begin, commit and DDL stay unnamed.
-    if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && (values.length || SELECT.test(text))) {
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && (values.length || SELECT.test(text)) && !PATTERN.test(text)) {
       const name = names.nameFor(text);
       if (name) {
         const r = query({ name, text, values });

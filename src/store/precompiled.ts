@@ -1,7 +1,7 @@
 // Hot-path queries compiled once per database and reused with new parameter values: building and
 // compiling a Kysely query costs more than SQLite takes to run a simple indexed one.
 import { CompiledQuery, PostgresAdapter, type Compilable, type Expression, type RawBuilder, type SqlBool } from 'kysely';
-import type { Db } from './db.js';
+import { fixedShapeDb, type Db } from './db.js';
 import { dialects, type DialectHelpers } from './dialect.js';
 
 const marker = (i: number) => `\u0000ztc-param-${i}\u0000`;
@@ -61,10 +61,11 @@ export function precompile<R>(build: (db: Db, p: Params, d: DialectHelpers) => C
   };
 }
 
+// Outside a transaction, on PostgreSQL's connections that keep the generic plan (store/db.ts).
 export async function first<R>(db: Db, q: Precompiled<R>, params: unknown[]): Promise<R | undefined> {
-  return (await db.executeQuery(q(db, params))).rows[0];
+  return (await fixedShapeDb(db).executeQuery(q(db, params))).rows[0];
 }
 
 export async function all<R>(db: Db, q: Precompiled<R>, params: unknown[]): Promise<R[]> {
-  return (await db.executeQuery(q(db, params))).rows;
+  return (await fixedShapeDb(db).executeQuery(q(db, params))).rows;
 }

@@ -1,7 +1,9 @@
 // Precompiled queries with a list parameter (store/precompiled.ts p.anyOf: an array on PostgreSQL, JSON
 // text on SQLite): values that quoting gets wrong come back exactly, for one, many and no values, and
 // past the executions after which PostgreSQL keeps a generic plan.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { first } from '../../src/store/precompiled.js';
 import { all, precompile } from '../../src/store/precompiled.js';
 import { MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
@@ -37,4 +39,15 @@ it('finds exactly the listed values, whatever their characters, as often as aske
     expect(await names([])).toEqual([]);
     expect(await names(['plain-1', 'nobody', 'plain-1'])).toEqual(['plain-1']);
   }
+});
+
+// PostgreSQL: fixed-shape statements run where the generic plan is kept (store/db.ts); everything else,
+// transactions included, keeps PostgreSQL's own choice (a list's LIKE pattern needs it).
+const planMode = precompile<{ mode: string }>((db) => db.selectNoFrom(sql<string>`current_setting('plan_cache_mode')`.as('mode')) as never);
+
+it.skipIf(!process.env.ZTC_TEST_DB)('runs on connections that keep the generic plan, outside transactions only', async () => {
+  const { db } = c.opened.ctx.store;
+  for (let i = 0; i < 3; i++) expect((await first(db, planMode, []))?.mode).toBe('force_generic_plan');
+  expect((await sql<{ mode: string }>`select current_setting('plan_cache_mode') as mode`.execute(db)).rows[0].mode).toBe('auto');
+  expect(await db.transaction().execute(async (tx) => (await first(tx, planMode, []))?.mode)).toBe('auto');
 });

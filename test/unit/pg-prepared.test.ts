@@ -45,6 +45,15 @@ it('names a select without parameters too (a list filtered by literals only), ne
   expect(sent.slice(2)).toEqual([['commit', []], ['commit', []], ['create index i on t (a)', []], ['create index i on t (a)', []]]);
 });
 
+it('never names a LIKE on a parameter: each pattern is planned for itself', async () => {
+  const names = statementNames();
+  const { client, sent } = fakeClient();
+  prepareRepeated(client, names);
+  const text = 'select "e"."id" from "identities" as "e" where ("e"."name" is not null and "e"."name" like $1) order by "e"."name" desc limit 26';
+  for (const v of ['%999%', '%999%', '%id%']) await client.query(text, [v]);
+  expect(sent).toEqual([[text, ['%999%']], [text, ['%999%']], [text, ['%id%']]]);
+});
+
 it('forgets a statement whose result type the schema changed, and names it anew', async () => {
   const names = statementNames();
   let broken = true;

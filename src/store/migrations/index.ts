@@ -21,6 +21,7 @@ import { auditEvents } from './0022-audit-events.js';
 import { importJournal } from './0025-import-journal.js';
 import { nameTrigrams } from './0026-name-trigrams.js';
 import { importFinished } from './0027-import-finished.js';
+import { nameStatistics } from './0028-name-statistics.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -44,5 +45,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0025-import-journal': importJournal(),
     '0026-name-trigrams': nameTrigrams(dialect),
     '0027-import-finished': importFinished(),
+    '0028-name-statistics': nameStatistics(dialect),
   };
 }
