@@ -251,6 +251,9 @@ describe('identity service configs', () => {
     // Config types named at login apply without the query parameter.
     const typed = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'carol', password: 'password1', configTypes: ['intercept.v1'] } })).body.data.token;
     expect(Object.keys((await c.call('GET', `${CLIENT}/services/${app}`, { token: typed })).body.data.config)).toEqual(['intercept.v1']);
+    // By id too (upstream's id of intercept.v1); a type nobody defined selects nothing.
+    const byTypeId = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'carol', password: 'password1', configTypes: ['g7cIWbcGg', 'no-such-type'] } })).body.data.token;
+    expect(Object.keys((await c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent('name = "app"')}`, { token: byTypeId })).body.data[0].config)).toEqual(['intercept.v1']);
     expect((await c.call('GET', `${CLIENT}/services/${app}`, { token })).body.data.config).toEqual({});
     expect((await post(`/identities/${carol}/service-configs`, [{ serviceId: 'app', configId: mine }])).status).toBe(200);
     expect(await addresses()).toEqual(['app.carol']);
