@@ -103,12 +103,12 @@ export function goalRows(label: string, results: Map<string, ModelResult>): Row[
 
 /**
  * Why a call can cost PostgreSQL more than twice SQLite's time: its statements wait for another process
- * one after the other (the reads of one step go out at once), where SQLite answers in-process in
- * microseconds. Said beside a miss, with the machine's load.
+ * one after the other, where SQLite answers in-process in microseconds; on a virtual machine each wait
+ * may also have to wake an idle CPU (README, "Benchmarks"). Said beside a miss, with the machine's load.
  */
 const PG_WAITS: Record<string, string> = {
-  'client service list (limit 500)': 'three waits on the server: the API session, the page, its five reads at once',
-  'one service by name': 'three waits on the server: the API session, the page, its five reads at once',
+  'client service list (limit 500)': 'three waits on the server: the API session, the page, one statement of its reads',
+  'one service by name': 'three waits on the server: the API session, the page, one statement of its reads',
   'session create': "six waits on the server: the API session, the service, its grants and checks, the write's begin, insert and commit",
   'current identity': 'one wait on the server (the API session and the identity in one statement), beside 0.2 ms of HTTP and TLS, against one in-process read',
   'admin identity list (filter, sort)': 'three waits on the server: the API session, the page, its rows (a fourth, the count, for a full page)',
