@@ -3,8 +3,7 @@
 // past the executions after which PostgreSQL keeps a generic plan.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { first } from '../../src/store/precompiled.js';
-import { all, precompile } from '../../src/store/precompiled.js';
+import { all, first, precompile } from '../../src/store/precompiled.js';
 import { MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
 let c: TestController;
