@@ -126,6 +126,8 @@ describe('filter parser: errors name the position and what was expected', () => 
     ["'x = 1", 1, /quoted field name is never closed/],
     ['x = 1e999', 5, /out of range/],
     ['constructor(x) = 1', 12, /expected an operator .* after constructor, found '\('/],
+    // Found by the filter fuzzer on PostgreSQL: `==` reached the SQL (SQLite's equality, PostgreSQL's 500).
+    ['tags.env == "prod"', 10, /'==' is not an operator/],
   ];
   for (const [text, pos, message] of cases) {
     it(`${text}`, () => {

@@ -35,6 +35,8 @@ export function tokenize(src: string): Token[] {
       let op = ch;
       if (src[i + 1] === '=') op += '=';
       if (op === '!') throw new FilterError(at(start), "expected '!=' but found '!' alone");
+      // Not an operator of the filter language (SQLite would take it for `=`, PostgreSQL refuses it).
+      if (op === '==') throw new FilterError(at(start), "'==' is not an operator: compare with '='");
       out.push({ kind: 'op', text: op, value: op, pos: at(start) });
       i += op.length;
     } else if (ch === '"') {
