@@ -3,7 +3,7 @@
 // client calls' small indexed queries is much of their cost. A text seen a second time gets a name;
 // node-postgres then parses it once per connection and afterwards only binds and executes it (and
 // PostgreSQL may keep a generic plan). Other texts without parameters (begin, commit, migrations' DDL)
-// stay unnamed, and at most MAX_NAMED texts are named (lists' `in (...)` vary with their length): the
+// and LIKEs on a parameter stay unnamed, and at most MAX_NAMED texts are named (lists' `in (...)` vary with their length): the
 // server keeps each named statement for the connection's life.
 // One case it changes: a statement prepared before another controller migrated the schema under it
 // fails with "cached plan must not change result type" (the server keeps its first row description);

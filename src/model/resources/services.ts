@@ -93,9 +93,10 @@ const overriddenBase = (db: Db, identityId: unknown) =>
 const CONFIG_FIELDS = ['serviceId', 'configId', 'configTypeId', 'typeName', 'data'] as const;
 
 // Compiled once, the page's ids one array parameter (store/precompiled.ts): the services' configs (all
-// a page needs without a caller's view), or a caller's four reads as one statement of JSON arrays. Four statements sent
-// at once did not overlap on two cores (the client, the controller and PostgreSQL's backends share
-// them): as one statement, one service by name p50 0.8 -> 0.7 ms on PostgreSQL (the list of 100 the same).
+// a page needs without a caller's view), or a caller's reads (configs, overrides, grants, posture checks,
+// the config types it named) as one statement of JSON arrays. Sent as four statements at once they did
+// not overlap on two cores (the client, the controller and PostgreSQL's backends share them): as one
+// statement, one service by name p50 0.8 -> 0.7 ms on PostgreSQL (the list of 100 the same).
 const attachedConfigs = precompile<ConfigRow>((db, p) => attachedBase(db).where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)) as never);
 const viewerExtras = precompile<{ attached: unknown; overrides: unknown; grants: unknown; checks: unknown; types: unknown }>((db, p, d) =>
   db.selectNoFrom([
