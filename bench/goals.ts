@@ -108,7 +108,7 @@ export function goalRows(label: string, results: Map<string, ModelResult>): Row[
  */
 const PG_WAITS: Record<string, string> = {
   'client service list (limit 500)': 'three waits on the server: the API session, the page, one statement of its reads',
-  'one service by name': 'three waits on the server: the API session, the page, one statement of its reads',
+  'one service by name': 'one wait on the server (the API session, the service and its reads in one statement), beside HTTP and TLS, against one in-process read',
   'session create': "six waits on the server: the API session, the service, its grants and checks, the write's begin, insert and commit",
   'current identity': 'one wait on the server (the API session and the identity in one statement), beside 0.2 ms of HTTP and TLS, against one in-process read',
   'admin identity list (filter, sort)': 'three waits on the server: the API session, the page, its rows (a fourth, the count, for a full page)',

@@ -4,9 +4,9 @@ import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
 import { assertVisible, createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
 import { selfLink, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
-import type { Access } from './plugins/auth.js';
+import type { Access, WithSession } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
-import type { ListParams, Scope } from '../store/list.js';
+import type { ListParams, Page, Scope } from '../store/list.js';
 import { foldKeys } from './case-fold.js';
 import { actorCtx } from './actor.js';
 import { empty, listOf, ok } from './envelope.js';
@@ -43,6 +43,11 @@ export interface MountOptions {
   only?: Operation[];
   /** Who may call each operation (default: admins). */
   access?: Partial<Record<Operation, Access>>;
+  /**
+   * A list some requests of which are read with the caller's API session in one statement (see
+   * plugins/auth.ts withSession): `answer` makes the page from what `read` returned.
+   */
+  listWithSession?: { read: WithSession; answer: (req: FastifyRequest, read: unknown) => Promise<{ items: unknown[]; pagination: Page['pagination'] }> };
 }
 
 export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl, opts: MountOptions = {}) {
@@ -57,15 +62,17 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
   const fields = filterableFields(decl);
 
   if (has('list')) {
+    const withSession = opts.listWithSession;
     app.get(base, {
-      config: config('list'),
+      config: { ...config('list'), ...(withSession ? { withSession: withSession.read } : {}) },
       schema: {
         operationId: ids.list, tags, summary: `List ${decl.plural}`,
         querystring: { ...ListQuery, properties: { ...ListQuery.properties, ...extraQuery } },
         response: { 200: ListEnvelope(decl.schemas.detail), ...errors(400, 401) },
       },
       handler: async (req) => {
-        const { items, pagination } = await listResource(ctx, view(req), req.query as ListParams, opts.scope?.(req));
+        const { items, pagination } =
+          withSession && req.prefetched !== undefined ? await withSession.answer(req, req.prefetched) : await listResource(ctx, view(req), req.query as ListParams, opts.scope?.(req));
         return listOf(items, pagination, fields);
       },
     });

@@ -35,9 +35,17 @@ export interface Response {
 
 export type Responses = Map<string, Response>;
 
+export const RESPONSE_FIELDS = ['checkId', 'typeId', 'data', 'updatedAt'] as const;
+/** An API session's posture responses, as rows (`apiSessionId` a value or the session's column). */
+export const responsesQuery = (db: AnyDb, apiSessionId: unknown) =>
+  db.selectFrom('postureResponses').select(RESPONSE_FIELDS).where('apiSessionId', '=', apiSessionId as string);
+
+/** Responses by check, from the rows of responsesQuery. */
+export const responsesFrom = (rows: { checkId: string; typeId: string; data: string; updatedAt: string }[]): Responses =>
+  new Map(rows.map((r) => [r.checkId, { typeId: r.typeId, data: fromJson(r.data, {}), updatedAt: r.updatedAt }]));
+
 export async function responsesOf(db: AnyDb, apiSessionId: string): Promise<Responses> {
-  const rows = await db.selectFrom('postureResponses').select(['checkId', 'typeId', 'data', 'updatedAt']).where('apiSessionId', '=', apiSessionId).execute();
-  return new Map(rows.map((r: { checkId: string; typeId: string; data: string; updatedAt: string }) => [r.checkId, { typeId: r.typeId, data: fromJson(r.data, {}), updatedAt: r.updatedAt }]));
+  return responsesFrom(await responsesQuery(db, apiSessionId).execute());
 }
 
 /** What a check's queries select: the policy that holds it (`m`) and the check (`c`). */

@@ -4,7 +4,7 @@ import type { Tx } from '../../store/db.js';
 import { first, precompile } from '../../store/precompiled.js';
 import { listSource } from '../crud.js';
 import type { Ctx } from '../context.js';
-import type { SessionWithIdentity } from '../auth/api-sessions.js';
+import { sessionColumns, takeSession, type SessionWithIdentity } from '../auth/api-sessions.js';
 import { bit, fromJson, isSet, toJson, sortedStrings } from '../../store/json.js';
 import { cannotDelete, invalidField } from '../errors.js';
 import { newId } from '../ids.js';
@@ -234,16 +234,13 @@ export const identities = defineResource({
   cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },
 });
 
-// The API session's own columns, beside the identity's, each under a `session` prefix.
-const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt'] as const;
-const prefixed = (c: string) => `session${c[0].toUpperCase()}${c.slice(1)}`;
 // The identity found by its primary key (the session's identity id, a subquery PostgreSQL runs first),
 // then its session joined: joined only, PostgreSQL (past its join_collapse_limit of eight tables) hashed
 // every identity with its ten joins and then the session (4.4 ms on 5,000 identities, 0.3 so).
 const rowOfSession = precompile<Row>((db, p) =>
   (listSource(identities).detailQuery(db) as AnyQuery)
     .innerJoin('apiSessions as sess', (j) => j.onRef('sess.identityId', '=', 'e.id').on('sess.tokenHash', '=', p(0)))
-    .select(SESSION_COLUMNS.map((c) => `sess.${c} as ${prefixed(c)}`))
+    .select(sessionColumns('sess'))
     .where(sql.ref('e.id'), '=', db.selectFrom('apiSessions').select('identityId').where('tokenHash', '=', p(0))),
 );
 
@@ -255,10 +252,5 @@ const rowOfSession = precompile<Row>((db, p) =>
 export async function identityWithSession(ctx: Ctx, tokenHash: string): Promise<{ session: SessionWithIdentity; rest: Row } | undefined> {
   const r = await first(ctx.store.db, rowOfSession, [tokenHash]);
   if (!r) return undefined;
-  const session = { identityName: r.name, isAdmin: r.isAdmin, permissions: r.permissions, disabled: r.disabled, disabledUntil: r.disabledUntil } as Record<string, unknown>;
-  for (const c of SESSION_COLUMNS) {
-    session[c] = r[prefixed(c)];
-    delete r[prefixed(c)];
-  }
-  return { session: session as unknown as SessionWithIdentity, rest: r };
+  return { session: takeSession(r, true), rest: r };
 }

@@ -2,13 +2,16 @@
 // service_configs; the client view adds the caller's permissions, merged configs and posture queries.
 import { Type } from 'typebox';
 import { serviceLinks } from './service-links.js';
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db, Tx } from '../../store/db.js';
+import type { DialectHelpers } from '../../store/dialect.js';
+import { sessionColumns, takeSession, type SessionWithIdentity } from '../auth/api-sessions.js';
 import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { all, first, precompile } from '../../store/precompiled.js';
 import { invalidField } from '../errors.js';
 import { grantsOf, SERVICE_POLICY_KINDS, type Grant } from '../policy/access.js';
-import { byPolicy, CHECK_FIELDS, identityChecks, postureQueries, responsesOf, type Check } from '../posture/evaluate.js';
+import { byPolicy, CHECK_FIELDS, identityChecks, postureQueries, RESPONSE_FIELDS, responsesFrom, responsesOf, responsesQuery, type Check, type Responses } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
 
@@ -92,50 +95,90 @@ const overriddenBase = (db: Db, identityId: unknown) =>
     .where('o.identityId', '=', identityId as string);
 const CONFIG_FIELDS = ['serviceId', 'configId', 'configTypeId', 'typeName', 'data'] as const;
 
-// Compiled once, the page's ids one array parameter (store/precompiled.ts): the services' configs (all
-// a page needs without a caller's view), or a caller's reads (configs, overrides, grants, posture checks,
-// the config types it named) as one statement of JSON arrays. Sent as four statements at once they did
-// not overlap on two cores (the client, the controller and PostgreSQL's backends share them): as one
-// statement, one service by name p50 0.8 -> 0.7 ms on PostgreSQL (the list of 100 the same).
-const attachedConfigs = precompile<ConfigRow>((db, p) => attachedBase(db).where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)) as never);
-const viewerExtras = precompile<{ attached: unknown; overrides: unknown; grants: unknown; checks: unknown; types: unknown }>((db, p, d) =>
-  db.selectNoFrom([
-    d.jsonRows(attachedBase(db).where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)), CONFIG_FIELDS).as('attached'),
-    d.jsonRows(overriddenBase(db, p(1)).where((eb) => p.anyOf(eb.ref('o.serviceId'), 0)), CONFIG_FIELDS).as('overrides'),
-    d.jsonRows(grantsOf(db, (g) => p.anyOf(g, 0), p(1)), ['serviceId', 'policyId', 'kind']).as('grants'),
-    d.jsonRows(identityChecks(db, p(1), (k) => p.anyOf(k, 2)), CHECK_FIELDS).as('checks'),
-    // The config types the session asked for at login (by id or name), as tunnelers do.
-    d.jsonRows(db.selectFrom('configTypes').select(['id', 'name']).where((eb) => eb.or([p.anyOf(eb.ref('id'), 3), p.anyOf(eb.ref('name'), 3)])), ['id', 'name']).as('types'),
-  ]) as never,
-);
+/** What a caller's view of services reads beside the services: their configs, its overrides, grants and posture checks. */
+interface ViewerReads {
+  attached: ConfigRow[];
+  overrides: ConfigRow[];
+  grants: Grant[];
+  checks: Map<string, Check[]>;
+  /** The API session's posture responses, when read with the rest. */
+  responses?: Responses;
+}
+
+type Among = (ref: Expression<unknown> | RawBuilder<unknown>) => RawBuilder<SqlBool>;
+
+// A caller's reads as JSON arrays, one column each, for the services `among` selects: sent as four
+// statements at once they did not overlap on two cores (the client, the controller and PostgreSQL's
+// backends share them); as one statement, one service by name p50 0.8 -> 0.7 ms on PostgreSQL.
+const viewerColumns = (db: Db, d: DialectHelpers, among: Among, identityId: unknown, kinds: Among) => [
+  d.jsonRows(attachedBase(db).where((eb) => among(eb.ref('sc.serviceId'))), CONFIG_FIELDS).as('attached'),
+  d.jsonRows(overriddenBase(db, identityId).where((eb) => among(eb.ref('o.serviceId'))), CONFIG_FIELDS).as('overrides'),
+  d.jsonRows(grantsOf(db, among, identityId), ['serviceId', 'policyId', 'kind']).as('grants'),
+  d.jsonRows(identityChecks(db, identityId, kinds), CHECK_FIELDS).as('checks'),
+];
 // PostgreSQL answers a json column parsed, SQLite as text.
 const parsed = <T>(v: unknown): T[] => (typeof v === 'string' ? JSON.parse(v) : v) as T[];
+const readsOf = (r: Record<string, unknown> | undefined): ViewerReads => ({
+  attached: parsed<ConfigRow>(r?.attached ?? '[]'),
+  overrides: parsed<ConfigRow>(r?.overrides ?? '[]'),
+  grants: parsed<Grant>(r?.grants ?? '[]'),
+  // The checks of every policy that grants the viewer anything (those of this page's grants among
+  // them), by name (a JSON array need not keep its subquery's order).
+  checks: byPolicy(parsed<Check>(r?.checks ?? '[]').sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))),
+});
 
-/** What a caller's view of a page of services adds to its configs, with the config types it asked for: one statement. */
-async function viewerReads(db: Db, ids: string[], viewer: ServiceViewer) {
-  const everyType = viewer.configTypes.includes('all');
-  const extras = await first(db, viewerExtras, [ids, viewer.identityId, SERVICE_POLICY_KINDS, everyType ? [] : viewer.configTypes]);
-  const types = everyType ? ('all' as const) : new Map(parsed<{ id: string; name: string }>(extras?.types).map((t) => [t.id, t.name]));
-  return {
-    attached: parsed<ConfigRow>(extras?.attached),
-    overrides: parsed<ConfigRow>(extras?.overrides),
-    grants: parsed<Grant>(extras?.grants),
-    // The checks of every policy that grants the viewer anything (those of this page's grants among
-    // them), by name (a JSON array need not keep its subquery's order).
-    checks: byPolicy(parsed<Check>(extras?.checks).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))),
-    types,
-  };
+// Compiled once, the page's ids one array parameter (store/precompiled.ts): the services' configs (all
+// a page needs without a caller's view), or a caller's reads in one statement.
+const attachedConfigs = precompile<ConfigRow>((db, p) => attachedBase(db).where((eb) => p.anyOf(eb.ref('sc.serviceId'), 0)) as never);
+const viewerExtras = precompile<Record<string, unknown>>((db, p, d) =>
+  db.selectNoFrom(viewerColumns(db, d, (ref) => p.anyOf(ref, 0), p(1), (k) => p.anyOf(k, 2))) as never,
+);
+
+/**
+ * A client's one service by name: its API session (with its identity), the service by that name
+ * whether or not the client may see it, and the client's reads for it, in one statement (on
+ * PostgreSQL one wait instead of three: the session, the page, its reads). Undefined when no session
+ * has this token hash. Whether the service is the client's to see is the caller's to decide: granted
+ * (`reads.grants`) or an admin's.
+ */
+const serviceByName = precompile<Record<string, unknown>>((db, p, d) =>
+  db
+    .selectFrom('apiSessions as sess')
+    .innerJoin('identities as i', 'i.id', 'sess.identityId')
+    .leftJoin('services as e', (j) => j.on('e.name', '=', p(1)))
+    .selectAll('e')
+    .select(sessionColumns('sess', 'i') as never)
+    .select(viewerColumns(db, d, (ref) => sql<SqlBool>`${ref} = ${sql.ref('e.id')}`, sql.ref('sess.identityId'), (k) => p.anyOf(k, 2)))
+    // Its posture responses too: a check applies to most calls of a network that has any.
+    .select(d.jsonRows(responsesQuery(db, sql.ref('sess.id')), RESPONSE_FIELDS).as('responses'))
+    .where('sess.tokenHash', '=', p(0)) as never,
+);
+
+export interface ServiceWithSession {
+  session: SessionWithIdentity;
+  rest: { row?: Row; reads: ViewerReads };
+}
+
+export async function serviceByNameWithSession(db: Db, tokenHash: string, name: string): Promise<ServiceWithSession | undefined> {
+  const r = await first(db, serviceByName, [tokenHash, name, SERVICE_POLICY_KINDS]);
+  if (!r) return undefined;
+  const session = takeSession(r);
+  const reads = { ...readsOf(r), responses: responsesFrom(parsed(r.responses)) };
+  for (const c of ['attached', 'overrides', 'grants', 'checks', 'responses']) delete r[c];
+  return { session, rest: { row: r.id == null ? undefined : r, reads } };
 }
 
 /** Configs, merged config data, permissions and posture queries of a page of services, in a few queries. */
-export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer) {
+export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: ServiceViewer, read?: ViewerReads) {
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
-  const { attached, overrides, grants, checks, types } = viewer
-    ? await viewerReads(db, ids, viewer)
-    : { attached: await all<ConfigRow>(db, attachedConfigs, [ids]), overrides: [] as ConfigRow[], grants: [] as Grant[], checks: new Map<string, Check[]>(), types: new Map<string, string>() };
+  const { attached, overrides, grants, checks, responses: readResponses } =
+    read ?? (viewer ? readsOf(await first(db, viewerExtras, [ids, viewer.identityId, SERVICE_POLICY_KINDS])) : { ...readsOf(undefined), attached: await all<ConfigRow>(db, attachedConfigs, [ids]) });
   // Responses matter only to checks: none in most networks, so no query for them.
-  const responses = viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map();
+  const responses = readResponses ?? (viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map());
+  // The config types asked for, by id or by name (or "all"); none without a viewer.
+  const types = new Set(viewer?.configTypes ?? []);
+  const wanted = (a: ConfigRow) => types.has('all') || types.has(a.configTypeId) || types.has(a.typeName);
   const byService = <T extends { serviceId: string }>(list: T[]) => {
     const m = new Map<string, T[]>();
     for (const x of list) {
@@ -152,7 +195,7 @@ export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: Se
     r.configIds = own.map((a) => a.configId).sort();
     const config: Record<string, unknown> = {};
     for (const a of [...own, ...overridesOf(r.id)]) {
-      if (types === 'all' || types.has(a.configTypeId)) config[a.typeName] = fromJson(a.data, {});
+      if (wanted(a)) config[a.typeName] = fromJson(a.data, {});
     }
     r.config = config;
     const mine = grantedTo(r.id);

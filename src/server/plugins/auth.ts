@@ -31,11 +31,14 @@ declare module 'fastify' {
      * A read of the caller's own data in the same statement as its API session, by the session's token
      * hash (on PostgreSQL one wait on the server instead of two): the session it returns is checked as
      * any is, and `prefetched` is set to the rest only then. Undefined (no such session) or a failed
-     * read: the session is read the usual way.
+     * read: the session is read the usual way. Runs before the request is validated: a read that
+     * depends on its query reads it as sent, and answers undefined for anything it does not expect.
      */
-    withSession?: (ctx: Ctx, tokenHash: string) => Promise<{ session: SessionWithIdentity; rest: unknown } | undefined>;
+    withSession?: WithSession;
   }
 }
+
+export type WithSession = (ctx: Ctx, tokenHash: string, request: FastifyRequest) => Promise<{ session: SessionWithIdentity; rest: unknown } | undefined>;
 
 export function sessionToken(request: FastifyRequest): string | undefined {
   const header = request.headers['zt-session'];
@@ -72,7 +75,7 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     }
     const tokenHash = hashSecret(token);
     const withSession = request.routeOptions.config?.withSession;
-    const both = withSession ? await withSession(ctx, tokenHash).catch(() => undefined) : undefined;
+    const both = withSession ? await withSession(ctx, tokenHash, request).catch(() => undefined) : undefined;
     const s = await resolveSession(ctx, token, tokenHash, both?.session);
     if (both) request.prefetched = both.rest;
     request.apiSession = s;

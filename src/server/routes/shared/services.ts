@@ -10,26 +10,65 @@ import { grantedHere, idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters 
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
 import { edgeRouterClientFields, edgeRouterClientView, edgeRouterLinks, edgeRouters } from '../../../model/resources/routers.js';
-import { serviceViewFor, services } from '../../../model/resources/services.js';
+import { expandServices, serviceByNameWithSession, serviceViewFor, services, type ServiceViewer, type ServiceWithSession } from '../../../model/resources/services.js';
 import { checkSessionToken, sessionRouter } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
-import type { ListParams } from '../../../store/list.js';
-import { errors, filterableFields, mountResource } from '../../crud.js';
+import { PAGE_DEFAULT, type ListParams } from '../../../store/list.js';
+import { parseFilter } from '../../../store/filter/parser.js';
+import type { Query } from '../../../store/filter/ast.js';
+import { errors, filterableFields, mountResource, type MountOptions } from '../../crud.js';
 import { listOf } from '../../envelope.js';
 import { principalOf, readsAll } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
 
 const ConfigTypesQuery = { configTypes: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100, description: 'Config type ids or names (or "all") whose configs the services carry' })) };
 
-function viewer(req: FastifyRequest) {
+function viewerOf(req: FastifyRequest): ServiceViewer {
   const p = principalOf(req);
   const q = (req.query as { configTypes?: string[] | string }).configTypes ?? [];
   const asked = typeof q === 'string' ? [q] : q;
   // With those the client asked for when it authenticated (read here, not on every request).
   const atLogin = fromJson<string[]>(req.apiSession?.configTypes, []);
-  return serviceViewFor({ identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...atLogin])], apiSessionId: p.apiSessionId || undefined });
+  return { identityId: p.identityId, isAdmin: p.isAdmin, configTypes: [...new Set([...asked, ...atLogin])], apiSessionId: p.apiSessionId || undefined };
 }
+const viewer = (req: FastifyRequest) => serviceViewFor(viewerOf(req));
+
+/**
+ * The name a client's list asks for when it asks for one service by name and nothing else
+ * (`filter=name="x"`, config types allowed): what SDKs ask before each dial and bind. Read before the
+ * request is validated; anything else is listed the usual way (and a bad filter answered there).
+ */
+function lookedUpName(req: FastifyRequest): string | undefined {
+  const q = req.query as Record<string, unknown>;
+  if (typeof q.filter !== 'string' || Object.keys(q).some((k) => k !== 'filter' && k !== 'configTypes')) return undefined;
+  let parsed: Query;
+  try {
+    parsed = parseFilter(q.filter);
+  } catch {
+    return undefined;
+  }
+  const w = parsed.where;
+  if (parsed.sort.length || parsed.skip !== undefined || parsed.limit !== undefined) return undefined;
+  return w?.kind === 'cmp' && w.op === '=' && w.lhs.kind === 'field' && w.lhs.name === 'name' && w.rhs.kind === 'string' ? w.rhs.value : undefined;
+}
+
+/**
+ * One service by name, read with the API session in one statement: the service is the client's to see
+ * when a policy grants it or the client reads as an admin does, as visibleServices scopes any list.
+ */
+const serviceByName = (ctx: Ctx): NonNullable<MountOptions['listWithSession']> => ({
+  read: async (_ctx, tokenHash, req) => {
+    const name = lookedUpName(req);
+    return name === undefined ? undefined : serviceByNameWithSession(ctx.store.db, tokenHash, name);
+  },
+  answer: async (req, read) => {
+    const { row, reads } = read as ServiceWithSession['rest'];
+    const rows = row && (readsAll(principalOf(req)) || reads.grants.length) ? [row] : [];
+    await expandServices(ctx.store.db, rows, ctx.clock.now(), viewerOf(req), reads);
+    return { items: rows.map((r) => services.toDetail(r, ctx)), pagination: { limit: PAGE_DEFAULT, offset: 0, totalCount: rows.length } };
+  },
+});
 
 /** Non-admins see the services a service policy grants them. */
 const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
@@ -68,6 +107,7 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
     view: viewer,
     scope: visibleServices(ctx),
     access: { list: 'session', get: 'session' },
+    listWithSession: serviceByName(ctx),
   });
 
   app.get(
