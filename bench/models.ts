@@ -120,7 +120,7 @@ async function exportAndImport(server: Server, admin: string, dbServer: string |
   return { exportS, bytes, exportRss, importS, importRss, created: imported.data.counts?.create ?? imported.data.plan.length };
 }
 
-const CALLS = ['client service list (limit 500)', 'one service by name', 'session create', 'current identity', 'its edge routers', 'admin identity list (filter, sort)'] as const;
+const CALLS = ['client service list (limit 500)', 'one service by name', 'session create', 'current identity', 'its edge routers', 'service updates poll', 'admin identity list (filter, sort)'] as const;
 
 /** Exported for timing another controller by hand (upstream's quickstart, README): its URL as a Server, its admin's token. */
 export async function measureCalls(servers: Pick<Server, 'url'>[], admin: string[], m: Model): Promise<Omit<Measured, 'load' | 'rss'>> {
@@ -137,6 +137,8 @@ export async function measureCalls(servers: Pick<Server, 'url'>[], admin: string
     'session create': { method: 'POST', path: `${C}/sessions`, body: { serviceId: dialable.id, type: 'Dial' } },
     'current identity': { path: `${C}/current-identity` },
     'its edge routers': { path: `${C}/current-identity/edge-routers?limit=500` },
+    // What SDKs ask every few seconds to know whether to list their services again (no goal).
+    'service updates poll': { path: `${C}/current-api-session/service-updates` },
     'admin identity list (filter, sort)': { path: `${M}/identities?filter=${filter}&limit=25`, admin: true },
   };
   const calls: Record<string, Series> = {};

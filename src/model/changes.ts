@@ -1,7 +1,10 @@
 // The service-change marker clients poll (GET /current-api-session/service-updates): moved in the
 // transaction of every write that can change any identity's service list, so a client that sees an
 // unchanged lastChangeAt can trust its cached list.
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Db } from '../store/db.js';
+import { first, precompile } from '../store/precompiled.js';
+import { sessionColumns, takeSession, type SessionWithIdentity } from './auth/api-sessions.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { lockMembership } from './policy/membership.js';
@@ -14,10 +17,37 @@ export async function touchServices(tx: AnyDb, ctx: Pick<Ctx, 'clock'>) {
   await tx.updateTable('changeMarkers').set({ changedAt: iso(ctx.clock.now()) }).where('name', '=', 'services').execute();
 }
 
+// The shared marker and the API session's latest posture response, as one row. By the session's id
+// (an API token's or the local administrator's request), or with the session itself by its token's
+// hash: the SDKs' poll, every few seconds per client, is then one statement (on PostgreSQL one wait
+// instead of three: the session, the marker, the responses).
+const changeColumns = (db: Db, apiSessionId: unknown) => [
+  db.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').as('shared'),
+  db.selectFrom('postureResponses').select((eb) => eb.fn.max('updatedAt').as('at')).where('apiSessionId', '=', apiSessionId as string).as('posture'),
+];
+const bySessionId = precompile<Changes>((db, p) => db.selectNoFrom(changeColumns(db, p(0))) as never);
+const withTheSession = precompile<Changes & Record<string, unknown>>((db, p) =>
+  db
+    .selectFrom('apiSessions as sess')
+    .innerJoin('identities as i', 'i.id', 'sess.identityId')
+    .select(sessionColumns('sess', 'i') as never)
+    .select(changeColumns(db, sql.ref('sess.id')))
+    .where('sess.tokenHash', '=', p(0)) as never,
+);
+
+interface Changes {
+  shared?: string | null;
+  posture?: string | null;
+}
+const latest = (c: Changes | undefined) => [c?.shared, c?.posture].filter((v): v is string => !!v).sort().at(-1) ?? new Date(0).toISOString();
+
 /** When the calling API session's service list last changed: any shared change, or its own posture results. */
-export async function lastServiceChange(db: AnyDb, apiSessionId: string): Promise<string> {
-  const shared = await db.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').executeTakeFirst();
-  const posture = await db.selectFrom('postureResponses').select((eb) => eb.fn.max('updatedAt').as('at')).where('apiSessionId', '=', apiSessionId).executeTakeFirst();
-  const candidates = [shared?.changedAt, posture?.at as string | null | undefined].filter((v): v is string => !!v);
-  return candidates.sort().at(-1) ?? new Date(0).toISOString();
+export async function lastServiceChange(db: Db, apiSessionId: string): Promise<string> {
+  return latest(await first(db, bySessionId, [apiSessionId]));
+}
+
+/** The same with the API session of this token hash (`rest`), read in one statement; undefined when there is no such session. */
+export async function lastServiceChangeWithSession(db: Db, tokenHash: string): Promise<{ session: SessionWithIdentity; rest: string } | undefined> {
+  const r = await first(db, withTheSession, [tokenHash]);
+  return r && { session: takeSession(r), rest: latest(r) };
 }

@@ -1,6 +1,7 @@
-// One service by name, as SDKs ask before each dial and bind (`GET /services?filter=name="x"`): read
-// with the caller's API session in one statement. It must answer exactly as the general list does
-// (asked here with `limit=10`, which takes the usual path), for every caller and every kind of service.
+// Reads made with the caller's API session in one statement (server/plugins/auth.ts withSession):
+// one service by name, as SDKs ask before each dial and bind (`GET /services?filter=name="x"`), which
+// must answer exactly as the general list does (asked here with `limit=10`, which takes the usual
+// path) for every caller and every kind of service; and the service-updates poll.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/model/ids.js';
 import { CLIENT, MGMT, startTestController, type TestController } from '../helpers/controller.js';
@@ -107,6 +108,24 @@ describe('one service by name', () => {
     expect((await c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent('name = ')}`, { token: admin })).status).toBe(400);
     expect((await byName(admin, 'app', '&configTypes=' + 'x'.repeat(300))).status).toBe(400);
   });
+  it('answers the service-updates poll in one statement: the later of the shared marker and the session\'s posture responses', async () => {
+    const poll = async (token = carol) => (await c.call('GET', `${CLIENT}/current-api-session/service-updates`, { token })).body.data.lastChangeAt as string;
+    expect(await statementsOf(() => poll())).toBe(1);
+    const marker = async () => (await c.opened.ctx.store.db.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').executeTakeFirstOrThrow()).changedAt;
+    // Carol answered a posture query above, after the last change: her responses are the later.
+    const responded = await c.opened.ctx.store.db.selectFrom('postureResponses').select((eb) => eb.fn.max('updatedAt').as('at')).where('apiSessionId', '=', (await c.call('GET', `${CLIENT}/current-api-session`, { token: carol })).body.data.id).executeTakeFirstOrThrow();
+    expect(await poll()).toBe([await marker(), responded.at as string].sort().at(-1));
+    // A change to the services moves the marker past them; the admin (no responses) sees the marker.
+    c.clock.advance(1000);
+    expect((await c.call('POST', `${MGMT}/services`, { token: admin, body: { name: 'later', encryptionRequired: true } })).status).toBe(201);
+    expect(await poll()).toBe(await marker());
+    expect(await poll(admin)).toBe(await marker());
+    // An API token has no API session to read it with: read after, the same answer.
+    const apiToken = (await c.call('POST', `${MGMT}/api-tokens`, { token: admin, body: { name: 'poller', expiresInDays: 1 } })).body.data.token;
+    expect(await poll(apiToken)).toBe(await marker());
+    expect((await c.call('GET', `${CLIENT}/current-api-session/service-updates`, { token: 'not-a-token' })).status).toBe(401);
+  });
+
   it('checks the API session as any request does', async () => {
     expect((await byName('not-a-token', 'app')).status).toBe(401);
     const dana = await c.user('dana');

@@ -2,7 +2,7 @@
 // and a service's terminators for clients) and the service-change indicator.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { lastServiceChange } from '../../../model/changes.js';
+import { lastServiceChange, lastServiceChangeWithSession } from '../../../model/changes.js';
 import type { Ctx } from '../../../model/context.js';
 import { listResource } from '../../../model/crud.js';
 import { canUse } from '../../../model/policy/access.js';
@@ -26,8 +26,9 @@ const own = (req: FastifyRequest) => {
 export function registerSessions(app: FastifyInstance, ctx: Ctx, api: 'client' | 'management') {
   app.get(
     '/current-api-session/service-updates',
-    { config: { access: 'session' }, schema: { operationId: 'listServiceUpdates', tags: ['Current API Session'], summary: 'When the caller\'s service list last changed: poll this and re-list services when it moves', response: { 200: Envelope(Type.Object({ lastChangeAt: Type.String() })), ...errors(401) } } },
-    async (req) => ok({ lastChangeAt: await lastServiceChange(ctx.store.db, principalOf(req).apiSessionId) }),
+    // Read with the API session in one statement (the SDKs' poll); an API token's request reads it after.
+    { config: { access: 'session', withSession: (ctx, tokenHash) => lastServiceChangeWithSession(ctx.store.db, tokenHash) }, schema: { operationId: 'listServiceUpdates', tags: ['Current API Session'], summary: 'When the caller\'s service list last changed: poll this and re-list services when it moves', response: { 200: Envelope(Type.Object({ lastChangeAt: Type.String() })), ...errors(401) } } },
+    async (req) => ok({ lastChangeAt: typeof req.prefetched === 'string' ? req.prefetched : await lastServiceChange(ctx.store.db, principalOf(req).apiSessionId) }),
   );
 
   if (api === 'management') {
