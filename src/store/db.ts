@@ -8,7 +8,7 @@ import type { Database } from './schema.js';
 import { groupCommitter } from './group-commit.js';
 import { walSyncer } from './wal-sync.js';
 import { registerVersion } from './count-cache.js';
-import { prepareRepeated, statementNames } from './pg-prepared.js';
+import { describedOnce, prepareRepeated, statementNames, type Pg } from './pg-prepared.js';
 import { AUTOCHECKPOINT_PAGES, startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
@@ -87,7 +87,8 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
     // Repeated SQL texts as named prepared statements (store/pg-prepared.ts); ZTC_PG_PREPARE=0 turns it off.
     if (process.env.ZTC_PG_PREPARE !== '0') {
       const names = statementNames();
-      pool.on('connect', (client) => prepareRepeated(client as never, names));
+      const make = describedOnce(pg as unknown as Pg);
+      pool.on('connect', (client) => prepareRepeated(client as never, names, make));
     }
     return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()], log: queryTimes.log });
   };

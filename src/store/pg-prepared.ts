@@ -15,14 +15,20 @@ export interface StatementNames {
   nameFor(text: string): string | undefined;
   /** The statement no longer fits the schema: the next time its text repeats, a new name. */
   forget(text: string): void;
+  /** What node-postgres made of each named statement's rows the first time (see describedOnce). */
+  shapes: Map<string, Shape>;
 }
 
 export function statementNames(): StatementNames {
   const seen = new Set<string>();
   const named = new Map<string, string>();
+  const shapes = new Map<string, Shape>();
   let made = 0;
   return {
+    shapes,
     forget(text) {
+      const name = named.get(text);
+      if (name) shapes.delete(name);
       named.delete(text);
       seen.delete(text);
     },
@@ -50,8 +56,113 @@ const SELECT = /^\s*select\s/i;
 // on one generic plan for every pattern. Left unnamed, it is planned for its own pattern each time.
 const PATTERN = /\slike \$\d/i;
 
-/** Makes a pool client's query(text, values) use a named statement once its text repeats. */
-export function prepareRepeated(client: { query: Query }, names: StatementNames) {
+/** A named statement's rows as node-postgres reads them: their fields, each field's parser, the empty row. */
+export interface Shape {
+  fields: unknown[];
+  parsers: unknown[];
+  empty: unknown;
+}
+
+interface PgQuery {
+  name?: string;
+  portal: string;
+  values?: unknown[];
+  binary?: boolean;
+  rows?: number;
+  callback?: (err: Error | null, result: unknown) => void;
+  _result: { fields: unknown[]; _parsers: unknown[]; _prebuiltEmptyResultObject: unknown };
+  _accumulateRows: boolean;
+  hasBeenParsed(connection: unknown): boolean;
+  handleError(err: unknown, connection: unknown): void;
+  _getRows(connection: unknown, rows?: number): void;
+}
+interface PgConnection {
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
+  bind(o: unknown): void;
+  close(o: unknown): void;
+  sync(): void;
+}
+export interface Pg {
+  Query: new (config: unknown) => object;
+  utils: { prepareValue: unknown };
+}
+export type MakeQuery = (config: { name: string; text: string; values: unknown[] }, shapes: Map<string, Shape>) => PgQuery;
+
+/**
+ * Named statements that ask the server to describe their rows once. node-postgres asks on every
+ * execution (Describe), then parses the answer and builds the row's parsers again: for the current
+ * identity's read (about 60 columns) a quarter of what its request allocated, and the server's time to
+ * send it. A named statement's rows keep the shape the server first described (it refuses to run one
+ * whose result the schema changed: "cached plan must not change result type", and the text is then
+ * named anew, see forget), so once a statement is parsed on a connection and its shape is known, it is
+ * only bound and executed, its rows read with the known fields and parsers.
+ */
+export function describedOnce(pg: Pg): MakeQuery {
+  const Base = pg.Query as unknown as new (config: unknown) => PgQuery & { prepare(connection: unknown): void; handleRowDescription(msg: unknown): void; handleReadyForQuery(connection: unknown): void };
+  class DescribedOnce extends Base {
+    constructor(
+      config: unknown,
+      private readonly shapes: Map<string, Shape>,
+    ) {
+      super(config);
+    }
+    /** A value could not be sent: the statement was closed on the server (see handleReadyForQuery). */
+    private unsent = false;
+    private preparing = false;
+
+    override prepare(connection: PgConnection) {
+      const shape = this.name ? this.shapes.get(this.name) : undefined;
+      if (!shape || !this.hasBeenParsed(connection)) {
+        this.preparing = true;
+        try {
+          return super.prepare(connection);
+        } finally {
+          this.preparing = false;
+        }
+      }
+      try {
+        connection.bind({ portal: this.portal, statement: this.name, values: this.values, binary: this.binary, valueMapper: pg.utils.prepareValue });
+      } catch (err) {
+        // As node-postgres does for a value it cannot send: the statement closed, the error answered.
+        connection.close({ type: 'S', name: this.name });
+        connection.sync();
+        this.unsent = true;
+        this.handleError(err, connection);
+        return;
+      }
+      Object.assign(this._result, { fields: shape.fields, _parsers: shape.parsers, _prebuiltEmptyResultObject: shape.empty });
+      this._accumulateRows = true;
+      this._getRows(connection, this.rows);
+    }
+    override handleError(err: unknown, connection: unknown) {
+      // Called from node-postgres's own prepare only when a value could not be sent (it closed the statement).
+      if (this.preparing) this.unsent = true;
+      super.handleError(err, connection);
+    }
+    override handleReadyForQuery(connection: PgConnection) {
+      // node-postgres still counts a statement it closed after a value it could not send as parsed, and
+      // its next use failed with "prepared statement does not exist": forgotten here, it is parsed again.
+      if (this.unsent && this.name) {
+        delete connection.parsedStatements[this.name];
+        delete connection.submittedNamedStatements[this.name];
+      }
+      super.handleReadyForQuery(connection);
+    }
+    override handleRowDescription(msg: unknown) {
+      super.handleRowDescription(msg);
+      const r = this._result;
+      if (this.name && !this.shapes.has(this.name)) this.shapes.set(this.name, { fields: r.fields, parsers: r._parsers, empty: r._prebuiltEmptyResultObject });
+    }
+  }
+  return (config, shapes) => new DescribedOnce(config, shapes);
+}
+
+/**
+ * Makes a pool client's query(text, values) use a named statement once its text repeats; `make`, when
+ * given, builds that statement's query (describedOnce).
+ */
+export function prepareRepeated(client: { query: Query }, names: StatementNames, make?: MakeQuery) {
   const query = client.query.bind(client) as Query;
   client.query = (...args: unknown[]) => {
     const [text, values] = args;
@@ -60,7 +171,8 @@ export function prepareRepeated(client: { query: Query }, names: StatementNames)
     if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && (values.length || SELECT.test(text)) && !PATTERN.test(text)) {
       const name = names.nameFor(text);
       if (name) {
-        const r = query({ name, text, values });
+        const config = { name, text, values: values as unknown[] };
+        const r = make ? submitted(query, make(config, names.shapes)) : query(config);
         if (r instanceof Promise)
           return r.catch((err: Error & { code?: string }) => {
             if (err.code === '0A000' && /cached plan must not change result type/.test(err.message)) names.forget(text);
@@ -71,4 +183,12 @@ export function prepareRepeated(client: { query: Query }, names: StatementNames)
     }
     return query(...args);
   };
+}
+
+/** A query object sent as such (node-postgres then returns it, not a promise), as a promise of its result. */
+function submitted(query: Query, q: PgQuery): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    q.callback = (err, result) => (err ? reject(err) : resolve(result));
+    query(q);
+  });
 }
