@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { openDataDir } from '../src/server/controller.js';
 import { seedIdentities } from './seed.js';
 import { goalRows, type ModelResult } from './goals.js';
-import { call, concurrently, database, fmtSeries, login, ok, PASSWORD, peakRssMb, sequential, startServer, stopServer, tempDir, type Series, type Server } from './http.js';
+import { call, timedCall, concurrently, database, fmtSeries, login, ok, PASSWORD, peakRssMb, sequential, startServer, stopServer, tempDir, type Series, type Server } from './http.js';
 
 type Row = [string, string, string];
 
@@ -148,7 +148,7 @@ export async function measureCalls(servers: Pick<Server, 'url'>[], admin: string
     let k = 0;
     const once = async () => {
       const i = k++ % servers.length;
-      return (await call(servers[i].url, c.method ?? 'GET', c.path, { token: c.admin ? admin[i] : tokens[i], body: c.body })).status;
+      return timedCall(servers[i].url, c.method ?? 'GET', c.path, { token: c.admin ? admin[i] : tokens[i], body: c.body });
     };
     if (WARMUP_SECONDS > 0) await sequential(WARMUP_SECONDS, once, { min: 20 });
     calls[name] = await sequential(SECONDS, once, { min: 20 });
