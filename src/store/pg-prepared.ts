@@ -15,20 +15,14 @@ export interface StatementNames {
   nameFor(text: string): string | undefined;
   /** The statement no longer fits the schema: the next time its text repeats, a new name. */
   forget(text: string): void;
-  /** What node-postgres made of each named statement's rows the first time (see describedOnce). */
-  shapes: Map<string, Shape>;
 }
 
 export function statementNames(): StatementNames {
   const seen = new Set<string>();
   const named = new Map<string, string>();
-  const shapes = new Map<string, Shape>();
   let made = 0;
   return {
-    shapes,
     forget(text) {
-      const name = named.get(text);
-      if (name) shapes.delete(name);
       named.delete(text);
       seen.delete(text);
     },
@@ -87,33 +81,37 @@ export interface Pg {
   Query: new (config: unknown) => object;
   utils: { prepareValue: unknown };
 }
-export type MakeQuery = (config: { name: string; text: string; values: unknown[] }, shapes: Map<string, Shape>) => PgQuery;
+export type MakeQuery = (config: { name: string; text: string; values: unknown[] }) => PgQuery;
 
 /**
- * Named statements that ask the server to describe their rows once. node-postgres asks on every
- * execution (Describe), then parses the answer and builds the row's parsers again: for the current
- * identity's read (about 60 columns) a quarter of what its request allocated, and the server's time to
- * send it. A named statement's rows keep the shape the server first described (it refuses to run one
- * whose result the schema changed: "cached plan must not change result type", and the text is then
- * named anew, see forget), so once a statement is parsed on a connection and its shape is known, it is
- * only bound and executed, its rows read with the known fields and parsers.
+ * Named statements that ask the server to describe their rows once per connection. node-postgres asks
+ * on every execution (Describe), then parses the answer and builds the row's parsers again: for the
+ * current identity's read (about 60 columns) a quarter of what its request allocated, and the server's
+ * time to send it. A prepared statement's rows keep the shape the server first described on that
+ * connection (it refuses to run one whose result the schema changed: "cached plan must not change
+ * result type", and the text is then named anew, see forget), so once a connection has described a
+ * statement, later executions there are only bound and executed, their rows read with the known
+ * fields and parsers. Per connection, not per name: a connection that prepares the statement after
+ * another controller migrated the schema describes the new shape.
  */
 export function describedOnce(pg: Pg): MakeQuery {
   const Base = pg.Query as unknown as new (config: unknown) => PgQuery & { prepare(connection: unknown): void; handleRowDescription(msg: unknown): void; handleReadyForQuery(connection: unknown): void };
+  const byConnection = new WeakMap<object, Map<string, Shape>>();
+  const shapesOf = (connection: object) => {
+    let m = byConnection.get(connection);
+    if (!m) byConnection.set(connection, (m = new Map()));
+    return m;
+  };
   class DescribedOnce extends Base {
-    constructor(
-      config: unknown,
-      private readonly shapes: Map<string, Shape>,
-    ) {
-      super(config);
-    }
     /** A value could not be sent: the statement was closed on the server (see handleReadyForQuery). */
     private unsent = false;
     private preparing = false;
+    private connection?: object;
 
     override prepare(connection: PgConnection) {
-      const shape = this.name ? this.shapes.get(this.name) : undefined;
-      if (!shape || !this.hasBeenParsed(connection)) {
+      this.connection = connection;
+      const shape = this.name && this.hasBeenParsed(connection) ? shapesOf(connection).get(this.name) : undefined;
+      if (!shape) {
         this.preparing = true;
         try {
           return super.prepare(connection);
@@ -146,16 +144,17 @@ export function describedOnce(pg: Pg): MakeQuery {
       if (this.unsent && this.name) {
         delete connection.parsedStatements[this.name];
         delete connection.submittedNamedStatements[this.name];
+        shapesOf(connection).delete(this.name);
       }
       super.handleReadyForQuery(connection);
     }
     override handleRowDescription(msg: unknown) {
       super.handleRowDescription(msg);
       const r = this._result;
-      if (this.name && !this.shapes.has(this.name)) this.shapes.set(this.name, { fields: r.fields, parsers: r._parsers, empty: r._prebuiltEmptyResultObject });
+      if (this.name && this.connection) shapesOf(this.connection).set(this.name, { fields: r.fields, parsers: r._parsers, empty: r._prebuiltEmptyResultObject });
     }
   }
-  return (config, shapes) => new DescribedOnce(config, shapes);
+  return (config) => new DescribedOnce(config);
 }
 
 /**
@@ -172,7 +171,7 @@ export function prepareRepeated(client: { query: Query }, names: StatementNames,
       const name = names.nameFor(text);
       if (name) {
         const config = { name, text, values: values as unknown[] };
-        const r = make ? submitted(query, make(config, names.shapes)) : query(config);
+        const r = make ? submitted(query, make(config)) : query(config);
         if (r instanceof Promise)
           return r.catch((err: Error & { code?: string }) => {
             if (err.code === '0A000' && /cached plan must not change result type/.test(err.message)) names.forget(text);

@@ -57,7 +57,7 @@ export async function createApiSession(
 
 // The API session's own columns and its identity's, each under a `session` prefix, for a statement that
 // reads something else with the session by its token hash (one wait on PostgreSQL instead of two): the
-// identity's current-identity read, a client's service by name.
+// current identity, a client's service by name, the service-updates poll.
 const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt'] as const;
 const IDENTITY_COLUMNS = { identityName: 'name', isAdmin: 'isAdmin', permissions: 'permissions', disabled: 'disabled', disabledUntil: 'disabledUntil' } as const;
 const prefixed = (c: string) => `session${c[0].toUpperCase()}${c.slice(1)}`;
