@@ -74,6 +74,9 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const port = await freePort();
     const { child, out, exited } = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1']);
     await get(`https://127.0.0.1:${port}/version`);
+    // The line is written once the response has finished on the server's side, which can be just after
+    // the client has read it: waited for, not raced with the stop (CI once saw SIGTERM win).
+    await untilPrinted(() => out.stdout, /"msg":"request completed"/, () => false, 10_000);
     child.kill('SIGTERM');
     await exited;
     const json = out.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string });
