@@ -95,11 +95,12 @@ export interface Reply {
   body: any;
 }
 
+const headersOf = (o: { token?: string; body?: unknown }): Record<string, string> => ({ ...(o.token ? { 'zt-session': o.token } : {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) });
+
 /** One JSON request; `localAddress` makes it come from another loopback address. */
 export function call(base: string, method: string, p: string, o: { token?: string; body?: unknown; localAddress?: string } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { ...(o.token ? { 'zt-session': o.token } : {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) };
-    const req = https.request(`${base}${p}`, { method, headers, agent: o.localAddress ? agentFrom(o.localAddress) : agent }, (res) => {
+    const req = https.request(`${base}${p}`, { method, headers: headersOf(o), agent: o.localAddress ? agentFrom(o.localAddress) : agent }, (res) => {
       let t = '';
       res.on('data', (d) => (t += d));
       res.on('end', () => {
@@ -126,8 +127,7 @@ export function call(base: string, method: string, p: string, o: { token?: strin
  */
 export function timedCall(base: string, method: string, p: string, o: { token?: string; body?: unknown } = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { ...(o.token ? { 'zt-session': o.token } : {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) };
-    const req = https.request(`${base}${p}`, { method, headers, agent }, (res) => {
+    const req = https.request(`${base}${p}`, { method, headers: headersOf(o), agent }, (res) => {
       res.on('data', () => {});
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', reject);

@@ -52,7 +52,7 @@ async function statementsOf(fn: () => Promise<unknown>): Promise<number> {
   return n;
 }
 
-const byName = (token: string, name: string, extra = '', api = CLIENT) => c.call('GET', `${api}/services?filter=${encodeURIComponent(`name = "${name}"`)}${extra}`, { token });
+const byName = (token: string, name: string, extra = '') => c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent(`name = "${name}"`)}${extra}`, { token });
 
 describe('one service by name', () => {
   it('answers as the general list does: granted, hidden, missing, as a client and as an admin, with config types', async () => {

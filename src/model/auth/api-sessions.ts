@@ -90,7 +90,7 @@ const sessionByTokenHash = precompile((db, p) =>
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
     .selectAll('s')
-    .select(['i.name as identityName', 'i.isAdmin', 'i.permissions', 'i.disabled', 'i.disabledUntil'])
+    .select(Object.entries(IDENTITY_COLUMNS).map(([as, c]) => `i.${c} as ${as}`) as never)
     .where('s.tokenHash', '=', p(0)),
 );
 
