@@ -8,7 +8,9 @@ import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startController, type Running } from '../../src/server/controller.js';
+import { vouchedFor } from '../../src/cli/commands/session.js';
 import { cliRunner } from '../helpers/cli.js';
+import { TestCa } from '../helpers/certs.js';
 import { ADMIN, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
 const { ztc, home, cleanup } = cliRunner();
@@ -108,6 +110,45 @@ describe('ztc login', { timeout: 180_000 }, () => {
     expect((await ztc('login', running.url, '--cert', file('robot.crt'), '--yes')).stderr).toMatch(/--cert and --key go together/);
     expect((await ztc('login', '--identity', file('robot.jwt'))).stderr).toMatch(/is not an identity file/);
     expect((await ztc('login')).stderr).toMatch(/Which controller\?/);
+  });
+
+  it('trusts the CA it pinned at the next login without asking; a changed CA is refused unless confirmed', async () => {
+    // After a logout (or an idle timeout) the profile keeps its pin: logging in again needs no --yes.
+    expect((await ztc('logout', '--profile', 'admin')).code).toBe(0);
+    const again = await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--profile', 'admin');
+    expect(again.code, again.stderr).toBe(0);
+    // A second profile for the same controller trusts what the first pinned.
+    const second = await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--profile', 'admin-2');
+    expect(second.code, second.stderr).toBe(0);
+    expect(profiles().profiles['admin-2'].caPem).toBe(profiles().profiles.admin.caPem);
+
+    // A pin the controller no longer proves itself with (its PKI made anew, or someone in its place):
+    // said as a change, with the fingerprint to compare, and nothing saved without --yes.
+    const store = fs.readFileSync(file('profiles.json'), 'utf8');
+    const other = new TestCa('another controller');
+    const data = JSON.parse(store);
+    for (const name of Object.keys(data.profiles)) if (data.profiles[name].url === running.url) data.profiles[name].caPem = other.pem;
+    fs.writeFileSync(file('profiles.json'), JSON.stringify(data), { mode: 0o600 });
+    const changed = await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--profile', 'admin');
+    expect(changed.code).toBe(1);
+    expect(changed.stderr).toMatch(/no longer proves itself with the CA saved for it: it now presents CA '.+' \(SHA-256 ([0-9a-f]{2}:){31}[0-9a-f]{2}\).*banner.*pass --yes/s);
+    expect(profiles().profiles.admin.caPem).toBe(other.pem);
+    const confirmed = await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--profile', 'admin', '--yes');
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    expect(confirmed.stderr).toMatch(/warning: .*no longer proves itself.*Trusted as --yes asks/s);
+    expect(profiles().profiles.admin.caPem).toBe(running.ctx.pki.caBundlePem);
+    expect((await ztc('identity', 'list', '--profile', 'admin')).code).toBe(0);
+    fs.writeFileSync(file('profiles.json'), store, { mode: 0o600 });
+  });
+
+  it('pins only what the confirmed root vouches for, not what an unverified answer put beside it', () => {
+    const chain = running.ctx.pki.caBundlePem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g)!;
+    const root = chain[chain.length - 1];
+    const intruder = new TestCa('intruder');
+    // Another CA, and a CA certificate the intruder signed, beside the controller's real chain.
+    const posing = intruder.issue('ztc intermediate').certPem;
+    expect(vouchedFor(root, [intruder.pem, posing, ...chain])).toEqual(chain);
+    expect(vouchedFor(root, [root])).toEqual([root]);
   });
 
   it('an external JWT from a configured signer logs in', async () => {

@@ -1,10 +1,11 @@
 // ztc login / logout.
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import { Command } from 'commander';
 import forge from 'node-forge';
 import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { ask, askSecret } from '../prompt.js';
-import { forgetToken, loadProfile, missingProfile, saveProfile } from '../profile.js';
+import { forgetToken, listProfiles, loadProfile, missingProfile, saveProfile, type Profile } from '../profile.js';
 import { CliError, expectOk, httpsCall, openTransport } from '../transport.js';
 
 /** The certificates of a base64 PKCS#7 bundle, as PEM. */
@@ -48,16 +49,73 @@ function readIdentityFile(file: string): { base: string; cert: string; key: stri
 const baseUrl = (url: string) => url.replace(/\/+$/, '').replace(/\/edge\/(client|management)\/v1$/, '');
 
 /** Trust on first use: fetch the CA store without verification, show its fingerprint, then pin it. */
-async function pinControllerCa(base: string, yes?: boolean): Promise<string> {
-  const cas = await httpsCall(`${base}/.well-known/est/cacerts`, { insecure: true, headers: { accept: 'application/pkcs7-mime' } });
+const pemsOf = (bundle: string) => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+
+/** The certificates of `pems` that lead to `root`: the root, and each signed by one already kept. */
+export function vouchedFor(root: string, pems: string[]): string[] {
+  const kept = [new X509Certificate(root)];
+  const rest = pems.filter((p) => p !== root).map((pem) => ({ pem, cert: new X509Certificate(pem) }));
+  const out = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const c of rest) {
+      if (out.has(c.pem) || !kept.some((k) => c.cert.checkIssued(k) && c.cert.verify(k.publicKey))) continue;
+      out.add(c.pem);
+      kept.push(c.cert);
+      grew = true;
+    }
+  }
+  return pems.filter((p) => out.has(p));
+}
+
+/**
+ * The CA a saved profile already trusts for this controller: the profile being logged in to first,
+ * then any other profile of the same address (after a logout, an idle timeout, a second profile).
+ */
+function pinnedCa(base: string, profile: string): string | undefined {
+  const { profiles } = listProfiles();
+  const of = (p: Profile | undefined) => (p?.caPem && baseUrl(p.url) === base ? p.caPem : undefined);
+  return of(profiles[profile]) ?? Object.values(profiles).map(of).find(Boolean);
+}
+
+/**
+ * The controller's CA store, to pin in the profile. A controller whose TLS the CA already pinned for
+ * it verifies is trusted without asking again (asking at every login teaches users to answer yes
+ * without looking); its store is then read over that verified connection. Otherwise the store is
+ * fetched unverified and its root's fingerprint shown, to be confirmed (--yes, or y on a terminal),
+ * and a root that differs from the pinned one is said to be a change, not a first meeting.
+ */
+async function pinControllerCa(base: string, yes: boolean | undefined, pinned: string | undefined): Promise<string> {
+  const accept = { accept: 'application/pkcs7-mime' };
+  if (pinned) {
+    const verified = await httpsCall(`${base}/.well-known/est/cacerts`, { caPem: pinned, headers: accept }).catch(() => undefined);
+    const pems = verified?.status === 200 ? certsFromPkcs7(verified.text) : [];
+    if (pems.length) return pems.join('');
+  }
+  const cas = await httpsCall(`${base}/.well-known/est/cacerts`, { insecure: true, headers: accept });
   if (cas.status !== 200) throw new CliError(`${base} did not serve its CA store (HTTP ${cas.status}): is this a ztc or OpenZiti controller?`);
-  const pems = certsFromPkcs7(cas.text);
-  if (!pems.length) throw new CliError(`${base} served an empty CA store`);
-  const root = pems[pems.length - 1];
+  const served = certsFromPkcs7(cas.text);
+  if (!served.length) throw new CliError(`${base} served an empty CA store`);
+  const root = served[served.length - 1];
+  // The same root as pinned, over a connection it did not verify (a name the server certificate does
+  // not carry, say): the pin stands, and the login's own verified call says what is wrong.
+  if (pinned && pemsOf(pinned).some((p) => sha256Fingerprint(p) === sha256Fingerprint(root))) return pinned;
+  // What the confirmed fingerprint vouches for: the root and what it signed, not whatever else an
+  // unverified answer put beside it.
+  const pems = vouchedFor(root, served);
   const subject = forge.pki.certificateFromPem(root).subject.getField('CN')?.value ?? '(no name)';
-  if (!yes) {
-    if (!process.stdin.isTTY) throw new CliError(`Controller CA '${subject}' (SHA-256 ${sha256Fingerprint(root)}) is not trusted yet: check the fingerprint and pass --yes`);
-    const answer = await ask(`Controller CA '${subject}'\n  SHA-256 ${sha256Fingerprint(root)}\nTrust it for ${base}? [y/N] `);
+  const shown = `'${subject}' (SHA-256 ${sha256Fingerprint(root)})`;
+  const changed = pinned
+    ? `The controller at ${base} no longer proves itself with the CA saved for it: it now presents CA ${shown}. ` +
+      'If its PKI was created anew on purpose (a new data directory), compare that fingerprint with the one its banner prints (root CA) and trust it; ' +
+      'if not, do not: something may be answering in its place'
+    : undefined;
+  if (yes) {
+    if (changed) process.stderr.write(`warning: ${changed}. Trusted as --yes asks.\n`);
+  } else if (!process.stdin.isTTY) {
+    throw new CliError(changed ? `${changed}: pass --yes to trust it.` : `Controller CA ${shown} is not trusted yet: check the fingerprint and pass --yes`);
+  } else {
+    const answer = await ask(changed ? `${changed}.\nTrust the new CA for ${base}? [y/N] ` : `Controller CA '${subject}'\n  SHA-256 ${sha256Fingerprint(root)}\nTrust it for ${base}? [y/N] `);
     if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('Not trusted: nothing saved');
   }
   return pems.join('');
@@ -99,7 +157,7 @@ export function loginCommand(): Command {
       if (!url && !fromFile) throw new CliError('Which controller? ztc login https://HOST:PORT (or --identity FILE, which names it)');
       const base = url ? baseUrl(url) : fromFile!.base;
       if (!/^https:\/\//.test(base)) throw new CliError(`The controller URL must start with https:// (got ${url})`);
-      const caPem = fromFile && !url ? fromFile.caPem : await pinControllerCa(base, opts.yes);
+      const caPem = fromFile && !url ? fromFile.caPem : await pinControllerCa(base, opts.yes, pinnedCa(base, opts.profile));
       const tls = fromFile ? { cert: fromFile.cert, key: fromFile.key } : opts.cert ? { cert: fs.readFileSync(opts.cert, 'utf8'), key: fs.readFileSync(opts.key!, 'utf8') } : {};
       if (opts.tokenFile) return void (await saveTokenLogin(base, caPem, opts));
       const authUrl = `${base}/edge/management/v1/authenticate`;
