@@ -9,6 +9,7 @@ import type { Config } from '../config.js';
 import type { Progress } from '../model/pki/pki.js';
 import type { App } from '../server/app.js';
 import { apiOfPath, type MountedApi } from '../server/api-paths.js';
+import { API_TOKEN_PREFIX } from '../model/resources/api-tokens.js';
 import { CliError } from './errors.js';
 import { currentProfileName, loadProfile, missingProfile, type Profile } from './profile.js';
 import type { Ctx } from '../model/context.js';
@@ -91,6 +92,8 @@ export const reloginCommand = (profile: Profile, name?: string) =>
 
 /** The profile a remote command uses, to name it in hints. */
 let profileName: string | undefined;
+/** Whether that profile holds an API token rather than a session (the hint after a 401 differs). */
+let tokenProfile = false;
 
 export class RemoteTransport implements Transport {
   readonly describe: string;
@@ -98,6 +101,7 @@ export class RemoteTransport implements Transport {
     this.describe = profile.url;
     loginAgain = reloginCommand(profile, name);
     profileName = name ?? currentProfileName();
+    tokenProfile = profile.token.startsWith(API_TOKEN_PREFIX);
   }
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
@@ -242,6 +246,11 @@ function accessHint(message: string): string {
   if (/read-only/i.test(message)) {
     const who = profileName ? `profile '${profileName}'` : 'this profile';
     return `\n${who} may only read (logging in again will not change that): use an admin's profile for changes (ztc profile list; --profile NAME)`;
+  }
+  // An API token has no session to renew: logging in again with the same file fails the same way.
+  if (tokenProfile) {
+    const who = profileName ? `profile '${profileName}'` : 'this profile';
+    return `\nthe API token of ${who} no longer works: an admin creates another (ztc token create NAME), then log in with it: ztc login URL --token-file FILE${profileName ? ` --profile ${profileName}` : ''}`;
   }
   if (/expired|not authorized|session/i.test(message)) return `\nsession expired or ended, log in again: ${loginAgain}`;
   return '';

@@ -94,6 +94,13 @@ describe('ztc token', () => {
       expect(revoked.code, revoked.stderr).toBe(0);
       const after = await ci.ztc('service', 'list');
       expect(after.code).not.toBe(0);
+      // What to do says to replace the token, not to log in again with the same file (which fails).
+      expect(after.stderr).toMatch(/not known to this controller: it was revoked/);
+      expect(after.stderr).toMatch(/the API token of profile 'default' no longer works: an admin creates another \(ztc token create NAME\), then log in with it: ztc login URL --token-file FILE --profile default/);
+      expect(after.stderr).not.toMatch(/session expired/);
+      const again = await ci.ztc('login', running.url, '--token-file', file);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toMatch(/refused the API token in .*token: The API token is not known .*Put a new one there \(an admin runs ztc token create NAME\)/);
       ci.cleanup();
     } finally {
       await running.close();

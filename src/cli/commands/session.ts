@@ -198,7 +198,10 @@ async function saveTokenLogin(base: string, caPem: string, opts: LoginOpts) {
     throw new CliError(`cannot read the token file ${opts.tokenFile}: ${(e as Error).message}`);
   }
   if (!token) throw new CliError(`the token file ${opts.tokenFile} is empty`);
-  const me = expectOk(await httpsCall(`${base}/edge/management/v1/current-identity`, { caPem, headers: { authorization: `Bearer ${token}` } }), 'Checking the API token')?.data as { name: string };
+  const checked = await httpsCall(`${base}/edge/management/v1/current-identity`, { caPem, headers: { authorization: `Bearer ${token}` } });
+  // Refused: no session to log in to again; the token itself must be replaced.
+  if (checked.status === 401) throw new CliError(`The controller refused the API token in ${opts.tokenFile}: ${checked.json?.error?.message ?? 'HTTP 401'}. Put a new one there (an admin runs ztc token create NAME) and log in again.`);
+  const me = expectOk(checked, 'Checking the API token')?.data as { name: string };
   const current = saveProfile(opts.profile, { url: base, username: me.name, token, caPem, relogin: `ztc login ${base} --token-file ${opts.tokenFile}` }, opts.use);
   process.stdout.write(`using an API token for ${me.name} at ${base} (profile ${opts.profile})\n`);
   process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);

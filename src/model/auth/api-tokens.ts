@@ -35,7 +35,8 @@ interface TokenRow {
 
 export async function resolveApiToken(ctx: Ctx, token: string): Promise<Principal> {
   const row = (await first(ctx.store.db, tokenByHash, [hashSecret(token)])) as TokenRow | undefined;
-  if (!row) throw unauthorized();
+  // Unknown here: revoked (its row is deleted), or never issued by this network.
+  if (!row) throw unauthorized('The API token is not known to this controller: it was revoked, or another network issued it; an admin can create another (ztc token create)');
   const now = ctx.clock.now();
   if (row.expiresAt && Date.parse(row.expiresAt) <= now.getTime()) throw unauthorized('The API token has expired: create another (ztc token create)');
   if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) throw unauthorized('The identity is disabled');
