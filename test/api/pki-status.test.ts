@@ -33,7 +33,8 @@ describe('pki status', () => {
     const expected = Math.floor((Date.parse(new X509Certificate(c.opened.ctx.pki.serverPem).validTo) - c.clock.now().getTime()) / DAY);
     expect(server.daysLeft).toBe(expected);
     expect(server.fingerprint).toMatch(/^([0-9a-f]{2}:){31}[0-9a-f]{2}$/); // SHA-256, as the login prompt shows it
-    expect(s.certificates.find((x) => x.kind === 'signer')).toMatchObject({ notAfter: null, daysLeft: null, fingerprint: c.opened.ctx.pki.signingJwk.kid });
+    // The signer is the server certificate's key: its dates are that certificate's.
+    expect(s.certificates.find((x) => x.kind === 'signer')).toMatchObject({ notAfter: server.notAfter, daysLeft: expected, fingerprint: c.opened.ctx.pki.signingJwk.kid });
     expect(s.warnings).toEqual([]);
   });
 
@@ -67,6 +68,7 @@ describe('pki status', () => {
     expect(s.certificates.find((x) => x.kind === 'intermediate')!.daysLeft).toBe(20);
     expect(s.warnings).toEqual(expect.arrayContaining([expect.stringMatching(/intermediate CA certificate expires in 20 days/), expect.stringMatching(/server certificate expired on/)]));
     expect(s.warnings.some((w) => /root/.test(w))).toBe(false);
+    expect(s.warnings.some((w) => /signer/.test(w))).toBe(false); // the server certificate's warning covers its key
   });
 
   it('answers 400 for unknown parameters and 401 without a session', async () => {

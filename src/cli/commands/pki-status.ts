@@ -36,7 +36,7 @@ export function pkiCommand(): Command {
       const certs = within === undefined ? status.certificates : status.certificates.filter((c) => c.daysLeft !== null && c.daysLeft < within);
       if (format !== 'table') return await print({ certificates: certs, warnings: status.warnings }, format);
       await print(
-        certs.map((c) => ({ ...c, notAfter: c.notAfter ?? '-', daysLeft: c.daysLeft ?? 'no expiry' })),
+        certs.map((c) => ({ ...c, notAfter: c.notAfter ?? '-', daysLeft: c.daysLeft ?? '-' })),
         'table',
         { columns: ['kind', 'name', 'notAfter', 'daysLeft', 'fingerprint'], whole: ['fingerprint'] },
       );
@@ -66,7 +66,8 @@ export function statusCommand(): Command {
       return {
         target: t.describe,
         controller: version,
-        certificates: Object.fromEntries(pki.certificates.filter((c) => c.daysLeft !== null).map((c) => [c.kind, `${c.daysLeft} days left (${c.notAfter})`])),
+        // The signer's days are the server certificate's: shown once, as the server's.
+        certificates: Object.fromEntries(pki.certificates.filter((c) => c.daysLeft !== null && c.kind !== 'signer').map((c) => [c.kind, `${c.daysLeft} days left (${c.notAfter})`])),
         rootFingerprint: `SHA-256 ${pki.certificates.find((c) => c.kind === 'root')?.fingerprint ?? '?'}`,
         warnings: pki.warnings,
       };

@@ -1,7 +1,8 @@
 // Every certificate the controller holds or issued, with the days it has left: its own (root,
 // intermediate, server), the third-party CAs it trusts, and the client and server certificates of
-// identities and routers kept in the store. The enrollment signer is a bare key (the JWTs it signs carry
-// their own expiry), listed so nothing the controller signs with is missing from the picture.
+// identities and routers kept in the store. The enrollment signer is the server certificate's key (SDKs
+// check an enrollment JWT against the certificate the controller serves): listed with that certificate's
+// dates, since it is replaced, and the outstanding JWTs re-signed, when the certificate is.
 import { X509Certificate } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { sha256Fingerprint } from './fingerprint.js';
@@ -23,7 +24,7 @@ export interface CertStatus {
   fingerprint: string;
   notBefore: string | null;
   notAfter: string | null;
-  /** Whole days until notAfter (negative once expired); null for the signer, which has no certificate. */
+  /** Whole days until notAfter (negative once expired). */
   daysLeft: number | null;
 }
 
@@ -56,8 +57,12 @@ function describe(kind: CertKind, name: string, pem: string, now: Date, ownerId:
 
 /** The controller's own certificates and its enrollment signer. */
 export function ownCertificates(pki: Pki, now: Date): CertStatus[] {
-  const own = [describe('root', 'root CA', pki.rootPem, now), describe('intermediate', 'intermediate CA', pki.intermediatePem, now), describe('server', 'server', pki.serverPem, now)];
-  const signer: CertStatus = { kind: 'signer', name: 'enrollment signer', ownerId: null, subject: `the server certificate's key, kid ${pki.signingJwk.kid} (${pki.signingJwk.alg})`, issuer: '', fingerprint: pki.signingJwk.kid, notBefore: null, notAfter: null, daysLeft: null };
+  const server = describe('server', 'server', pki.serverPem, now);
+  const own = [describe('root', 'root CA', pki.rootPem, now), describe('intermediate', 'intermediate CA', pki.intermediatePem, now), server];
+  const signer: CertStatus = {
+    kind: 'signer', name: 'enrollment signer', ownerId: null, subject: `the server certificate's key, kid ${pki.signingJwk.kid} (${pki.signingJwk.alg})`, issuer: '', fingerprint: pki.signingJwk.kid,
+    notBefore: server?.notBefore ?? null, notAfter: server?.notAfter ?? null, daysLeft: server?.daysLeft ?? null,
+  };
   return [...own.filter((c): c is CertStatus => !!c), signer];
 }
 
@@ -87,7 +92,8 @@ export async function storedCertificates(db: AnyDb, now: Date): Promise<CertStat
 /** One sentence per certificate of the controller's own that expires within OWN_WARNING_DAYS (or has). */
 export function ownExpiryWarnings(pki: Pki, now: Date): string[] {
   return ownCertificates(pki, now)
-    .filter((c) => c.daysLeft !== null && c.daysLeft < OWN_WARNING_DAYS)
+    // The signer's dates are the server certificate's, which warns for both.
+    .filter((c) => c.kind !== 'signer' && c.daysLeft !== null && c.daysLeft < OWN_WARNING_DAYS)
     .map((c) =>
       c.daysLeft! < 0
         ? `the controller's ${c.name} certificate expired on ${c.notAfter}`

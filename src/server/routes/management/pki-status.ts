@@ -13,7 +13,7 @@ import { secureContextOptions } from '../../tls-context.js';
 import { ok } from '../../envelope.js';
 
 const CertStatus = Type.Object({
-  kind: Type.String({ description: 'root, intermediate, server, signer (a key, no certificate), ca (trusted third-party CA), identity, router or router-server' }),
+  kind: Type.String({ description: 'root, intermediate, server, signer (the server certificate\'s key, with its dates), ca (trusted third-party CA), identity, router or router-server' }),
   name: Type.String(),
   ownerId: Nullable(Type.String()),
   subject: Type.String(),
