@@ -124,6 +124,9 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     // Any other operation goes through `ztc api`, with the same transport and output.
     expect((await ok('api', 'GET', '/service-role-attributes')).split('\n')).toContain('web');
     expect(JSON.parse(await ok('api', 'GET', '/summary', '-o', 'json'))).toMatchObject({ services: 1, 'routers.edge': 1 });
+    // The fabric API by its own path (not taken for a management one).
+    const routers = JSON.parse(await ok('api', 'GET', '/fabric/v1/routers', '-o', 'json')) as { name: string; connected: boolean }[];
+    expect(routers.find((r) => r.name === 'er-cli')).toMatchObject({ connected: false });
     const refused = await ztc('api', 'GET', '/identities/nope/services', '-d', dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/not found \[NOT_FOUND, HTTP 404\]/);
@@ -198,7 +201,7 @@ describe('ztc against a running controller', () => {
     expect(unsure.stderr).toMatch(/SHA-256 ([0-9a-f]{2}:){31}[0-9a-f]{2}\) is not trusted yet.*--yes/);
     const wrong = await ztc('login', url, '-u', ADMIN.username, '-p', 'wrong-password', '--yes');
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toMatch(/INVALID_AUTH/);
+    expect(wrong.stderr).toMatch(/refused username 'admin' with that password \[INVALID_AUTH, HTTP 401\]: check both.*ztc admin reset-password -d DATA_DIR/);
 
     const ok = await ztc('login', url, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
     expect(ok.stdout).toMatch(/logged in to/);

@@ -2,6 +2,7 @@
 // profile) and output, for what has no dedicated command (related lists, posture data, traces...).
 import { Command } from 'commander';
 import { parseFormat, print } from '../output.js';
+import { API_PATHS, FABRIC_PATH } from '../../server/api-paths.js';
 import { CliError, expectOk } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 import { fileOrValue, withTransport } from './resources.js';
@@ -10,10 +11,10 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 export function apiCommand(): Command {
   return targetOptions(
-    new Command('api').description('call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/)'),
+    new Command('api').description('call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/ or /fabric/; ids, not names)'),
   )
     .argument('<method>', METHODS.join(', '))
-    .argument('<path>', 'e.g. /summary, /identities/ID/posture-data, /edge/client/v1/protocols')
+    .argument('<path>', 'e.g. /summary, /identities/ID/posture-data, /edge/client/v1/protocols, /fabric/v1/links')
     .option('--body <json>', 'request body as JSON, or @file')
     .action(async (method: string, path: string, opts: CommonOpts & { body?: string }) => {
       const m = method.toUpperCase();
@@ -26,7 +27,8 @@ export function apiCommand(): Command {
           throw new CliError(`--body is not JSON: ${(e as Error).message}`);
         }
       }
-      const full = path.startsWith('/edge/') || path === '/version' || path.startsWith('/.well-known/') ? path : `/edge/management/v1${path.startsWith('/') ? '' : '/'}${path}`;
+      const own = ['/edge/', `${FABRIC_PATH}/`, '/.well-known/'].some((p) => path.startsWith(p)) || path === '/version' || path === FABRIC_PATH;
+      const full = own ? path : `${API_PATHS.management}${path.startsWith('/') ? '' : '/'}${path}`;
       const reply = await withTransport(opts, async (t) => expectOk(await t.request(m, full, body), `${m} ${full}`));
       const format = parseFormat(opts.output);
       const data = reply?.data;

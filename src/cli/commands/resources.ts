@@ -155,6 +155,8 @@ function schemaFlags(cmd: Command, schema: JsonSchema, skip: string[], reference
     // Choices in any case (--type bind), without upstream's placeholder 'Invalid' (never a thing to pick).
     const c = choices(s)?.filter((x) => x !== 'Invalid');
     if (c?.length) {
+      // What the choices mean, when the schema says (identity types: three are stored as Default).
+      if (typeof s.description === 'string' && !references[name]) opt.description = `${what}: ${s.description}`;
       opt.choices(c);
       opt.argParser((v: string) => {
         const match = c.find((x) => x.toLowerCase() === v.trim().toLowerCase());

@@ -173,6 +173,12 @@ export function loginCommand(): Command {
         const password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await askSecret('Password: ') : undefined);
         if (!password) throw new CliError('No password: pass -p, set ZTC_PASSWORD, or run in a terminal to be asked');
         reply = await httpsCall(`${authUrl}?method=password`, { method: 'POST', caPem, body: { username: opts.username, password } });
+        if (reply.status === 401 && reply.json?.error?.code === 'INVALID_AUTH') {
+          throw new CliError(
+            `Login failed: the controller refused username '${opts.username}' with that password [INVALID_AUTH, HTTP 401]: check both (-u NAME). ` +
+              `A lost admin password is reset on the controller's host: ztc admin reset-password -d DATA_DIR (see README, "Lost admin password").`,
+          );
+        }
       }
       const session = expectOk(reply, 'Login')?.data as { token: string; identity?: { name?: string }; authQueries?: { typeId?: string }[] };
       const mfa = !!session.authQueries?.some((q) => q.typeId === 'MFA');

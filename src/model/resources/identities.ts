@@ -21,7 +21,7 @@ import { Permissions } from '../permissions.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
-const IdentityTypeName = Type.Union(IDENTITY_TYPE_INPUTS.map((t) => Type.Literal(t)));
+const IdentityTypeName = Type.Union(IDENTITY_TYPE_INPUTS.map((t) => Type.Literal(t)), { description: 'User, Device and Service are accepted and stored as Default, as upstream 1.x stores them; Router for routers' });
 const ClientInfo = Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: { type: 'string' } });
 
 const writable = {
