@@ -114,7 +114,6 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       await app.close();
       await opened.close();
       unlock();
-      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') (err as Error & { routerPort?: number }).routerPort = config.routerPort;
       throw err;
     }
   }
@@ -162,7 +161,6 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       ops = await startOpsListener({ host: config.bind, port: config.metricsPort, metrics: app.metrics, health: app.health });
     } catch (err) {
       await release();
-      (err as Error & { metricsPort?: number }).metricsPort = config.metricsPort;
       throw err;
     }
   }

@@ -88,8 +88,15 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const first = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn']);
     const second = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn']);
     expect(await second.exited).toBe(1);
-    expect(second.out.stderr).toMatch(new RegExp(`^error: Port ${port} on 0\\.0\\.0\\.0 is already in use .*--port N`, 'm'));
+    expect(second.out.stderr).toMatch(new RegExp(`^error: This port on 0\\.0\\.0\\.0 is already in use. Stop what holds it, or choose another:\\n {2}${port} {2}the APIs: --port N`, 'm'));
     expect(second.out.stderr).not.toMatch(/\n\s+at /);
+    // Every busy port at once, each with its flag: the APIs', the edge router's and the control channel's.
+    const [router, ctrl] = [await freePort(), await freePort()];
+    const holders = await Promise.all([router, ctrl].map((p) => new Promise<net.Server>((resolve) => { const s = net.createServer(); s.listen(p, '0.0.0.0', () => resolve(s)); })));
+    const third = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--router-port', String(router), '--ctrl-port', String(ctrl)]);
+    expect(await third.exited).toBe(1);
+    expect(third.out.stderr).toMatch(new RegExp(`These ports on 0\\.0\\.0\\.0 are already in use. Stop what holds them, or choose another:\\n {2}${port} {2}the APIs: --port N.*\\n {2}${router} {2}the edge router .*--router-port N.*--no-router\\n {2}${ctrl} {2}routers' control channel .*--ctrl-port N.*--no-ctrl`));
+    for (const h of holders) h.close();
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
   });

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
@@ -112,6 +113,36 @@ function passwordBox(username: string, password: string): string {
   return `\n  ┌${bar}┐\n  │ ${bold(line)} │\n  └${bar}┘\n\n`;
 }
 
+/** The ports a controller with this configuration listens on, with what holds each and how to move it. */
+function listeners(config: Config): { port: number; what: string; move: string }[] {
+  const all = [
+    { port: config.port, what: 'the APIs', move: '--port N (env ZTC_PORT)' },
+    config.router && config.routerPort ? { port: config.routerPort, what: "the edge router (another ztc, or an OpenZiti router)", move: '--router-port N (env ZTC_ROUTER_PORT), or --no-router' } : undefined,
+    config.ctrl && config.ctrlPort ? { port: config.ctrlPort, what: "routers' control channel (another ztc, or an OpenZiti controller)", move: '--ctrl-port N (env ZTC_CTRL_PORT), or --no-ctrl' } : undefined,
+    config.metricsPort ? { port: config.metricsPort, what: 'metrics and health checks', move: '--metrics-port N (env ZTC_METRICS_PORT)' } : undefined,
+  ];
+  return all.filter((l): l is NonNullable<typeof l> => !!l);
+}
+
+/**
+ * Every port of this controller that another program holds, said at once (one at a time, a user
+ * freed or moved one, started again, and met the next). Each is tried after the failed start has
+ * closed what it had opened.
+ */
+async function portsInUse(config: Config): Promise<string> {
+  const taken = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const probe = net.createServer();
+      probe.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'EADDRINUSE'));
+      probe.listen(port, config.bind, () => probe.close(() => resolve(false)));
+    });
+  const busy = [];
+  for (const l of listeners(config)) if (await taken(l.port)) busy.push(l);
+  if (!busy.length) return `A port on ${config.bind} was in use when the controller started, and is free now: start it again.`;
+  const lines = busy.map((l) => `  ${l.port}  ${l.what}: ${l.move}`);
+  return `${busy.length === 1 ? 'This port' : 'These ports'} on ${config.bind} ${busy.length === 1 ? 'is' : 'are'} already in use. Stop what holds ${busy.length === 1 ? 'it' : 'them'}, or choose another:\n${lines.join('\n')}`;
+}
+
 /** Start serving, print where and how to log in (in one write), and stop cleanly on SIGTERM/SIGINT. */
 export async function runController(config: Config, format: LogFormat = logFormat(undefined)): Promise<Running> {
   let running: Running;
@@ -122,18 +153,7 @@ export async function runController(config: Config, format: LogFormat = logForma
     });
   } catch (err) {
     if (err instanceof DataDirBusy) throw new CliError(err.message);
-    const dataPlane = (err as { routerPort?: number }).routerPort !== undefined;
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && dataPlane) {
-      const port = Number(/:(\d+)\s*$/.exec((err as Error).message)?.[1]);
-      if (port && port === config.ctrlPort) throw new CliError(`The control channel's port ${port} on ${config.bind} is already in use (another ztc, or an OpenZiti controller). Choose another with --ctrl-port N (env ZTC_CTRL_PORT), or run without it: --no-ctrl.`);
-      throw new CliError(`The edge router's port ${port || config.routerPort} on ${config.bind} is already in use (another ztc, or an OpenZiti router). Choose another with --router-port N (env ZTC_ROUTER_PORT), or run without the router: --no-router.`);
-    }
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && (err as { metricsPort?: number }).metricsPort !== undefined) {
-      throw new CliError(`The metrics port ${config.metricsPort} on ${config.bind} is already in use. Choose another with --metrics-port N (env ZTC_METRICS_PORT).`);
-    }
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new CliError(`Port ${config.port} on ${config.bind} is already in use (another ztc, or another program). Stop it, or choose another port: --port N (env ZTC_PORT).`);
-    }
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(await portsInUse(config));
     if ((err as NodeJS.ErrnoException).code === 'EACCES') {
       throw new CliError(`Not allowed to listen on port ${config.port}: ports below 1024 need privileges; choose another with --port N.`);
     }
