@@ -48,8 +48,16 @@ function readIdentityFile(file: string): { base: string; cert: string; key: stri
 
 const baseUrl = (url: string) => url.replace(/\/+$/, '').replace(/\/edge\/(client|management)\/v1$/, '');
 
-/** Trust on first use: fetch the CA store without verification, show its fingerprint, then pin it. */
+/** The certificates of a PEM bundle (a profile's pinned CA store). */
 const pemsOf = (bundle: string) => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+
+const signedBy = (cert: X509Certificate, issuer: X509Certificate) => {
+  try {
+    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
+  } catch {
+    return false; // a key this build cannot verify with vouches for nothing
+  }
+};
 
 /** The certificates of `pems` that lead to `root`: the root, and each signed by one already kept. */
 export function vouchedFor(root: string, pems: string[]): string[] {
@@ -59,7 +67,7 @@ export function vouchedFor(root: string, pems: string[]): string[] {
   for (let grew = true; grew; ) {
     grew = false;
     for (const c of rest) {
-      if (out.has(c.pem) || !kept.some((k) => c.cert.checkIssued(k) && c.cert.verify(k.publicKey))) continue;
+      if (out.has(c.pem) || !kept.some((k) => signedBy(c.cert, k))) continue;
       out.add(c.pem);
       kept.push(c.cert);
       grew = true;
