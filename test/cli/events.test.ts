@@ -64,6 +64,9 @@ describe('ztc events and ztc audit', () => {
     expect(people.stdout).toContain('by Default Admin');
     const yaml = await ztc('audit', '--entity', 'cli-dial', '-o', 'yaml');
     expect(yaml.stdout).toContain('eventType: updated');
+    // A misspelt name: nothing, and the answer says which name found nothing and to check it.
+    const none = await ztc('audit', '--entity', 'cli-dail');
+    expect(none.stdout).toMatch(/^no events recorded for entity 'cli-dail' \(its id, or its name when the event happened: check the spelling\)/);
 
     for (const text of [table.out.text, json.out.text, audit.stdout]) expect(text).not.toContain(ADMIN.password);
     const bad = await ztc('audit', '--since', 'last-week');

@@ -112,7 +112,11 @@ export function auditCommand(): Command {
         const body = expectOk(await t.request('GET', `${API}/audit-events?${q}`), 'Reading the audit');
         const events = (body?.data ?? []) as Ev[];
         if (format !== 'table') return print(events, format);
-        if (!events.length) return void process.stdout.write('no events recorded for that (the audit keeps the retention window: auditRetentionDays)\n');
+        if (!events.length) {
+          // A misspelt name finds nothing too: the audit keeps names as they were, deleted entities' included.
+          const about = [opts.entity && `entity '${opts.entity}' (its id, or its name when the event happened: check the spelling)`, opts.actor && `actor '${opts.actor}'`].filter(Boolean).join(' and ');
+          return void process.stdout.write(`no events recorded${about ? ` for ${about}` : ' for that'} (the audit keeps the retention window: auditRetentionDays)\n`);
+        }
         for (const e of events) process.stdout.write(eventLine(e) + '\n');
       });
     });
