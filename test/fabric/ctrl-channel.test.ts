@@ -2,10 +2,12 @@
 // framing of test/peers/edge-sdk.ts, bodies in the protobuf wire format): what an unmodified OpenZiti
 // 1.1 router sends and expects, checked both ways. (By hand, `ziti router run` 1.1.10 did the same
 // against ztc and carried the C SDK's echo: README.)
+import { createPublicKey, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { hashSecret } from '../../src/model/ids.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
+import { newKeyAndCsr } from '../../src/model/pki/csr.js';
 import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { bytesMap, connectRouter, enrollRouter, fp, i32, readBytesMap, strings, T, type EnrolledRouter } from '../peers/ctrl-router.js';
@@ -210,5 +212,53 @@ describe('an upstream router on the control channel', () => {
     const other = await connect({ cert: foreign.certPem, key: foreign.keyPem });
     expect(other.result).toBeUndefined();
     await other.p.whenClosed(3000);
+  });
+
+  it('renews its certificates over the channel: signed, sent, its own once it confirms them (as `ziti router run --extend`)', async () => {
+    const r = await enrollRouter(n, 'upstream-renewing');
+    const fingerprintNow = async () => (await n.c.running.ctx.store.db.selectFrom('routers').select('fingerprint').where('id', '=', r.id).executeTakeFirstOrThrow()).fingerprint;
+    const enrolled = await fingerprintNow();
+    const { p: q, result } = await connectRouter(ctrlPort, r);
+    expect(result).toBeDefined();
+    // What a 1.1 router sends a week before expiry: two CSRs for its own keys, verification required.
+    const clientCsr = newKeyAndCsr(r.id);
+    const serverCsr = newKeyAndCsr(r.id, ['localhost', 'renewed.example']);
+    q.send(T.EnrollmentExtendRouterRequest, [], encode(Schemas.EnrollmentExtendRouterRequest, { clientCertCsr: clientCsr.csrPem, serverCertCsr: serverCsr.csrPem, requireVerification: true }));
+    const certs = decode(Schemas.EnrollmentCertsResponse, (await q.next((f) => f.type === T.EnrollmentCertsResponse, 5000)).body) as { clientCertPem: string; serverCertPem: string; caCertsPem: string };
+    const [clientCert, serverCert] = [new X509Certificate(certs.clientCertPem), new X509Certificate(certs.serverCertPem)];
+    const intermediate = new X509Certificate(n.c.running.ctx.pki.intermediatePem);
+    expect(clientCert.subject).toContain(`CN=${r.id}`);
+    expect(clientCert.checkIssued(intermediate) && clientCert.verify(intermediate.publicKey)).toBe(true);
+    expect(clientCert.publicKey.export({ type: 'spki', format: 'pem' })).toBe(createPublicKey(clientCsr.keyPem).export({ type: 'spki', format: 'pem' }));
+    expect(serverCert.subjectAltName).toContain('DNS:renewed.example');
+    expect(certs.caCertsPem).toBe(n.c.running.ctx.pki.caBundlePem);
+    // Not its own yet: the enrolled certificate still names it, until it confirms.
+    expect(await fingerprintNow()).toBe(enrolled);
+    const verify = (pem: string) => q.replyTo(q.send(T.EnrollmentExtendRouterVerifyRequest, [], encode(Schemas.EnrollmentExtendRouterVerifyRequest, { clientCertPem: pem })));
+    const wrong = await verify(r.cert);
+    expect(wrong.type).toBe(T.Error);
+    expect(decode(Schemas.EdgeErrorBody, wrong.body)).toMatchObject({ code: 'INVALID_CLIENT_PEM' });
+    expect(await fingerprintNow()).toBe(enrolled);
+    const right = await verify(certs.clientCertPem);
+    expect(right.type).toBe(T.Error);
+    expect(decode(Schemas.EdgeErrorBody, right.body).code ?? '').toBe('');
+    expect(await fingerprintNow()).toBe(fp(certs.clientCertPem));
+    // A second confirmation finds nothing open.
+    expect(decode(Schemas.EdgeErrorBody, (await verify(certs.clientCertPem)).body)).toMatchObject({ code: 'INVALID_ROUTER_STATE' });
+    const audit = await n.c.running.ctx.store.db.selectFrom('auditEvents').select('body').where('entityId', '=', r.id).execute();
+    expect(audit.some((a) => a.body.includes('extend.router.enrollment'))).toBe(true);
+    q.close();
+    // The next connection needs the new certificate; the old one no longer names the router.
+    const old = await connectRouter(ctrlPort, r);
+    expect(old.result).toBeUndefined();
+    await old.p.whenClosed(3000);
+    const renewed = await connectRouter(ctrlPort, { ...r, cert: certs.clientCertPem, key: clientCsr.keyPem });
+    expect(renewed.result).toBeDefined();
+    // A request that cannot be signed is not answered (as upstream), and the router stays connected.
+    renewed.p.send(T.EnrollmentExtendRouterRequest, [], encode(Schemas.EnrollmentExtendRouterRequest, { clientCertCsr: 'not a CSR', serverCertCsr: '', requireVerification: true }));
+    await expect(renewed.p.next((f) => f.type === T.EnrollmentCertsResponse, 1500)).rejects.toThrow();
+    expect(renewed.p.closed).toBe(false);
+    expect(await fingerprintNow()).toBe(fp(certs.clientCertPem));
+    renewed.p.close();
   });
 });

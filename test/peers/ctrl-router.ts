@@ -13,6 +13,7 @@ export const T = {
   Hello: 0, Result: 2, Heartbeat: 5, Fault: 1004, Route: 1005, Unroute: 1006, RouteResult: 1022, CircuitConfirmation: 1034, RouterLinks: 1035, VerifyRouter: 1036,
   RemoveTerminators: 1038, PeerStateChanges: 1050, ServerHello: 20000, ClientHello: 20001, Error: 20002, SessionRemoved: 20102, ApiSessionAdded: 20200,
   ApiSessionRemoved: 20202, CreateTerminatorV2: 20216, CreateTerminatorV2Response: 20217, CreateCircuitV2: 20218, CreateCircuitV2Response: 20219,
+  EnrollmentCertsResponse: 20301, EnrollmentExtendRouterRequest: 20302, EnrollmentExtendRouterVerifyRequest: 20303,
 };
 export const UPSTREAM_VERSION = 'v1.1.10|a11e8b4b|2024-09-04|linux|amd64';
 

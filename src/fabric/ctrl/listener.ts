@@ -111,7 +111,7 @@ export class CtrlServer {
     // A second connection of the same router replaces the first (a reconnect the old socket did not notice).
     const previous = this.routers.get(routerId);
     channel.setLimits(FRAME_LIMITS);
-    const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello));
+    const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello), router.fingerprint);
     this.routers.set(routerId, conn);
     // After the swap: the old connection's close must not read as the router going away.
     if (previous) previous.channel.close(new Error('replaced by a new connection'));

@@ -31,6 +31,10 @@ export const CtrlType = {
   CreateTerminatorV2Response: 20217,
   CreateCircuitV2Request: 20218,
   CreateCircuitV2Response: 20219,
+  /** A router's certificates renewed a week before they expire (ZITI router/xgress_edge/certchecker.go). */
+  EnrollmentCertsResponse: 20301,
+  EnrollmentExtendRouterRequest: 20302,
+  EnrollmentExtendRouterVerifyRequest: 20303,
 } as const;
 
 export const CtrlHeader = {
@@ -118,6 +122,12 @@ export const Schemas = {
   },
   CreateCircuitResponse: { circuitId: { n: 1, type: 'string' }, address: { n: 2, type: 'string' }, peerData: { n: 3, type: { map: ['uint32', 'bytes'] } }, tags: { n: 4, type: { map: ['string', 'string'] } } },
   CreateTerminatorV2Response: { terminatorId: { n: 1, type: 'string' }, result: { n: 2, type: 'enum' }, msg: { n: 3, type: 'string' } },
+  /** Certificate renewal (edge_ctrl.proto): the request, the new certificates, and their verification. */
+  EnrollmentExtendRouterRequest: { clientCertCsr: { n: 1, type: 'string' }, serverCertCsr: { n: 2, type: 'string' }, requireVerification: { n: 3, type: 'bool' } },
+  EnrollmentCertsResponse: { clientCertPem: { n: 1, type: 'string' }, serverCertPem: { n: 2, type: 'string' }, caCertsPem: { n: 3, type: 'string' } },
+  EnrollmentExtendRouterVerifyRequest: { clientCertPem: { n: 1, type: 'string' } },
+  /** edge_ctrl_pb.Error, the verification's answer (an empty code is success); not the plain-text 20002 of edge requests. */
+  EdgeErrorBody: { code: { n: 1, type: 'string' }, message: { n: 2, type: 'string' }, cause: { n: 3, type: 'string' } },
   Route: {
     circuitId: { n: 1, type: 'string' },
     attempt: { n: 2, type: 'uint32' },

@@ -8,6 +8,7 @@ import { ContentType, EdgeError, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import { touchApiSessions } from '../../model/data-plane.js';
 import { routerFingerprint } from '../../model/fabric-state.js';
+import { adoptRouterCerts, issueRouterExtension, type RouterCerts } from '../../model/pki/router-enroll.js';
 import { checkServiceSession, Refused } from '../session-checks.js';
 import type { Precedence } from '../terminators.js';
 import type { CtrlServer } from './listener.js';
@@ -16,6 +17,8 @@ import type { RouteStep } from './paths.js';
 import { decodeBytesMap, decodeStrings, encodeBytesMap, encodeStringMap } from './wire.js';
 
 const PRECEDENCE: Precedence[] = ['default', 'required', 'failed'];
+/** How often one connection may have certificates signed (a 1.1 router asks again after 35 s without an answer). */
+const EXTEND_EVERY_MS = 30_000;
 const PUBLIC_KEY = 1003;
 
 /** What a router's hello says of it (headers 4, 10, 11). */
@@ -45,12 +48,18 @@ export class RouterConn {
    */
   readonly ready = new Promise<void>((resolve) => (this.heard = resolve));
 
+  /** New certificates signed for the router and sent to it, waiting for it to confirm it has them. */
+  private extension?: { certs: RouterCerts; at: number };
+  private extending = false;
+
   constructor(
     readonly server: CtrlServer,
     readonly routerId: string,
     readonly name: string,
     readonly channel: Channel,
     readonly hello: RouterHello,
+    /** The stored fingerprint of the client certificate this connection was made with. */
+    private fingerprint: string,
   ) {}
 
   private get ctx() {
@@ -101,6 +110,10 @@ export class RouterConn {
         return this.confirmCircuits(m);
       case CtrlType.Metrics:
         return void this.metrics(m).catch(failed('metrics'));
+      case CtrlType.EnrollmentExtendRouterRequest:
+        return void this.extendCerts(m).catch(failed('certificate renewal'));
+      case CtrlType.EnrollmentExtendRouterVerifyRequest:
+        return void this.verifyCerts(m).catch(failed('certificate renewal'));
       case CtrlType.ApiSessionHeartbeat: {
         const { tokens } = decode(Schemas.ApiSessionHeartbeat, m.body);
         void touchApiSessions(this.ctx, this.server.idsOfTokens(tokens as string[])).catch(() => {});
@@ -110,6 +123,57 @@ export class RouterConn {
         // The reconnecting dialer's probe (-33), traces, newer types: dropped, as upstream drops what it does not know.
         return;
     }
+  }
+
+  /**
+   * A router renewing its certificates (a week before they expire, or `ziti router run --extend`):
+   * both CSRs signed as at enrollment and sent back as EnrollmentCertsResponse (not a reply). With
+   * requireVerification (what 1.1 routers send) they become the router's only once it confirms it
+   * holds them (verifyCerts); its current certificate names it until then, so a router that never
+   * got them keeps working. Upstream answers a refused request with nothing (the router gives up
+   * after 35 s and asks again later); said in our log. One request at a time, at most one every 30 s
+   * (each costs two signatures).
+   */
+  private async extendCerts(m: Message) {
+    const now = Date.now();
+    if (this.extending || (this.extension && now - this.extension.at < EXTEND_EVERY_MS)) {
+      this.server.log.warn({ router: this.name }, 'ctrl: a certificate renewal request came while another was open: ignored');
+      return;
+    }
+    this.extending = true;
+    try {
+      const req = decode(Schemas.EnrollmentExtendRouterRequest, m.body);
+      const certs = await issueRouterExtension(this.ctx, this.routerId, req.clientCertCsr, req.serverCertCsr);
+      if (req.requireVerification) this.extension = { certs, at: now };
+      else await this.adopt(certs);
+      this.send(CtrlType.EnrollmentCertsResponse, encode(Schemas.EnrollmentCertsResponse, { clientCertPem: certs.client.pem, serverCertPem: certs.serverCert.pem, caCertsPem: this.ctx.pki.caBundlePem }));
+      this.server.log.info({ router: this.name, verify: !!req.requireVerification }, 'ctrl: signed renewed router certificates');
+    } finally {
+      this.extending = false;
+    }
+  }
+
+  /** The router holds the renewed certificates: they become its own, answered with an empty Error (upstream's success). */
+  private async verifyCerts(m: Message) {
+    const answer = (code = '', text = '') => this.channel.reply(m, message(CtrlType.Error, [], encode(Schemas.EdgeErrorBody, { code, message: text })));
+    const { clientCertPem } = decode(Schemas.EnrollmentExtendRouterVerifyRequest, m.body);
+    if (!clientCertPem) return answer('MISSING_CLIENT_PEM', 'request did not contain a client certificate PEM');
+    const pending = this.extension;
+    if (!pending) return answer('INVALID_ROUTER_STATE', 'the router has no outstanding certificate renewal');
+    if (String(clientCertPem).trim() !== pending.certs.client.pem.trim()) return answer('INVALID_CLIENT_PEM', 'the certificate is not the one signed for this renewal');
+    try {
+      await this.adopt(pending.certs);
+    } catch (e) {
+      return answer('VERIFY_ERROR', (e as Error).message);
+    }
+    this.extension = undefined;
+    answer();
+  }
+
+  private async adopt(certs: RouterCerts) {
+    await adoptRouterCerts(this.ctx, this.routerId, this.fingerprint, certs, 'extend.router.enrollment');
+    this.fingerprint = certs.client.fingerprint;
+    this.server.log.info({ router: this.name, fingerprint: certs.client.fingerprint }, 'ctrl: the router renewed its certificates');
   }
 
   private refuse(to: Message, text: string, code: number) {

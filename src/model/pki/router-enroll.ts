@@ -45,20 +45,34 @@ export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown,
 /** New certificates for the router presenting its current client certificate; that certificate stops working at once. */
 export async function extendRouter(ctx: Ctx, presented: X509Certificate[], certCsr: unknown, serverCertCsr: unknown) {
   const leaf = requireClientCert(presented);
-  const c = needCsr('certCsr', certCsr);
-  const s = needCsr('serverCertCsr', serverCertCsr);
   const fingerprint = fingerprintOf(leaf.toString());
-  const router = await ctx.store.db.selectFrom('routers').selectAll().where('fingerprint', '=', fingerprint).executeTakeFirst();
+  const router = await ctx.store.db.selectFrom('routers').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
   if (!router) throw new ApiError(401, 'UNAUTHORIZED', 'The presented certificate is not the current certificate of an enrolled router');
   if (ctx.enrolling) ctx.enrolling.routerId = router.id;
-  const { client, serverCert, hostname } = await issueRouterCerts(ctx, router.id, c, s);
-  return writeTx(ctx, async (tx) => {
-    // The fingerprint condition makes this a no-op if another extension won meanwhile.
-    const changed = { fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, hostname, updatedAt: iso(ctx.clock.now()) };
-    const done = await tx.updateTable('routers').set(changed).where('id', '=', router.id).where('fingerprint', '=', fingerprint).executeTakeFirst();
-    if (Number(done.numUpdatedRows) !== 1) throw new ApiError(401, 'UNAUTHORIZED', 'The router\'s certificate changed while it was being extended');
-    await recordRowChange(tx, ctx, 'routers', 'updated', router.id, router as never, { ...router, ...changed }, 'extend');
-    return { ca: ctx.pki.caBundlePem, cert: client.pem, serverCert: serverCert.pem };
+  const certs = await issueRouterExtension(ctx, router.id, certCsr, serverCertCsr);
+  await adoptRouterCerts(ctx, router.id, fingerprint, certs);
+  return { ca: ctx.pki.caBundlePem, cert: certs.client.pem, serverCert: certs.serverCert.pem };
+}
+
+export type RouterCerts = Awaited<ReturnType<typeof issueRouterCerts>>;
+
+/** A router's new certificates from its two CSRs, not yet its own (adoptRouterCerts makes them so). */
+export function issueRouterExtension(ctx: Ctx, routerId: string, certCsr: unknown, serverCertCsr: unknown): Promise<RouterCerts> {
+  return issueRouterCerts(ctx, routerId, needCsr('certCsr', certCsr), needCsr('serverCertCsr', serverCertCsr));
+}
+
+/**
+ * The router's certificates become `certs`, if its current one is still the one with fingerprint
+ * `from` (a no-op refused when another extension won meanwhile); the old client certificate stops
+ * naming the router at once.
+ */
+export async function adoptRouterCerts(ctx: Ctx, routerId: string, from: string, certs: RouterCerts, method = 'extend') {
+  await writeTx(ctx, async (tx) => {
+    const router = await tx.selectFrom('routers').selectAll().where('id', '=', routerId).where('fingerprint', '=', from).executeTakeFirst();
+    if (!router) throw new ApiError(401, 'UNAUTHORIZED', 'The router\'s certificate changed while it was being extended');
+    const changed = { fingerprint: certs.client.fingerprint, certPem: certs.client.pem, serverCertPem: certs.serverCert.pem, hostname: certs.hostname, updatedAt: iso(ctx.clock.now()) };
+    await tx.updateTable('routers').set(changed).where('id', '=', routerId).where('fingerprint', '=', from).execute();
+    await recordRowChange(tx, ctx, 'routers', 'updated', routerId, router as never, { ...router, ...changed }, method);
   });
 }
 
