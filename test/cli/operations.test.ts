@@ -98,6 +98,8 @@ describe('ztc token', () => {
       expect(after.stderr).toMatch(/not known to this controller: it was revoked/);
       expect(after.stderr).toMatch(/the API token of profile 'default' no longer works: an admin creates another \(ztc token create NAME\), then log in with it: ztc login URL --token-file FILE --profile default/);
       expect(after.stderr).not.toMatch(/session expired/);
+      const listed = JSON.parse((await ci.ztc('profile', 'list', '--check', '-o', 'json')).stdout) as { status: string }[];
+      expect(listed[0].status).toMatch(/^API token refused \(revoked or expired\): ztc token create NAME/);
       const again = await ci.ztc('login', running.url, '--token-file', file);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/refused the API token in .*token: The API token is not known .*Put a new one there \(an admin runs ztc token create NAME\)/);

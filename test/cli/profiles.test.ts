@@ -55,5 +55,14 @@ describe('ztc profile', { timeout: 120_000 }, () => {
     const r = await ztc('identity', 'list');
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`session expired or ended, log in again: ztc login ${running.url.replace(/[.]/g, '\\.')} -u admin`));
+    // The list says a token is saved; --check asks the controller whether it still works.
+    await ztc('login', running.url, '-u', ADMIN.username, '-p', ADMIN.password, '--profile', 'lives');
+    const checked = JSON.parse((await ztc('profile', 'list', '--check', '-o', 'json')).stdout) as { name: string; loggedIn: boolean; status: string }[];
+    expect(checked.find((p) => p.name === 'ends')).toMatchObject({ loggedIn: true, status: expect.stringMatching(/^session ended: ztc login https:\S+ -u admin --profile ends$/) });
+    expect(checked.find((p) => p.name === 'lives')).toMatchObject({ loggedIn: true, status: 'works' });
+    const table = await ztc('profile', 'list', '--check');
+    expect(table.stdout).toMatch(/^CURRENT\s+NAME\s+URL\s+USERNAME\s+LOGGED IN\s+STATUS/m);
+    // Said whole: what to type is the point of it.
+    expect(table.stdout).toMatch(/ session ended: ztc login https:\S+ -u admin --profile ends$/m);
   });
 });
