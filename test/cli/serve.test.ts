@@ -4,6 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import net from 'node:net';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
@@ -88,17 +89,33 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const first = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn']);
     const second = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn']);
     expect(await second.exited).toBe(1);
-    expect(second.out.stderr).toMatch(new RegExp(`^error: This port on 0\\.0\\.0\\.0 is already in use. Stop what holds it, or choose another:\\n {2}${port} {2}the APIs: --port N`, 'm'));
+    expect(second.out.stderr).toMatch(new RegExp(`^error: This port on 0\\.0\\.0\\.0 is already in use \\(another ztc, an OpenZiti controller or router, or another program\\)\\. Stop what holds it, or choose another:\\n {2}${port} {2}the APIs: --port N`, 'm'));
     expect(second.out.stderr).not.toMatch(/\n\s+at /);
     // Every busy port at once, each with its flag: the APIs', the edge router's and the control channel's.
     const [router, ctrl] = [await freePort(), await freePort()];
     const holders = await Promise.all([router, ctrl].map((p) => new Promise<net.Server>((resolve) => { const s = net.createServer(); s.listen(p, '0.0.0.0', () => resolve(s)); })));
     const third = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--router-port', String(router), '--ctrl-port', String(ctrl)]);
     expect(await third.exited).toBe(1);
-    expect(third.out.stderr).toMatch(new RegExp(`These ports on 0\\.0\\.0\\.0 are already in use. Stop what holds them, or choose another:\\n {2}${port} {2}the APIs: --port N.*\\n {2}${router} {2}the edge router .*--router-port N.*--no-router\\n {2}${ctrl} {2}routers' control channel .*--ctrl-port N.*--no-ctrl`));
+    expect(third.out.stderr).toMatch(new RegExp(`These ports on 0\\.0\\.0\\.0 are already in use \\(.*\\)\\. Stop what holds them, or choose another:\\n {2}${port} {2}the APIs: --port N.*\\n {2}${router} {2}the edge router: --router-port N.*--no-router\\n {2}${ctrl} {2}routers' control channel: --ctrl-port N.*--no-ctrl`));
     for (const h of holders) h.close();
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
+  });
+
+  // Only root can start it as an unprivileged user (and as root the low ports would bind): CI runs as root.
+  it.skipIf(process.getuid?.() !== 0)('says which ports need privileges when it may not bind them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-unprivileged-'));
+    fs.chmodSync(dir, 0o777);
+    const db = await testDatabase();
+    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '-d', path.join(dir, 'data'), '--port', '443', '--router-port', '444', '--no-ctrl', '--admin-password', 'serve-pass-1', ...(db ? ['--db', db] : [])], {
+      uid: 65534, gid: 65534, cwd: dir, env: { ...process.env, HOME: dir, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: '' },
+    }));
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    expect(await new Promise<number | null>((resolve) => child.on('exit', resolve))).toBe(1);
+    expect(stderr).toMatch(/Not allowed to listen on these ports on 0\.0\.0\.0: ports below 1024 need privileges .*Choose another:\n {2}443 {2}the APIs: --port N.*\n {2}444 {2}the edge router: --router-port N/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('starts from flags, answers /version when ready, and stops cleanly on SIGTERM', async () => {

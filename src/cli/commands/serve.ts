@@ -117,8 +117,8 @@ function passwordBox(username: string, password: string): string {
 function listeners(config: Config): { port: number; what: string; move: string }[] {
   const all = [
     { port: config.port, what: 'the APIs', move: '--port N (env ZTC_PORT)' },
-    config.router && config.routerPort ? { port: config.routerPort, what: "the edge router (another ztc, or an OpenZiti router)", move: '--router-port N (env ZTC_ROUTER_PORT), or --no-router' } : undefined,
-    config.ctrl && config.ctrlPort ? { port: config.ctrlPort, what: "routers' control channel (another ztc, or an OpenZiti controller)", move: '--ctrl-port N (env ZTC_CTRL_PORT), or --no-ctrl' } : undefined,
+    config.router && config.routerPort ? { port: config.routerPort, what: 'the edge router', move: '--router-port N (env ZTC_ROUTER_PORT), or --no-router' } : undefined,
+    config.ctrl && config.ctrlPort ? { port: config.ctrlPort, what: "routers' control channel", move: '--ctrl-port N (env ZTC_CTRL_PORT), or --no-ctrl' } : undefined,
     config.metricsPort ? { port: config.metricsPort, what: 'metrics and health checks', move: '--metrics-port N (env ZTC_METRICS_PORT)' } : undefined,
   ];
   return all.filter((l): l is NonNullable<typeof l> => !!l);
@@ -140,7 +140,7 @@ async function portsInUse(config: Config): Promise<string> {
   for (const l of listeners(config)) if (await taken(l.port)) busy.push(l);
   if (!busy.length) return `A port on ${config.bind} was in use when the controller started, and is free now: start it again.`;
   const lines = busy.map((l) => `  ${l.port}  ${l.what}: ${l.move}`);
-  return `${busy.length === 1 ? 'This port' : 'These ports'} on ${config.bind} ${busy.length === 1 ? 'is' : 'are'} already in use. Stop what holds ${busy.length === 1 ? 'it' : 'them'}, or choose another:\n${lines.join('\n')}`;
+  return `${busy.length === 1 ? 'This port' : 'These ports'} on ${config.bind} ${busy.length === 1 ? 'is' : 'are'} already in use (another ztc, an OpenZiti controller or router, or another program). Stop what holds ${busy.length === 1 ? 'it' : 'them'}, or choose another:\n${lines.join('\n')}`;
 }
 
 /** Start serving, print where and how to log in (in one write), and stop cleanly on SIGTERM/SIGINT. */
@@ -155,7 +155,9 @@ export async function runController(config: Config, format: LogFormat = logForma
     if (err instanceof DataDirBusy) throw new CliError(err.message);
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(await portsInUse(config));
     if ((err as NodeJS.ErrnoException).code === 'EACCES') {
-      throw new CliError(`Not allowed to listen on port ${config.port}: ports below 1024 need privileges; choose another with --port N.`);
+      const low = listeners(config).filter((l) => l.port < 1024);
+      const lines = (low.length ? low : listeners(config).slice(0, 1)).map((l) => `  ${l.port}  ${l.what}: ${l.move}`);
+      throw new CliError(`Not allowed to listen on ${low.length > 1 ? 'these ports' : 'this port'} on ${config.bind}: ports below 1024 need privileges (root, or CAP_NET_BIND_SERVICE). Choose another:\n${lines.join('\n')}`);
     }
     throw err;
   }
