@@ -116,7 +116,7 @@ export const COMMANDS: CommandEntry[] = [
   {
     name: 'api',
     usage: '[options] <method> <path>',
-    description: 'call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/ or /fabric/; ids, not names)',
+    description: 'call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/ or /fabric/; a name works where an id goes)',
     load: async () => (await import('./commands/api.js')).apiCommand(),
   },
 ];

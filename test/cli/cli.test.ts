@@ -127,6 +127,9 @@ describe('ztc on a local data dir', { timeout: 120_000 }, () => {
     // The fabric API by its own path (not taken for a management one).
     const routers = JSON.parse(await ok('api', 'GET', '/fabric/v1/routers', '-o', 'json')) as { name: string; connected: boolean }[];
     expect(routers.find((r) => r.name === 'er-cli')).toMatchObject({ connected: false });
+    // A name where the id goes is looked up, as other commands do.
+    const byName = JSON.parse(await ok('api', 'GET', '/identities/webuser/services', '-o', 'json')) as { name: string }[];
+    expect(byName.map((s) => s.name)).toEqual(['web']);
     const refused = await ztc('api', 'GET', '/identities/nope/services', '-d', dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/not found \[NOT_FOUND, HTTP 404\]/);

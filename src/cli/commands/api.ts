@@ -5,13 +5,13 @@ import { parseFormat, print } from '../output.js';
 import { API_PATHS, FABRIC_PATH } from '../../server/api-paths.js';
 import { CliError, expectOk } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
-import { fileOrValue, withTransport } from './resources.js';
+import { fileOrValue, resolveRef, withTransport } from './resources.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 export function apiCommand(): Command {
   return targetOptions(
-    new Command('api').description('call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/ or /fabric/; ids, not names)'),
+    new Command('api').description('call any API operation: ztc api GET /identities/ID/services (paths are management ones unless they start with /edge/ or /fabric/; a name works where an id goes)'),
   )
     .argument('<method>', METHODS.join(', '))
     .argument('<path>', 'e.g. /summary, /identities/ID/posture-data, /edge/client/v1/protocols, /fabric/v1/links')
@@ -29,7 +29,18 @@ export function apiCommand(): Command {
       }
       const own = ['/edge/', `${FABRIC_PATH}/`, '/.well-known/'].some((p) => path.startsWith(p)) || path === '/version' || path === FABRIC_PATH;
       const full = own ? path : `${API_PATHS.management}${path.startsWith('/') ? '' : '/'}${path}`;
-      const reply = await withTransport(opts, async (t) => expectOk(await t.request(m, full, body), `${m} ${full}`));
+      const reply = await withTransport(opts, async (t) => {
+        let r = await t.request(m, full, body);
+        // `/identities/laptop-01/posture-data`: an entity named where its id goes is looked up by name,
+        // as every other command takes ids or names (only when the path as given found nothing).
+        const named = r.status === 404 ? new RegExp(`^${API_PATHS.management}/([a-z-]+)/([^/?]+)(.*)$`).exec(full) : null;
+        if (named) {
+          const ref = decodeURIComponent(named[2]);
+          const id = await resolveRef(t, named[1], ref).catch(() => undefined);
+          if (id && id !== ref) r = await t.request(m, `${API_PATHS.management}/${named[1]}/${encodeURIComponent(id)}${named[3]}`, body);
+        }
+        return expectOk(r, `${m} ${full}`);
+      });
       const format = parseFormat(opts.output);
       const data = reply?.data;
       if (format === 'table' && Array.isArray(data) && data.every((x) => typeof x !== 'object' || x === null)) {
