@@ -100,8 +100,13 @@ export async function main(argv = process.argv) {
     }
     // Problems the operator fixes (a damaged database, a read-only data dir): the message, not a stack.
     // Imported here, on the error path, so that start-up does not load the store.
-    const [{ DamagedDatabase }, { DataDirNotWritable }, { HalfRenewedPki }] = await Promise.all([import('../store/sqlite-health.js'), import('../server/data-dir.js'), import('../model/pki/pki-switch.js')]);
-    if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable || err instanceof HalfRenewedPki) {
+    const [{ DamagedDatabase }, { DataDirNotWritable, DatabaseElsewhere }, { HalfRenewedPki }, { MigrationFailed }] = await Promise.all([
+      import('../store/sqlite-health.js'),
+      import('../server/data-dir.js'),
+      import('../model/pki/pki-switch.js'),
+      import('../store/db.js'),
+    ]);
+    if (err instanceof DamagedDatabase || err instanceof DataDirNotWritable || err instanceof HalfRenewedPki || err instanceof DatabaseElsewhere || err instanceof MigrationFailed) {
       process.stderr.write(`error: ${(err as Error).message}\n`);
       process.exit(1);
     }

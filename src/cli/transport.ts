@@ -126,7 +126,7 @@ export class LocalTransport implements Transport {
     // A command's few writes checkpoint in their commits (SQLite's default): a thread for it would cost more.
     // No metrics: a command's own process is gone before anything could scrape what it counted, and
     // prom-client's default collectors (event-loop monitor, GC observer) cost it start-up time.
-    const opened = await openDataDir({ ...config, metrics: false }, { progress, checkpointThread: false });
+    const opened = await openDataDir({ ...config, metrics: false }, { progress, checkpointThread: false, local: true });
     if (opened.boot.generatedPassword) {
       progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
     }

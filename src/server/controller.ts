@@ -6,7 +6,7 @@ import { expireApiSessions } from '../model/auth/api-sessions.js';
 import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
-import { registerController } from '../model/resources/controllers.js';
+import { registerController, registeredApiAddress } from '../model/resources/controllers.js';
 import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { reissueEnrollmentJwts } from '../model/pki/jwt.js';
@@ -18,7 +18,7 @@ import { Events } from '../model/events/hub.js';
 import { pruneAudit } from '../model/events/audit-store.js';
 import { undoUnfinishedImports } from '../model/import-journal.js';
 import { buildApp, type App, type AppOptions } from './app.js';
-import { ensureWritableDir } from './data-dir.js';
+import { ensureWritableDir, refuseMissingDatabase } from './data-dir.js';
 import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
 import { lockDataDir } from './serve-lock.js';
 import { startFabricThread, type DataPlaneStats, type RunningFabric } from '../fabric/thread.js';
@@ -31,20 +31,28 @@ export interface Opened {
   close(): Promise<void>;
 }
 
-export async function openDataDir(config: Config, o: { clock?: Clock; progress?: Progress; checkpointThread?: boolean } = {}): Promise<Opened> {
+/**
+ * Open a data dir's PKI and database. `local`: for a command on the host (the CLI's --data-dir), perhaps
+ * beside the controller serving this data dir: the server certificate is used as it is (a command's
+ * own host names must not re-issue what the controller serves), stored enrollment JWTs are left as
+ * they are, and JWTs the command signs name the address this controller registered when it served.
+ */
+export async function openDataDir(config: Config, o: { clock?: Clock; progress?: Progress; checkpointThread?: boolean; local?: boolean } = {}): Promise<Opened> {
   const progress = o.progress ?? (() => {});
   ensureWritableDir(config.dataDir);
   if (fs.existsSync(path.join(config.dataDir, 'pki'))) ensureWritableDir(path.join(config.dataDir, 'pki'));
-  const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress);
+  refuseMissingDatabase(config.dataDir, config.db);
+  const pki = await loadOrCreatePki(config.dataDir, config.hostnames, progress, { keepServer: o.local });
   configureCryptoPool({ queueLimit: config.cryptoQueueLimit });
   const store = await openStore({ url: config.db || undefined, file: path.join(config.dataDir, 'ztc.db'), checkpointThread: o.checkpointThread });
   for (const w of store.warnings) progress(`warning: ${w}`);
   const clock = o.clock ?? systemClock;
-  const ctx: Ctx = { store, pki, config, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store, () => clock.now()) };
+  const cfg = o.local ? { ...config, apiAddress: (await registeredApiAddress(store.db, config.dataDir)) ?? config.apiAddress } : config;
+  const ctx: Ctx = { store, pki, config: cfg, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store, () => clock.now()) };
   const boot = await bootstrap(ctx);
   // An import that a crash cut short on SQLite left part of its entities (model/import-journal.ts).
   if (store.dialect.name === 'sqlite') await undoUnfinishedImports(ctx, progress);
-  const resigned = await reissueEnrollmentJwts(ctx);
+  const resigned = o.local ? 0 : await reissueEnrollmentJwts(ctx);
   if (resigned) progress(`re-signed ${resigned} outstanding enrollment JWT(s) with the server certificate's key (SDKs check it): hand out the new ones (ztc enrollment list)`);
   return { ctx, boot, close: () => store.close() };
 }

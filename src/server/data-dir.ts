@@ -32,3 +32,22 @@ export function ensureWritableDir(dir: string): void {
     throw notWritable(dir, e);
   }
 }
+
+/** A controller's data dir opened without the database that controller keeps its data in. */
+export class DatabaseElsewhere extends Error {}
+
+/**
+ * A data dir that a controller served (its pki/ and controller-id are there) but that holds no SQLite
+ * database keeps its data on PostgreSQL: opened without --db, a new empty SQLite database would be
+ * made beside it and used as if it were the network (a password reset that changed nothing, a scan
+ * that found no problems in an empty file).
+ */
+export function refuseMissingDatabase(dataDir: string, db: string | undefined): void {
+  if (db) return;
+  const has = (f: string) => fs.existsSync(path.join(dataDir, f));
+  if (!has('pki') || !has('controller-id') || has('ztc.db')) return;
+  throw new DatabaseElsewhere(
+    `${dataDir} belongs to a controller (its pki/ and controller-id are there) but holds no SQLite database (ztc.db): its data is in PostgreSQL. ` +
+      `Pass that database: --db postgres://... (or ZTC_DB). To start an empty SQLite database here on purpose, delete ${path.join(dataDir, 'controller-id')} first.`,
+  );
+}

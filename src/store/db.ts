@@ -256,6 +256,16 @@ export async function migrate(store: Store): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
-    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${String((error as Error)?.message ?? error)}`);
+    const why = String((error as Error)?.message ?? error);
+    // Before any migration ran (results empty): Kysely creating its own bookkeeping tables failed.
+    const step = failed ? `migration ${failed.migrationName}` : 'preparing the migrations (the kysely_migration tables)';
+    // PostgreSQL 15 no longer lets every user create tables in schema public.
+    const hint = /permission denied/i.test(why) && store.dialect.name === 'postgres'
+      ? ': the database user must be allowed to create tables: make it the database\'s owner (createdb -O USER, or ALTER DATABASE NAME OWNER TO USER), or GRANT CREATE ON SCHEMA public TO USER'
+      : '';
+    throw new MigrationFailed(`the database could not be brought up to date (${step}): ${why}${hint}`);
   }
 }
+
+/** A schema migration that failed: the message names the step, the cause and, where known, the fix. */
+export class MigrationFailed extends Error {}

@@ -1,7 +1,9 @@
 // Several controllers on one PostgreSQL database (runs when ZTC_TEST_DB names a server).
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/server/app.js';
 import { openDataDir, type Opened } from '../../src/server/controller.js';
+import { registerController } from '../../src/model/resources/controllers.js';
 import { ecCsr } from '../helpers/certs.js';
 import { ADMIN, CLIENT, MGMT, tempDataDir, testConfig, testDatabase } from '../helpers/controller.js';
 
@@ -112,5 +114,47 @@ describe.skipIf(!onPostgres)('two controllers on one PostgreSQL database', () =>
       await new Promise((r) => setTimeout(r, 25));
     }
     expect(state.results).toEqual([]);
+  });
+});
+
+describe.skipIf(!onPostgres)('enrollment JWTs of several controllers', () => {
+  it('a controller re-signs its own outstanding JWTs after a new server certificate, never another controller\'s', async () => {
+    const db = await testDatabase();
+    const [dirA, dirB] = [tempDataDir(), tempDataDir()];
+    const open = async (dir: string, host: string) => {
+      const opened = await openDataDir(testConfig(dir, { db, hostnames: [host], port: 1280 }));
+      const stop = await registerController(opened.ctx);
+      return { opened, app: await buildApp(opened.ctx), stop };
+    };
+    const enroll = async (node: Awaited<ReturnType<typeof open>>, name: string) => {
+      const token = JSON.parse((await node.app.inject({ method: 'POST', url: `${CLIENT}/authenticate?method=password`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(ADMIN) })).body).data.token;
+      const made = await node.app.inject({ method: 'POST', url: `${MGMT}/identities`, headers: { 'zt-session': token, 'content-type': 'application/json' }, payload: JSON.stringify({ name, type: 'Default', isAdmin: false, enrollment: { ott: true } }) });
+      return JSON.parse(made.body).data.id as string;
+    };
+    const jwtOf = async (identityId: string, o: Opened) => {
+      const row = await o.ctx.store.db.selectFrom('enrollments').select('jwt').where('identityId', '=', identityId).executeTakeFirstOrThrow();
+      return o.ctx.sealer.open(row.jwt);
+    };
+    const close = async (n: Awaited<ReturnType<typeof open>>) => {
+      n.stop();
+      await n.app.close();
+      await n.opened.close();
+    };
+    let a = await open(dirA, 'ctrl-a.test');
+    const b = await open(dirB, 'ctrl-b.test');
+    const [ofA, ofB] = [await enroll(a, 'enrolls-at-a'), await enroll(b, 'enrolls-at-b')];
+    const [jwtA, jwtB] = [await jwtOf(ofA, a.opened), await jwtOf(ofB, b.opened)];
+    expect(decodeJwt(jwtA).iss).toBe('https://ctrl-a.test:1280');
+    expect(decodeJwt(jwtB).iss).toBe('https://ctrl-b.test:1280');
+    // A starts again under a new name: a new server certificate, so a new signing key.
+    await close(a);
+    a = await open(dirA, 'ctrl-a2.test');
+    const [afterA, afterB] = [await jwtOf(ofA, a.opened), await jwtOf(ofB, a.opened)];
+    expect(decodeProtectedHeader(afterA).kid).toBe(a.opened.ctx.pki.signingJwk.kid);
+    expect(decodeProtectedHeader(afterA).kid).not.toBe(decodeProtectedHeader(jwtA).kid);
+    // B's JWT is checked against B's certificate: left as B signed it.
+    expect(afterB).toBe(jwtB);
+    await close(a);
+    await close(b);
   });
 });

@@ -44,7 +44,7 @@ describe('mistakes caught early', { timeout: 120_000 }, () => {
     try {
       const made = await ztc({ ZTC_DB: db }, 'identity', 'create', 'printer-01', '-d', dir);
       expect(made.code).toBe(0);
-      expect(made.stdout).toMatch(/^created identity \S+ \(not given, so: --type User, --is-admin false\)$/m);
+      expect(made.stdout).toMatch(/^created identity \S+ \(not given, so: --type Default, --is-admin false\)$/m);
       const typed = await ztc({ ZTC_DB: db }, 'identity', 'create', 'printer-02', '--type', 'Device', '-d', dir);
       expect(typed.stdout).toMatch(/\(not given, so: --is-admin false\)/);
       const auth = await ztc({ ZTC_DB: db }, 'authenticator', 'create', '--identity-id', 'printer-01', '--method', 'updb', '--username', 'printer.one', '--password', 'printer-pass-1', '-d', dir);

@@ -122,7 +122,7 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     const dir = tempDataDir();
     const port = await freePort();
     const db = await testDatabase();
-    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
+    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--events-file', path.join(dir, 'events.jsonl'), ...(db ? ['--db', db] : [])], {
       env: { ...process.env, ZTC_DATA_DIR: '' },
     }));
     let out = '';
@@ -134,6 +134,7 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     await untilPrinted(() => out, /^log in with:/m, () => child.exitCode !== null);
     expect(out).toMatch(new RegExp(`listening\\s+https://0\\.0\\.0\\.0:${port}`));
     expect(out).toMatch(/admin\s+admin \(password as given\)/);
+    expect(out).toContain(`  events file   ${path.join(dir, 'events.jsonl')}   (`);
     // What to paste: the program as started (bin/ztc from a clone), and no password on the command line.
     expect(out).toMatch(/^log in with: {3}(bin\/ztc|ztc) login https:\/\/\S+ -u admin {3}\(asks for the password\)$/m);
     expect(out).not.toContain('serve-pass-1');

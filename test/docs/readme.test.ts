@@ -24,7 +24,7 @@ const SKIP: [RegExp, string][] = [
   [/^scp /, 'copies to another host'],
   // A follow in the foreground never ends; the operator's minute's runs in the background and is stopped.
   [/^ztc events --follow(?!.*&\s*(#.*)?$)/, 'follows the stream until stopped (test/cli/events.test.ts follows it and stops)'],
-  [/^systemctl |^cp snapshots\/|^ztc db check -d \/var\/lib\/ztc/, 'a restore on a stopped production host (test/api/database.test.ts restores a snapshot)'],
+  [/^systemctl |^cd \/var\/lib\/ztc|^cp snapshots\/|^ztc db check -d \/var\/lib\/ztc/, 'a restore on a stopped production host (test/api/database.test.ts restores a snapshot)'],
 ];
 
 interface Example {

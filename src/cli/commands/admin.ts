@@ -117,7 +117,7 @@ export function adminCommand(): Command {
     .action(async (name: string, opts: LocalOpts) => {
       await withTransport(target(opts), async (t) => {
         const p = await newPassword(opts);
-        const made = expectOk(await t.request('POST', `${API}/identities`, { name, type: 'User', isAdmin: true }), `Creating admin '${name}'`)?.data as { id: string };
+        const made = expectOk(await t.request('POST', `${API}/identities`, { name, type: 'Default', isAdmin: true }), `Creating admin '${name}'`)?.data as { id: string };
         const auth = await t.request('POST', `${API}/authenticators`, { identityId: made.id, method: 'updb', username: name, password: p.password });
         if (auth.status >= 300) {
           await t.request('DELETE', `${API}/identities/${made.id}`);

@@ -73,7 +73,7 @@ export async function identityCommand(): Promise<Command> {
 }
 
 function identityResourceCommand(identities: CliResource): Command {
-  return resourceCommand(identities, { type: 'User', isAdmin: false }, {
+  return resourceCommand(identities, { type: 'Default', isAdmin: false }, {
     createOptions: (c) => {
       c.addOption(new Option('--enroll <method>', 'the enrollment to start, as upstream\'s CLI does: ott (a certificate), updb (a password; see --username) or none').choices(['ott', 'updb', 'none']).default('ott'));
       c.option('-f, --jwt-output-file <file>', 'write the enrollment JWT to this file (0600), of any name; -o NAME.jwt does the same (-o is otherwise the output format)');

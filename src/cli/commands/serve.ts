@@ -176,6 +176,7 @@ export async function runController(config: Config, format: LogFormat = logForma
   if (running.fabric?.ctrlPort) lines.push(`  routers ctrl  tls:${config.hostnames[0] ?? 'localhost'}:${running.fabric.ctrlPort}   (ctrl.endpoint for upstream routers: ziti router run)`);
   if (config.metricsPort && config.metrics) lines.push(`  metrics       http://${config.bind}:${config.metricsPort}/metrics   (and /health-checks, open: keep this port on a trusted network)`);
   else if (config.metricsPort) lines.push(`  health        http://${config.bind}:${config.metricsPort}/health-checks   (metrics off: --no-metrics)`);
+  if (config.eventsFile) lines.push(`  events file   ${config.eventsFile}   (JSON lines, one event each; ztc events -f streams them live)`);
   if (config.zacDir) lines.push(`  console       ${running.url}${ZAC_PATH}   (OpenZiti admin console, from ${config.zacDir})`);
   if (config.corsOrigins.length) lines.push(`  CORS origins  ${config.corsOrigins.join(', ')}`);
   if (running.boot.generatedPassword) lines.push(`  admin         ${config.adminUsername} (password below)`);

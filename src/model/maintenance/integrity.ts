@@ -246,7 +246,7 @@ export async function startRun(ctx: Ctx, fix: boolean): Promise<{ done: Promise<
   const db = ctx.store.db;
   const now = ctx.clock.now();
   const held = await db.selectFrom('integrityRuns').select(['inProgress', 'owner', 'heartbeatAt']).where('id', '=', 1).executeTakeFirstOrThrow();
-  const busy = () => new ApiError(429, 'RATE_LIMITED', 'An integrity scan or fix is already running: wait for it (GET /database/data-integrity-results) and try again');
+  const busy = () => new ApiError(429, 'RATE_LIMITED', 'An integrity scan or fix is already running: wait a moment for it to finish and try again (its progress: GET /database/data-integrity-results, or ztc api GET /database/data-integrity-results)');
   if (Number(held.inProgress) && !holderGone(held.owner, held.heartbeatAt, now)) throw busy();
   // Compare and set: only one of several claimants (or controllers) gets the row as it was read.
   const claimed = await db

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, SignJWT, type JWTPayload } from 'jose';
 import { advertisedApiUrl } from '../../config.js';
 import type { Ctx } from '../context.js';
+import { fromJson } from '../../store/json.js';
+import { readControllerId } from '../resources/controllers.js';
 
 export type EnrollMethod = 'ott' | 'ottca' | 'updb' | 'erott' | 'trott' | 'ca';
 
@@ -63,6 +65,26 @@ export function networkJwt(ctx: Ctx): Promise<string> {
   return jwt;
 }
 
+/** The API origins the other controllers of this database registered (model/resources/controllers.ts). */
+async function otherControllersUrls(ctx: Ctx): Promise<Set<string>> {
+  const me = readControllerId(ctx.config.dataDir);
+  const rows = await ctx.store.db.selectFrom('controllers').select(['id', 'apiAddresses']).execute();
+  const out = new Set<string>();
+  for (const r of rows) {
+    if (r.id === me) continue;
+    for (const list of Object.values(fromJson<Record<string, { url: string }[]>>(r.apiAddresses, {}))) {
+      for (const a of list ?? []) {
+        try {
+          out.add(new URL(a.url).origin);
+        } catch {
+          // A malformed address names nobody.
+        }
+      }
+    }
+  }
+  return out;
+}
+
 /** Where the kid that signed every stored enrollment JWT is noted, so a start knows whether to re-sign. */
 const SIGNED_WITH = 'enrollment-jwts.kid';
 
@@ -77,6 +99,10 @@ export async function reissueEnrollmentJwts(ctx: Ctx): Promise<number> {
   if (fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').trim() === kid) return 0;
   let changed = 0;
   let after = '';
+  // Another controller's JWTs (several on one database) are checked against its certificate, not ours:
+  // theirs stay as they are. One whose issuer names no other controller is ours (under an address
+  // this controller had before, say) and is re-signed.
+  const others = await otherControllersUrls(ctx);
   for (;;) {
     const page = await ctx.store.db.selectFrom('enrollments').select(['id', 'jwt']).where('id', '>', after).orderBy('id').limit(500).execute();
     if (!page.length) break;
@@ -85,6 +111,8 @@ export async function reissueEnrollmentJwts(ctx: Ctx): Promise<number> {
       const old = ctx.sealer.open(row.jwt);
       if (decodeProtectedHeader(old).kid === kid) continue;
       const claims: JWTPayload = decodeJwt(old);
+      const issuer = String(claims.iss ?? '').replace(/\/+$/, '');
+      if (issuer !== controllerUrl(ctx) && others.has(issuer)) continue;
       const fresh = await new SignJWT({ ...claims }).setProtectedHeader(header(ctx)).sign(ctx.pki.signingKey);
       await ctx.store.db.updateTable('enrollments').set({ jwt: ctx.sealer.seal(fresh) }).where('id', '=', row.id).execute();
       changed++;

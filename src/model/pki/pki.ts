@@ -83,7 +83,12 @@ function certNames(pem: string): string[] {
     .filter(Boolean);
 }
 
-export async function loadOrCreatePki(dataDir: string, hostnames: string[], progress: Progress = () => {}): Promise<Pki> {
+/**
+ * `keepServer`: use the server certificate as it is (commands on the host's data dir beside a running
+ * controller: re-issuing it for the command's own idea of the host names would leave the running
+ * controller serving one key while the JWTs the command signs use another).
+ */
+export async function loadOrCreatePki(dataDir: string, hostnames: string[], progress: Progress = () => {}, o: { keepServer?: boolean } = {}): Promise<Pki> {
   const dir = path.join(dataDir, 'pki');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const f = (k: keyof typeof FILES) => path.join(dir, FILES[k]);
@@ -111,7 +116,8 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   const expiring = fs.existsSync(f('server')) && Date.parse(new X509Certificate(read('server')).validTo) - Date.now() < 30 * 86_400_000;
   // Certificates of earlier versions also allowed client authentication: the server's is serverAuth only.
   const clientAuth = fs.existsSync(f('server')) && (new X509Certificate(read('server')).keyUsage ?? []).includes(CLIENT_AUTH_OID);
-  if (expiring || clientAuth || !names.every((n) => current.includes(canonical(n)))) {
+  const keep = o.keepServer && fs.existsSync(f('server'));
+  if (!keep && (expiring || clientAuth || !names.every((n) => current.includes(canonical(n))))) {
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
     // The replaced pair goes to retired/: its key stays in /enroll/jwks for a while, as it signed the
     // enrollment JWTs handed out so far.

@@ -8,6 +8,7 @@ import { fromJson } from '../../store/json.js';
 import { iso } from '../clock.js';
 import { advertisedApiUrl } from '../../config.js';
 import type { Ctx } from '../context.js';
+import type { Db } from '../../store/db.js';
 import { sql } from 'kysely';
 import { baseDetail, baseFilterable, defineResource } from '../resource.js';
 import { baseFields, MapOf } from '../schemas/common.js';
@@ -49,6 +50,15 @@ export const controllers = defineResource({
   cli: { columns: ['id', 'name', 'isOnline', 'lastJoinedAt', 'fingerprint'] },
 });
 
+/** This data dir's controller id, if a controller ever served it (nothing is made). */
+export function readControllerId(dataDir: string): string | undefined {
+  try {
+    return fs.readFileSync(path.join(dataDir, 'controller-id'), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** This controller's id: made once and kept in its data dir. */
 export function controllerId(dataDir: string): string {
   const file = path.join(dataDir, 'controller-id');
@@ -64,6 +74,23 @@ export function controllerId(dataDir: string): string {
 export function apiAddresses(ctx: Ctx) {
   const at = (p: string) => [{ url: `${advertisedApiUrl(ctx.config)}${p}`, version: 'v1' }];
   return { 'edge-client': at('/edge/client/v1'), 'edge-management': at('/edge/management/v1') };
+}
+
+/**
+ * The API address (host:port) the controller of this data dir registered when it last served, if it
+ * did: what a command on the host names as the issuer of JWTs it signs. Read-only (no controller-id
+ * is made).
+ */
+export async function registeredApiAddress(db: Db, dataDir: string): Promise<string | undefined> {
+  const id = readControllerId(dataDir);
+  if (!id) return undefined;
+  const row = await db.selectFrom('controllers').select('apiAddresses').where('id', '=', id).executeTakeFirst().catch(() => undefined);
+  const url = fromJson<Record<string, { url: string }[]>>(row?.apiAddresses, {})['edge-management']?.[0]?.url;
+  try {
+    return url ? new URL(url).host : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Register (or re-register) this controller and keep its heartbeat; returns a stop function. */
