@@ -124,7 +124,11 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   if (!/^(C|POSIX)(\.|$)/.test(collate)) {
     store.warnings.push(`the database collation is ${collate}: text sorts and compares by that locale, not byte-wise as on SQLite (create the database with LC_COLLATE 'C' for identical results)`);
   }
-  await migrate(store);
+  // A failed migration leaves no connection behind (the caller gets the error, not a store to close).
+  await migrate(store).catch(async (err) => {
+    await store.close();
+    throw err;
+  });
   return store;
 }
 
