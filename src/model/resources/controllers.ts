@@ -61,14 +61,11 @@ export function readControllerId(dataDir: string): string | undefined {
 
 /** This controller's id: made once and kept in its data dir. */
 export function controllerId(dataDir: string): string {
-  const file = path.join(dataDir, 'controller-id');
-  try {
-    return fs.readFileSync(file, 'utf8').trim();
-  } catch {
-    const id = randomUUID();
-    fs.writeFileSync(file, `${id}\n`, { mode: 0o600 });
-    return id;
-  }
+  const known = readControllerId(dataDir);
+  if (known) return known;
+  const id = randomUUID();
+  fs.writeFileSync(path.join(dataDir, 'controller-id'), `${id}\n`, { mode: 0o600 });
+  return id;
 }
 
 export function apiAddresses(ctx: Ctx) {
