@@ -199,7 +199,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       clearInterval(sweep);
       clearInterval(pruning);
       clearInterval(expiryCheck);
-      stopHeartbeat();
+      await stopHeartbeat();
       if (ops) await new Promise<void>((resolve) => ops!.close(() => resolve()));
       await router?.close();
       await app.close();

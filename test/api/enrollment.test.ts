@@ -176,8 +176,11 @@ describe('the advertised API address (upstream\'s edge.api.address)', () => {
       expect(decodeJwt(jwt).iss).toBe('https://ctrl.example.com:8441');
       expect((await other.call('GET', `${CLIENT}/protocols`)).body.data.https.address).toBe('https://ctrl.example.com:8441');
       const stop = await registerController(other.opened.ctx);
-      stop();
+      expect((await other.call('GET', `${MGMT}/controllers`, { token: root })).body.data[0].isOnline).toBe(true);
+      await stop();
       const listed = (await other.call('GET', `${MGMT}/controllers`, { token: root })).body.data[0];
+      // A clean stop is offline at once, not a heartbeat window later.
+      expect(listed.isOnline).toBe(false);
       expect(listed.apiAddresses['edge-client'][0].url).toBe('https://ctrl.example.com:8441/edge/client/v1');
       expect(decodeJwt((await other.call('GET', `${CLIENT}/network-jwts`)).body.data[0].token).iss).toBe('https://ctrl.example.com:8441/');
     } finally {

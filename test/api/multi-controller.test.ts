@@ -136,7 +136,7 @@ describe.skipIf(!onPostgres)('enrollment JWTs of several controllers', () => {
       return o.ctx.sealer.open(row.jwt);
     };
     const close = async (n: Awaited<ReturnType<typeof open>>) => {
-      n.stop();
+      await n.stop();
       await n.app.close();
       await n.opened.close();
     };

@@ -91,7 +91,7 @@ export async function registeredApiAddress(db: Db, dataDir: string): Promise<str
 }
 
 /** Register (or re-register) this controller and keep its heartbeat; returns a stop function. */
-export async function registerController(ctx: Ctx): Promise<() => void> {
+export async function registerController(ctx: Ctx): Promise<() => Promise<void>> {
   const id = controllerId(ctx.config.dataDir);
   const now = iso(ctx.clock.now());
   const row = {
@@ -112,7 +112,13 @@ export async function registerController(ctx: Ctx): Promise<() => void> {
     void ctx.store.db.updateTable('controllers').set({ lastSeenAt: iso(ctx.clock.now()) }).where('id', '=', id).execute().catch(() => {});
   }, HEARTBEAT_MS);
   beat.unref();
-  return () => clearInterval(beat);
+  // A clean stop ends its online window at once (not the heartbeat window later): lastSeenAt is only
+  // read as "online until", so it is set back to where that window closes.
+  return async () => {
+    clearInterval(beat);
+    const gone = iso(new Date(ctx.clock.now().getTime() - ONLINE_WITHIN_MS));
+    await ctx.store.db.updateTable('controllers').set({ lastSeenAt: gone }).where('id', '=', id).execute().catch(() => {});
+  };
 }
 
 /** How many controllers serve this database now (seen within the last few heartbeats). */
