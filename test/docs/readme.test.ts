@@ -92,7 +92,8 @@ describe('the shell examples of README.md and docs/', { timeout: 300_000 }, () =
     const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const child = spawn('bash', ['-c', script], {
         cwd: work,
-        env: { ...process.env, PATH: `${path.join(work, 'bin')}:${process.env.PATH}`, ZTC_HOME: path.join(work, 'home'), ZTC_DATA_DIR: '', ZTC_DB: '', ZTC_PASSWORD: '' },
+        // On PostgreSQL the host's commands (-d) name its database, as the operator of such a controller sets ZTC_DB.
+        env: { ...process.env, PATH: `${path.join(work, 'bin')}:${process.env.PATH}`, ZTC_HOME: path.join(work, 'home'), ZTC_DATA_DIR: '', ZTC_DB: running.ctx.config.db ?? '', ZTC_PASSWORD: '' },
       });
       let stdout = '';
       let stderr = '';
