@@ -117,7 +117,9 @@ export async function registerController(ctx: Ctx): Promise<() => Promise<void>>
   return async () => {
     clearInterval(beat);
     const gone = iso(new Date(ctx.clock.now().getTime() - ONLINE_WITHIN_MS));
-    await ctx.store.db.updateTable('controllers').set({ lastSeenAt: gone }).where('id', '=', id).execute().catch(() => {});
+    const marked = ctx.store.db.updateTable('controllers').set({ lastSeenAt: gone }).where('id', '=', id).execute().catch(() => {});
+    // A database that does not answer must not hold up the stop: the window then closes by itself.
+    await Promise.race([marked, new Promise((r) => setTimeout(r, 2000).unref())]);
   };
 }
 
