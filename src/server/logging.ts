@@ -1,24 +1,43 @@
 // The request log: JSON lines without secrets. Tokens and codes travel in headers (redacted) and in
-// query strings (one-time tokens, and filters that compare a token field: rewritten before the URL is
-// logged); bodies are never logged.
+// query strings (one-time tokens, an API session put in the URL as `?zt-session=`, and filters that
+// compare a token field: rewritten before the URL is logged); bodies are never logged.
 import type { Writable } from 'node:stream';
 
-const SECRET_QUERY = /([?&](?:token|password|code)=)[^&]*/gi;
+/**
+ * Query parameters whose value is a secret, by name (decoded, any case, `_` or `-`): the API session
+ * (`zt-session`, `session-token`, `session`), one-time and OAuth tokens (`token`, `access_token`,
+ * `id_token`, `refresh_token`, `jwt`), passwords, secrets, keys and codes (`code`, `otp`,
+ * `mfa-validation-code`, `client_secret`, `api-key`), and an `authorization` put in the URL.
+ */
+const SECRET_PARAM = /token|session|passw|secret|jwt|authoriz|api[-_]?key|(?:^|[-_])(?:code|otp|key)$/i;
 /** A filter that compares a secret field (a session's or enrollment's token) carries it as a literal. */
-const FILTER_QUERY = /([?&]filter=)([^&]*)/gi;
 const SECRET_FIELD = /token|jti|password|secret/i;
 
-function redactFilter(_: string, key: string, value: string): string {
-  let text = value;
+function decoded(text: string): string {
   try {
-    text = decodeURIComponent(value.replace(/\+/g, ' '));
+    return decodeURIComponent(text.replace(/\+/g, ' '));
   } catch {
     // Not decodable: judge the raw text.
+    return text;
   }
-  return SECRET_FIELD.test(text) ? `${key}[redacted]` : `${key}${value}`;
 }
 
-export const redactRequestUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]').replace(FILTER_QUERY, redactFilter);
+function redactParam(param: string): string {
+  const eq = param.indexOf('=');
+  if (eq < 0) return param;
+  const key = param.slice(0, eq);
+  const name = decoded(key);
+  if (SECRET_PARAM.test(name)) return `${key}=[redacted]`;
+  if (name.toLowerCase() === 'filter' && SECRET_FIELD.test(decoded(param.slice(eq + 1)))) return `${key}=[redacted]`;
+  return param;
+}
+
+/** The URL as logged: every secret-bearing query value replaced by `[redacted]`, the rest as sent. */
+export function redactRequestUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  return `${url.slice(0, q + 1)}${url.slice(q + 1).split('&').map(redactParam).join('&')}`;
+}
 
 export function loggerOptions(level: string, stream?: Writable) {
   return {
