@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT, expectError, MGMT, startTestController, type TestController } from '../helpers/controller.js';
@@ -63,6 +64,26 @@ describe('informational routes (no session needed)', () => {
       const p7 = forge.pkcs7.messageFromAsn1(forge.asn1.fromDer(forge.util.decode64(r.text))) as unknown as { certificates: forge.pki.Certificate[] };
       const pems = p7.certificates.map((x) => forge.pki.certificateToPem(x).replace(/\r/g, ''));
       expect(pems).toEqual([c.opened.ctx.pki.intermediatePem, c.opened.ctx.pki.rootPem].map((p) => p.replace(/\r/g, '')));
+    }
+  });
+
+  // The C SDK (1.18, in ziti-edge-tunnel) reads the store with OpenSSL's BIO base64 filter, which reads
+  // nothing from a line longer than its buffer: upstream wraps at 64 columns, and one 3,400-character
+  // line crashed the SDK at every enrollment and login. `openssl base64 -d` (without -A) is that reader.
+  it('wraps the CA store at 64 columns, so OpenSSL\'s base64 reader decodes it', async () => {
+    for (const url of ['/.well-known/est/cacerts', `${CLIENT}/.well-known/est/cacerts`, `${MGMT}/.well-known/est/cacerts`]) {
+      const r = await c.call('GET', url);
+      expect(r.status).toBe(200);
+      const lines = r.text.split('\n');
+      expect(lines.pop(), 'ends with a newline').toBe('');
+      expect(lines.length).toBeGreaterThan(1);
+      for (const line of lines) expect(line.length, url).toBeLessThanOrEqual(64);
+      expect(lines.slice(0, -1).every((l) => l.length === 64)).toBe(true);
+      const der = execFileSync('openssl', ['base64', '-d'], { input: r.text });
+      expect(der.length, 'bytes OpenSSL decoded').toBeGreaterThan(1000);
+      const printed = execFileSync('openssl', ['pkcs7', '-inform', 'DER', '-print_certs'], { input: der }).toString();
+      const pems = printed.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n/g) ?? [];
+      expect(pems).toEqual([c.opened.ctx.pki.intermediatePem, c.opened.ctx.pki.rootPem]);
     }
   });
 

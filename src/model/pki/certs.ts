@@ -107,11 +107,17 @@ export function splitPem(bundle: string): string[] {
   return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((p) => p + '\n') ?? [];
 }
 
-/** Degenerate PKCS#7 SignedData holding certificates only (EST /cacerts, RFC 7030), base64 DER. */
+/**
+ * Degenerate PKCS#7 SignedData holding certificates only (EST /cacerts, RFC 7030), base64 DER in lines
+ * of 64 characters, each ended by a newline, as upstream writes it. The C SDK decodes it with OpenSSL's
+ * BIO base64 filter, which reads nothing from a line longer than its buffer (one unbroken line crashed
+ * the SDK 1.18 at every enrollment and login).
+ */
 export function pkcs7Base64(pems: string[]): string {
   const p7 = forge.pkcs7.createSignedData();
   for (const pem of pems) p7.addCertificate(forge.pki.certificateFromPem(pem));
-  return Buffer.from(forge.asn1.toDer(p7.toAsn1()).getBytes(), 'binary').toString('base64');
+  const b64 = Buffer.from(forge.asn1.toDer(p7.toAsn1()).getBytes(), 'binary').toString('base64');
+  return b64.replace(/.{1,64}/g, '$&\n');
 }
 
 export const randomCommonName = () => newId(12);
