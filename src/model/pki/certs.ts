@@ -73,8 +73,13 @@ export function issueCertificate(o: IssueOptions): string {
   cert.setSubject(subject);
   const issuer = o.issuerPem ? forge.pki.certificateFromPem(o.issuerPem) : undefined;
   cert.setIssuer(issuer ? issuer.subject.attributes : subject);
+  // The subject's own key identifier, given as the extension's value: forge ignores a given
+  // subjectKeyIdentifier and hashes cert.publicKey, which for a CSR is the issuer's stand-in key.
+  const ownKeyId = spki
+    ? keyIdentifier(spki)
+    : forge.pki.getPublicKeyFingerprint(o.publicKey as forge.pki.PublicKey, { type: 'RSAPublicKey', md: forge.md.sha1.create(), encoding: 'binary' });
   const exts: Record<string, unknown>[] = [
-    spki ? { name: 'subjectKeyIdentifier', subjectKeyIdentifier: forge.util.bytesToHex(keyIdentifier(spki)) } : { name: 'subjectKeyIdentifier' },
+    { name: 'subjectKeyIdentifier', value: asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, ownKeyId) },
   ];
   if (issuer) {
     const ski = issuer.getExtension('subjectKeyIdentifier') as { subjectKeyIdentifier?: string } | null;
