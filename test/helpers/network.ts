@@ -28,8 +28,8 @@ export interface TestNetwork {
   close(): Promise<void>;
 }
 
-export async function startNetwork(extra: Partial<Config> = {}): Promise<TestNetwork> {
-  const c = await startTlsController(extra);
+export async function startNetwork(extra: Partial<Config> = {}, o: Parameters<typeof startTlsController>[1] = {}): Promise<TestNetwork> {
+  const c = await startTlsController(extra, o);
   const admin = await c.login();
   const router = c.running.fabric!.edge!;
   const api = (method: string, path: string, body?: unknown, token = admin) => c.call(method, path.startsWith('/edge/') ? path : `${MGMT}${path}`, { token, body });

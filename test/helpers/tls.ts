@@ -21,10 +21,11 @@ export interface TlsController {
   close(): Promise<void>;
 }
 
-export async function startTlsController(extra: Partial<Config> = {}): Promise<TlsController> {
+/** `o.logger`: the app's logger (the data plane's log lines reach it too); none by default. */
+export async function startTlsController(extra: Partial<Config> = {}, o: { logger?: NonNullable<Parameters<typeof startController>[1]>['logger'] } = {}): Promise<TlsController> {
   const dataDir = tempDataDir();
   const clock = new ManualClock();
-  const running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', db: await testDatabase(), ...extra }), { clock });
+  const running = await startController(testConfig(dataDir, { port: 0, bind: '127.0.0.1', db: await testDatabase(), ...extra }), { clock, logger: o.logger });
   const base = `https://127.0.0.1:${running.ctx.config.port}`;
   const ca = running.ctx.pki.caBundlePem;
   const tc: TlsController = {

@@ -65,6 +65,8 @@ export interface HelloOptions {
   /** Link listeners (hello header 10) and whether to announce link management (header 11). */
   listeners?: { address: string; protocol: string; groups?: string[] }[];
   managesLinks?: boolean;
+  /** How long to wait for the hello's Result (3 s by default). */
+  resultMs?: number;
 }
 
 /** A router's side: TLS with its enrolled certificate and ALPN ziti-ctrl, then its hello (sequence -1). */
@@ -75,6 +77,6 @@ export async function connectRouter(port: number, r: EnrolledRouter, o: HelloOpt
   // RouterMetadata{capabilities:[LinkManagement]}, packed as proto3 writes repeated enums.
   if (o.managesLinks) headers.push([11, Buffer.from([0x0a, 0x01, 0x01])]);
   p.send(T.Hello, headers, Buffer.from(o.id ?? r.id), -1);
-  const result = await p.next((f) => f.type === T.Result, 3000).catch(() => undefined);
+  const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 3000).catch(() => undefined);
   return { p, result };
 }

@@ -22,6 +22,8 @@ export class Channel {
   private pausedBy = new Set<Channel>();
   private blocked = new Set<Channel>();
   closed = false;
+  /** When bytes last arrived (ms since the epoch): whether the peer is still there (the control channel asks before letting a second connection of a router in). */
+  lastReceivedAt = Date.now();
   private handlers?: ChannelEvents;
 
   constructor(readonly socket: Socket, limits: FrameLimits = FRAME_LIMITS) {
@@ -44,6 +46,7 @@ export class Channel {
 
   private onData(chunk: Buffer) {
     if (this.closed) return;
+    this.lastReceivedAt = Date.now();
     let messages: Message[];
     try {
       messages = this.decoder.push(chunk);

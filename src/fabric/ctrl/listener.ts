@@ -43,6 +43,15 @@ const LOOKBACK_MS = 30_000;
 const RECONCILE_MS = 60_000;
 /** The longest a router's peers wait to hear of it when it says nothing after its hello. */
 const PEER_WAIT_MS = 5000;
+/**
+ * One router, one connection (see accept): a connection heard from this recently is up, and a second
+ * one for its router is refused at once; one silent longer is sent a heartbeat first, and replaced only
+ * when nothing comes back within PROBE_MS. Upstream routers send a heartbeat at least every 10 s.
+ */
+const HEARD_MS = 5000;
+const PROBE_MS = 3000;
+/** Refused second connections of one router are logged once per this long (upstream's routerConnectChurnLimit). */
+const DUPLICATE_LOG_MS = 60_000;
 
 export class CtrlServer {
   readonly routers = new Map<string, RouterConn>();
@@ -58,6 +67,10 @@ export class CtrlServer {
   private catchingUp: Promise<void> = Promise.resolve();
   private cursor = 0;
   private reconciledAt = Date.now();
+  /** Heartbeats out to connections asked whether they are still up, one at a time per connection. */
+  private probes = new WeakMap<RouterConn, Promise<boolean>>();
+  /** Per router id: the episode of refused second connections (when it was logged, how many since). */
+  private duplicates = new Map<string, { loggedAt: number; refused: number }>();
   server?: tls.Server;
   network!: RouterNetwork;
 
@@ -107,14 +120,36 @@ export class CtrlServer {
     if (router.fingerprint.toLowerCase() !== fingerprint) return refuse('the certificate is not the router\'s enrolled certificate');
     if (router.disabled) return refuse('the router is disabled');
     if (channel.closed) return;
+    // Its certificate is the router's: the hello deadline no longer applies (a probe below may take PROBE_MS).
     accepted();
-    // A second connection of the same router replaces the first (a reconnect the old socket did not notice).
-    const previous = this.routers.get(routerId);
+    // One router, one connection. A second connection for a router whose connection is up is refused
+    // (a failed Result saying why, then closed) and the first carries on undisturbed: two routers
+    // started with one certificate would otherwise replace each other many times a second, each
+    // connect re-sending every API session. Upstream refuses too (within routerConnectChurnLimit of the
+    // connect; after that it lets the newer one take over, which still swaps the two every minute).
+    // The legitimate case is a router that restarted while its old TCP connection is half-dead (the
+    // old socket's end not yet seen): so the old connection must show it is up. Heard from within
+    // HEARD_MS, it is; else it is sent a heartbeat (every upstream router echoes one) and has PROBE_MS
+    // for anything to arrive. Silent still, it is closed and the new connection takes its place. A
+    // restarted router thus gets in on its first try, or on its next one (it retries) when the old
+    // connection had spoken just before the restart.
+    let previous: RouterConn | undefined;
+    for (;;) {
+      const current = this.routers.get(routerId);
+      if (!current || current.closed) break;
+      if (await this.answers(current)) return this.refuseDuplicate(channel, hello, router.name, current);
+      if (channel.closed) return;
+      // Another connection took its place while it was asked (or it closed): ask about that one.
+      if (this.routers.get(routerId) !== current) continue;
+      this.log.warn({ router: router.name, silent: addressOf(current.channel), connecting: addressOf(channel) }, 'ctrl: a router connected again while its connection was silent (no answer to a heartbeat): the new connection replaces it');
+      previous = current;
+      break;
+    }
     channel.setLimits(FRAME_LIMITS);
     const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello), router.fingerprint);
     this.routers.set(routerId, conn);
     // After the swap: the old connection's close must not read as the router going away.
-    if (previous) previous.channel.close(new Error('replaced by a new connection'));
+    if (previous) previous.channel.close(new Error('replaced by a new connection: it did not answer a heartbeat'));
     channel.attach({
       message: (m) => conn.handle(m),
       closed: () => {
@@ -169,6 +204,61 @@ export class CtrlServer {
       .then((reply) => this.clientHello(routerId, reply))
       .catch(() => {});
     await this.fullSync(conn);
+  }
+
+  /**
+   * Whether `conn` is up: heard from within HEARD_MS, or something arrives within PROBE_MS of a
+   * heartbeat sent now. Concurrent askers share one heartbeat.
+   */
+  private answers(conn: RouterConn): Promise<boolean> {
+    const ch = conn.channel;
+    if (Date.now() - ch.lastReceivedAt < HEARD_MS) return Promise.resolve(true);
+    const asking = this.probes.get(conn);
+    if (asking) return asking;
+    const before = ch.lastReceivedAt;
+    const started = Date.now();
+    const beat = Buffer.alloc(8);
+    beat.writeBigUInt64LE(BigInt(started) * 1_000_000n);
+    ch.send(message(ContentType.Heartbeat, [[Header.Heartbeat, beat]]));
+    const probe = new Promise<boolean>((resolve) => {
+      const look = setInterval(() => {
+        const heard = ch.lastReceivedAt > before;
+        if (!heard && !ch.closed && Date.now() - started < PROBE_MS) return;
+        clearInterval(look);
+        this.probes.delete(conn);
+        resolve(heard && !ch.closed);
+      }, 50);
+    });
+    this.probes.set(conn, probe);
+    return probe;
+  }
+
+  /**
+   * Refuse a second connection of a router whose connection `live` is up: a failed Result naming the
+   * reason (what upstream's listener answers a refused hello with; the router logs it and retries
+   * later), then closed. Logged once per DUPLICATE_LOG_MS and router, with both addresses.
+   */
+  private refuseDuplicate(channel: Channel, hello: Message, name: string, live: RouterConn) {
+    const connected = addressOf(live.channel);
+    const refused = addressOf(channel);
+    const why = `router ${name} is already connected (from ${connected}): a second connection with its certificate is refused while the first is up`;
+    const result = message(ContentType.Result, [[Header.ResultSuccess, bool(false)]], str(why), -1);
+    result.headers.set(Header.ReplyFor, i32(hello.seq));
+    channel.send(result);
+    // A clean close: the Result is written before the socket ends.
+    channel.close();
+    const now = Date.now();
+    const episode = this.duplicates.get(live.routerId);
+    if (episode && now - episode.loggedAt < DUPLICATE_LOG_MS) {
+      episode.refused++;
+      return;
+    }
+    for (const [id, e] of this.duplicates) if (now - e.loggedAt >= DUPLICATE_LOG_MS) this.duplicates.delete(id);
+    this.duplicates.set(live.routerId, { loggedAt: now, refused: 1 });
+    this.log.warn(
+      { router: name, routerId: live.routerId, connected, refused, ...(episode ? { refusedSinceLastLogged: episode.refused } : {}) },
+      'ctrl: refused a second connection of a router that is connected (are two routers running with one certificate?); the first stays. Further ones are refused for the next minute without a log line',
+    );
   }
 
   private async clientHello(routerId: string, m: Message) {
@@ -318,6 +408,13 @@ export class CtrlServer {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});
   }
+}
+
+/** The peer's address and port, as logs show it. */
+function addressOf(channel: Channel): string {
+  const s = channel.socket;
+  const host = s.remoteAddress ?? '?';
+  return `${host.includes(':') ? `[${host}]` : host}:${s.remotePort ?? '?'}`;
 }
 
 /** What a router's hello says of it: its version (header 4), link listeners (10) and capabilities (11). */
