@@ -2,7 +2,8 @@
 // and the sweep that ends whatever lost its API session or service session (on any controller: the
 // store is the truth, so a logout elsewhere reaches these connections within a second).
 import type { Ctx } from '../model/context.js';
-import { addTerminator, removeTerminators, stillLive, touchApiSessions, updateTerminator } from '../model/data-plane.js';
+import { addTerminator, removeTerminators, routerAccessLost, stillLive, touchApiSessions, updateTerminator } from '../model/data-plane.js';
+import { NO_ROUTER, revokeSessions } from '../model/policy/enforce.js';
 import { message, str, u32 } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 import type { Circuit } from './circuits.js';
@@ -30,6 +31,10 @@ export class Fabric {
   dials = { ok: 0, failed: 0, setupMs: [] as number[] };
   private timers: NodeJS.Timeout[] = [];
   private sweeping = false;
+  /** A sweep was asked for while one ran: another follows it. */
+  private again = false;
+  /** What identities may use changed: the next sweep also checks this router's edge-router access. */
+  private routerCheck = false;
 
   constructor(
     readonly ctx: Ctx,
@@ -89,10 +94,32 @@ export class Fabric {
     this.dials.failed++;
   }
 
-  /** End what lost its API session (the whole channel) or its service session (its sides and terminators). */
+  /** Why sessions this controller revoked ended, for the ends the next sweep tells (then forgotten). */
+  private revoked = new Map<string, string>();
+
+  /** Access changed somewhere (access-watch.ts): look now, edge-router access included. */
+  accessChanged(revoked: { id: string; reason: string }[] = []) {
+    for (const r of revoked) this.revoked.set(r.id, r.reason);
+    this.routerCheck = true;
+    void this.sweep();
+  }
+
+  /**
+   * End what lost its API session (the whole channel) or its service session (its sides and
+   * terminators), and after an access change what may no longer use this router.
+   */
   async sweep() {
-    if (this.sweeping || (!this.conns.size && !this.terminators.size)) return;
+    if (this.sweeping) {
+      this.again = true;
+      return;
+    }
+    if (!this.conns.size && !this.terminators.size) {
+      this.routerCheck = false;
+      return;
+    }
     this.sweeping = true;
+    const routerCheck = this.routerCheck;
+    this.routerCheck = false;
     try {
       // What is judged is what was looked up: a Dial or Bind (or its terminator) that arrives while the
       // lookup runs is not in it, and was ended as 'session closed' when judged against it (seen on
@@ -108,13 +135,40 @@ export class Fabric {
           c.channel.close();
           continue;
         }
-        for (const id of new Set(c.sessionIds())) if (id && checked.has(id) && !live.sessions.has(id)) c.endSession(id, 'session closed');
+        for (const id of new Set(c.sessionIds())) if (id && checked.has(id) && !live.sessions.has(id)) c.endSession(id, this.revoked.get(id) ?? 'session closed');
       }
-      for (const t of terminators) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, 'session ended');
+      for (const t of terminators) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, this.revoked.get(t.sessionId) ?? 'session ended');
+      this.revoked.clear();
+      if (routerCheck) await this.checkRouterAccess(conns.filter((c) => !c.closed), terminators.filter((t) => this.terminators.get(t.id)));
     } catch (e) {
+      if (routerCheck) this.routerCheck = true;
       this.log.warn({ err: String(e) }, 'edge: could not check live sessions');
     } finally {
       this.sweeping = false;
+      if (this.again) {
+        this.again = false;
+        void this.sweep();
+      }
     }
+  }
+
+  /**
+   * Sessions this router carries whose identity or service an edge router policy or a service edge
+   * router policy no longer lets use it: their sides and terminators here end. A session left with no
+   * router at all has lost its access: it is revoked (audit, event), which ends it everywhere.
+   */
+  private async checkRouterAccess(conns: EdgeConn[], terminators: Terminator[]) {
+    const uses = [...new Set([...conns.flatMap((c) => c.sessionIds()), ...terminators.map((t) => t.sessionId)].filter(Boolean))].map((sessionId) => ({ sessionId, routerId: this.routerId }));
+    const lost = await routerAccessLost(this.ctx, uses);
+    if (!lost.size) return;
+    const why = 'access-lost: no edge router policy or service edge router policy lets it use this router any more';
+    for (const s of lost.values()) {
+      const sessionId = s.id;
+      this.log.info({ session: sessionId, identity: s.identityId, service: s.serviceId, router: this.routerId }, 'edge: edge-router access lost, ending what the session carried here');
+      for (const c of conns) c.endSession(sessionId, why);
+      for (const t of terminators) if (t.sessionId === sessionId) await this.removeTerminator(t, why);
+    }
+    const nowhere = [...lost.values()].filter((s) => !s.anyRouter);
+    if (nowhere.length) await revokeSessions(this.ctx, nowhere.map((s) => ({ ...s, reason: NO_ROUTER })));
   }
 }

@@ -16,6 +16,7 @@ import { controllerId } from '../model/resources/controllers.js';
 import { VERSION } from '../version.js';
 import { CtrlServer } from './ctrl/listener.js';
 import { clearFabricState } from '../model/fabric-state.js';
+import { AccessWatch } from './access-watch.js';
 import { CircuitRecorder } from './recorder.js';
 import { startEdgeRouter } from './index.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
@@ -72,6 +73,12 @@ try {
       controllerId: id,
     });
   }
+  // Access taken away (a policy, a role attribute, a posture check...) ends the traffic it granted.
+  const access = new AccessWatch(ctx, log, (revoked) => {
+    router?.fabric.accessChanged(revoked);
+    ctrl?.accessChanged();
+  });
+  access.start();
   // Counters for the main thread's metrics: a few numbers every few seconds, nothing per packet.
   let dialsReported = 0;
   const stats = setInterval(() => {
@@ -95,6 +102,7 @@ try {
     if (m !== 'close') return;
     clearInterval(stats);
     void (async () => {
+    access.stop();
       await ctrl?.stop();
       await router?.close();
       await recorder.flush();

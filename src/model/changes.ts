@@ -14,7 +14,14 @@ type AnyDb = Kysely<any>;
 
 export async function touchServices(tx: AnyDb, ctx: Pick<Ctx, 'clock'>) {
   await lockMembership(tx);
-  await tx.updateTable('changeMarkers').set({ changedAt: iso(ctx.clock.now()) }).where('name', '=', 'services').execute();
+  // Always forward, if only by a millisecond: the data plane's access watch (fabric/access-watch.ts)
+  // and polling clients tell a change by a new value, and two changes in one millisecond (or under a
+  // clock that stands still, or steps back) would otherwise read as none.
+  const prev = await tx.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').executeTakeFirst();
+  const now = ctx.clock.now().getTime();
+  const last = prev ? Date.parse(prev.changedAt) : NaN;
+  const at = Number.isFinite(last) && last >= now ? new Date(last + 1) : new Date(now);
+  await tx.updateTable('changeMarkers').set({ changedAt: iso(at) }).where('name', '=', 'services').execute();
 }
 
 // The shared marker and the API session's latest posture response, as one row. By the session's id

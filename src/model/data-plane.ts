@@ -65,6 +65,8 @@ export interface EdgeSession {
   identityId: string;
   serviceId: string;
   serviceName: string;
+  /** The session's identity by name: what a host is told as the caller of a dial (header 1008). */
+  identityName: string;
   type: string;
   encryptionRequired: boolean;
 }
@@ -74,7 +76,8 @@ export async function sessionForEdge(ctx: Ctx, token: string): Promise<EdgeSessi
   const row = await ctx.store.db
     .selectFrom('sessions as e')
     .innerJoin('services as s', 's.id', 'e.serviceId')
-    .select(['e.id', 'e.apiSessionId', 'e.identityId', 'e.serviceId', 's.name as serviceName', 'e.type', 's.encryptionRequired'])
+    .innerJoin('identities as i', 'i.id', 'e.identityId')
+    .select(['e.id', 'e.apiSessionId', 'e.identityId', 'e.serviceId', 's.name as serviceName', 'i.name as identityName', 'e.type', 's.encryptionRequired'])
     .where('e.tokenHash', '=', hashSecret(token))
     .executeTakeFirst();
   return row ? { ...row, encryptionRequired: isSet(row.encryptionRequired) } : null;
@@ -111,6 +114,61 @@ export async function stillLive(ctx: Ctx, apiSessionIds: string[], sessionIds: s
   for (let i = 0; i < sessionIds.length; i += 500) {
     const rows = await ctx.store.db.selectFrom('sessions').select('id').where('id', 'in', sessionIds.slice(i, i + 500)).execute();
     for (const r of rows) out.sessions.add(r.id);
+  }
+  return out;
+}
+
+export interface SessionUse {
+  sessionId: string;
+  routerId: string;
+}
+
+export interface LostUse {
+  id: string;
+  apiSessionId: string;
+  identityId: string;
+  serviceId: string;
+  type: string;
+  /** Whether the session may still use some router (else its access is gone entirely). */
+  anyRouter: boolean;
+}
+
+/**
+ * Of these uses of service sessions on routers, those whose identity and service may no longer use that
+ * router (an edge router policy or a service edge router policy changed), keyed `session|router`, each
+ * with whether the session may still use any router at all (when not, its access is gone entirely).
+ * Sessions already deleted are not in the answer: the liveness check ends those.
+ */
+export async function routerAccessLost(ctx: Ctx, uses: SessionUse[]): Promise<Map<string, LostUse>> {
+  const out = new Map<string, LostUse>();
+  if (!uses.length) return out;
+  const db = ctx.store.db;
+  const sessions = new Map<string, Omit<LostUse, 'anyRouter'>>();
+  const ids = [...new Set(uses.map((u) => u.sessionId))];
+  for (let i = 0; i < ids.length; i += 500) {
+    for (const r of await db.selectFrom('sessions').select(['id', 'apiSessionId', 'identityId', 'serviceId', 'type']).where('id', 'in', ids.slice(i, i + 500)).execute()) sessions.set(r.id, r);
+  }
+  if (!sessions.size) return out;
+  const routers = [...new Set(uses.map((u) => u.routerId))];
+  const pairs = async (side: 'identity' | 'service', kind: 'erp' | 'serp', entities: string[]) => {
+    const rows = await db
+      .selectFrom('policyMembers as f')
+      .innerJoin('policyMembers as t', (j) => j.onRef('t.policyId', '=', 'f.policyId').on('t.side', '=', 'edge-router'))
+      .select(['f.entityId as a', 't.entityId as r'])
+      .where('f.side', '=', side)
+      .where('f.kind', '=', kind)
+      .where('f.entityId', 'in', entities)
+      .where('t.entityId', 'in', routers)
+      .execute();
+    return new Set(rows.map((x) => `${x.a}|${x.r}`));
+  };
+  const all = [...sessions.values()];
+  const [byIdentity, byService] = await Promise.all([pairs('identity', 'erp', [...new Set(all.map((s) => s.identityId))]), pairs('service', 'serp', [...new Set(all.map((s) => s.serviceId))])]);
+  for (const u of uses) {
+    const s = sessions.get(u.sessionId);
+    if (!s || (byIdentity.has(`${s.identityId}|${u.routerId}`) && byService.has(`${s.serviceId}|${u.routerId}`))) continue;
+    const anyRouter = !!(await sharedEdgeRouters(db, s.identityId, s.serviceId).executeTakeFirst());
+    out.set(`${u.sessionId}|${u.routerId}`, { ...s, anyRouter });
   }
   return out;
 }

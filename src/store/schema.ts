@@ -91,6 +91,10 @@ export interface ExternalJwtSignerRow extends BaseRow {
   enabled: number;
   useExternalId: number;
   scopes: string;
+  /** ACCESS or ID: the provider's token a client presents. */
+  targetToken: string;
+  enrollNameClaimsSelector: string;
+  enrollAttributeClaimsSelector: string;
 }
 
 export interface CaRow extends BaseRow {

@@ -164,3 +164,51 @@ describe('external JWT signers', () => {
     expectError(await c.call('GET', `${MGMT}/external-jwt-signers`), 401);
   });
 });
+
+// Upstream 2.x's signer fields (issue 42d): `ziti edge list ext-jwt-signers` 2.0 panics on a signer
+// without targetToken. ACCESS or ID, ACCESS by default; the enrolment claims selectors are stored as given.
+describe('2.x signer fields', () => {
+  const mg = (method: string, path: string, body?: unknown) => c.call(method, `${MGMT}${path}`, { token: admin, body });
+  const base = (name: string) => ({ name, enabled: true, issuer: `https://${name}.example`, audience: 'ztc', jwksEndpoint: jwksUrl });
+
+  it('targetToken: ACCESS unless set, ID kept, anything else refused; shown on both APIs', async () => {
+    const plain = await mg('POST', '/external-jwt-signers', base('tt-default'));
+    expect(plain.status, plain.text).toBe(201);
+    const d = (await mg('GET', `/external-jwt-signers/${plain.body.data.id}`)).body.data;
+    expect(d).toMatchObject({ targetToken: 'ACCESS', enrollNameClaimsSelector: '/sub', enrollAttributeClaimsSelector: '', enrollToCertEnabled: false, enrollToTokenEnabled: false });
+    const listed = (await mg('GET', `/external-jwt-signers?filter=${encodeURIComponent('name = "tt-default"')}`)).body.data;
+    expect(listed[0].targetToken).toBe('ACCESS');
+
+    const id = await mg('POST', '/external-jwt-signers', { ...base('tt-id'), targetToken: 'ID', enrollNameClaimsSelector: 'preferred_username', enrollAttributeClaimsSelector: '/realm_access/roles' });
+    expect(id.status, id.text).toBe(201);
+    const sid = id.body.data.id;
+    expect((await mg('GET', `/external-jwt-signers/${sid}`)).body.data).toMatchObject({ targetToken: 'ID', enrollNameClaimsSelector: 'preferred_username', enrollAttributeClaimsSelector: '/realm_access/roles' });
+    expect((await mg('GET', `/external-jwt-signers?filter=${encodeURIComponent('targetToken = "ID"')}`)).body.data.map((s: { id: string }) => s.id)).toEqual([sid]);
+    // A patch that leaves it out keeps it; null is the default again; PUT without it is the default too.
+    expect((await mg('PATCH', `/external-jwt-signers/${sid}`, { name: 'tt-id-2' })).status).toBe(200);
+    expect((await mg('GET', `/external-jwt-signers/${sid}`)).body.data.targetToken).toBe('ID');
+    expect((await mg('PATCH', `/external-jwt-signers/${sid}`, { targetToken: null, enrollNameClaimsSelector: null })).status).toBe(200);
+    expect((await mg('GET', `/external-jwt-signers/${sid}`)).body.data).toMatchObject({ targetToken: 'ACCESS', enrollNameClaimsSelector: '/sub', enrollAttributeClaimsSelector: '/realm_access/roles' });
+    expect((await mg('PUT', `/external-jwt-signers/${sid}`, { ...base('tt-id-2'), targetToken: 'ID' })).status).toBe(200);
+    expect((await mg('PUT', `/external-jwt-signers/${sid}`, base('tt-id-2'))).status).toBe(200);
+    expect((await mg('GET', `/external-jwt-signers/${sid}`)).body.data).toMatchObject({ targetToken: 'ACCESS', enrollAttributeClaimsSelector: '' });
+    expect((await mg('PATCH', `/external-jwt-signers/${sid}`, { targetToken: 'ID' })).status).toBe(200);
+
+    const pub = (await c.call('GET', `${CLIENT}/external-jwt-signers`)).body.data.find((s: { id: string }) => s.id === sid);
+    expect(pub).toMatchObject({ targetToken: 'ID', audience: 'ztc', enrollToCertEnabled: false, enrollToTokenEnabled: false });
+
+    expect(expectError(await mg('POST', '/external-jwt-signers', { ...base('tt-bad'), targetToken: 'REFRESH' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('targetToken');
+    expect(expectError(await mg('PATCH', `/external-jwt-signers/${sid}`, { enrollNameClaimsSelector: '/a~2b' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('enrollNameClaimsSelector');
+  });
+
+  it('enrolment by JWT: false is taken (ZAC and the 2.x CLI send it), true is refused, the auth policy id ignored', async () => {
+    const off = await mg('POST', '/external-jwt-signers', { ...base('enroll-off'), enrollToCertEnabled: false, enrollToTokenEnabled: false, enrollAuthPolicyId: 'default' });
+    expect(off.status, off.text).toBe(201);
+    expect((await mg('GET', `/external-jwt-signers/${off.body.data.id}`)).body.data.enrollAuthPolicyId).toBeUndefined();
+    for (const k of ['enrollToCertEnabled', 'enrollToTokenEnabled']) {
+      const e = expectError(await mg('POST', '/external-jwt-signers', { ...base(`enroll-${k}`), [k]: true }), 400, 'INVALID_FIELD');
+      expect(e.cause.field).toBe(k);
+      expect(e.message).toMatch(/does not enroll identities by an external JWT/);
+    }
+  });
+});

@@ -63,7 +63,7 @@ describe('built-in config types under upstream ids', () => {
         await tx.updateTable('configTypes').set({ name }).where('id', '=', name).execute();
       }
       // As a database of then: neither 0010 nor the later migrations ran (their tables and columns go too).
-      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames', '0014-fabric-state', '0020-identity-permissions', '0021-api-tokens', '0022-audit-events', '0025-import-journal', '0026-name-trigrams', '0027-import-finished', '0028-name-statistics')`.execute(tx);
+      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames', '0014-fabric-state', '0020-identity-permissions', '0021-api-tokens', '0022-audit-events', '0025-import-journal', '0026-name-trigrams', '0027-import-finished', '0028-name-statistics', '0029-signer-target-token')`.execute(tx);
       for (const table of ['links', 'circuits', 'api_tokens', 'audit_events', 'import_journal', 'import_runs']) await sql`drop table ${sql.table(table)}`.execute(tx);
       await sql`drop index api_sessions_created_at`.execute(tx);
       if (first.config.db) for (const index of ['identities_name_trgm', 'identities_lower_name_trgm']) await sql`drop index ${sql.id(index)}`.execute(tx);
@@ -74,6 +74,7 @@ describe('built-in config types under upstream ids', () => {
       await sql`alter table routers drop column controller_id`.execute(tx);
       await sql`alter table terminators drop column host_id`.execute(tx);
       await sql`alter table api_sessions drop column token_sealed`.execute(tx);
+      for (const column of ['target_token', 'enroll_name_claims_selector', 'enroll_attribute_claims_selector']) await sql`alter table external_jwt_signers drop column ${sql.id(column)}`.execute(tx);
     });
     await first.app.close();
     await first.opened.close();
@@ -148,7 +149,7 @@ describe('fields upstream ignores on writes', () => {
     expect(r.status, r.text).toBe(201);
     const got = (await mg('GET', `/external-jwt-signers/${r.body.data.id}`)).body.data;
     expect(got).toMatchObject({ name: 'zac-jwt', issuer: 'https://issuer.example/zac', jwksEndpoint: 'https://issuer.example/jwks' });
-    expect(got.enrollToCertEnabled).toBeUndefined();
+    expect(got).toMatchObject({ enrollToCertEnabled: false, enrollToTokenEnabled: false, targetToken: 'ACCESS' });
   });
 
   it('creates a posture check from ZAC\'s form, which sends every type\'s fields, the other types\' empty', async () => {

@@ -6,7 +6,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
-import { apiSessionsForRouters, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
+import { apiSessionsForRouters, routerAccessLost, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
+import { NO_ROUTER, revokeSessions } from '../../model/policy/enforce.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { listenForChannels } from '../channel/listener.js';
@@ -65,6 +66,10 @@ export class CtrlServer {
   private timers: NodeJS.Timeout[] = [];
   private syncing = false;
   private catchingUp: Promise<void> = Promise.resolve();
+  /** A sync was asked for while one ran: another follows it. */
+  private again = false;
+  /** What identities may use changed: the next sync also checks each use's router access. */
+  private routerCheck = false;
   private cursor = 0;
   private reconciledAt = Date.now();
   /** Heartbeats out to connections asked whether they are still up, one at a time per connection. */
@@ -345,12 +350,27 @@ export class CtrlServer {
 
   /** Every second: API sessions made since, those that ended, and service sessions the routers use that ended. */
   private async sync() {
-    if (this.syncing || !this.routers.size) return;
+    if (this.syncing) {
+      this.again = true;
+      return;
+    }
+    if (!this.routers.size) {
+      this.routerCheck = false;
+      return;
+    }
     this.syncing = true;
+  /** Access changed somewhere (fabric/access-watch.ts): sync now, edge-router access included. */
+  accessChanged() {
+    this.routerCheck = true;
+    void this.sync();
+  }
+
     try {
       await this.dropRemovedRouters();
       await this.catchUp();
       const conns = [...this.routers.values()];
+    const routerCheck = this.routerCheck;
+    this.routerCheck = false;
       const sessionIds = [...new Set(this.network.sessionIds())];
       const checked = this.nextSlice();
       const live = await stillLive(this.ctx, checked, sessionIds);
@@ -370,13 +390,32 @@ export class CtrlServer {
       this.log.warn({ err: String(e) }, 'ctrl: could not sync API sessions');
     } finally {
       this.syncing = false;
+      if (routerCheck) await this.checkRouterAccess();
     }
+      if (routerCheck) this.routerCheck = true;
   }
 
   /** A router deleted or disabled through the API (on any controller) is disconnected, as upstream does. */
+      if (this.again) {
+        this.again = false;
+        void this.sync();
+      }
   private async dropRemovedRouters() {
     // Only the routers asked about: one that connected while the answer was coming (its hello checked
     // it already) is not in the answer, and was closed as if deleted (seen on PostgreSQL under load: a
+  /**
+   * Circuits and terminators whose session may no longer use their router (an edge router policy or a
+   * service edge router policy changed) end there; a session left with no router at all is revoked.
+   */
+  private async checkRouterAccess() {
+    const lost = await routerAccessLost(this.ctx, this.network.sessionUses());
+    if (!lost.size) return;
+    for (const [key, s] of lost) this.log.info({ session: s.id, identity: s.identityId, service: s.serviceId, router: key.slice(key.indexOf('|') + 1) }, 'ctrl: edge-router access lost, ending what the session carried on that router');
+    for (const [routerId, tokens] of await this.network.usesEnded(new Set(lost.keys()))) this.routers.get(routerId)?.send(CtrlType.SessionRemoved, encode(Schemas.SessionRemoved, { tokens }));
+    const nowhere = [...new Map([...lost.values()].filter((s) => !s.anyRouter).map((s) => [s.id, s])).values()];
+    if (nowhere.length) await revokeSessions(this.ctx, nowhere.map((s) => ({ ...s, reason: NO_ROUTER })));
+  }
+
     // router dropped right after its hello, its peers told it was unhealthy).
     const asked = [...this.routers.keys()];
     const allowed = await routersAllowed(this.ctx, asked);

@@ -4,7 +4,7 @@
 // every router on it, and a new path for circuits whose link fails.
 import { randomUUID } from 'node:crypto';
 import { putLink, removeLinks, routerCosts, setLinkLatency, type RouterCosts } from '../../model/fabric-state.js';
-import { addTerminator, removeTerminators } from '../../model/data-plane.js';
+import { addTerminator, removeTerminators, type SessionUse } from '../../model/data-plane.js';
 import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
 import { EdgeError } from '../channel/messages.js';
@@ -285,6 +285,33 @@ export class RouterNetwork {
     for (const c of [...this.circuits.values()]) if (ended.has(c.sessionId)) (tokens.add(c.token), this.endCircuit(c, true));
     await this.removeTerminators(gone);
     return [...tokens];
+  }
+
+  /** Where each session is used: a dial's circuit at its ingress router, a terminator at its router. */
+  sessionUses(): SessionUse[] {
+    return [
+      ...[...this.terminators.values()].map((t) => ({ sessionId: t.sessionId, routerId: t.routerId })),
+      ...[...this.circuits.values()].map((c) => ({ sessionId: c.sessionId, routerId: c.path.routers[0] })),
+    ];
+  }
+
+  /**
+   * Uses (`session|router`) that lost their router: those circuits end and those terminators go; each
+   * router is given the tokens it must drop (SessionRemoved to it alone: the session may still be good
+   * on other routers).
+   */
+  async usesEnded(lost: Set<string>): Promise<Map<string, string[]>> {
+    const tokens = new Map<string, Set<string>>();
+    const drop = (routerId: string, token: string) => tokens.set(routerId, (tokens.get(routerId) ?? new Set()).add(token));
+    const gone: string[] = [];
+    for (const t of this.terminators.values()) if (lost.has(`${t.sessionId}|${t.routerId}`)) (drop(t.routerId, t.token), gone.push(t.id));
+    for (const c of [...this.circuits.values()]) {
+      if (!lost.has(`${c.sessionId}|${c.path.routers[0]}`)) continue;
+      drop(c.path.routers[0], c.token);
+      this.endCircuit(c, true);
+    }
+    await this.removeTerminators(gone);
+    return new Map([...tokens].map(([r, t]) => [r, [...t]]));
   }
 
   sessionIds(): string[] {

@@ -276,6 +276,8 @@ export class RouterConn {
         clearTimeout(timer);
         this.routeWaiters.delete(key);
         resolve(r);
+    // The caller the host is told is the identity the session belongs to, never what the dialer claims.
+    r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));
       };
       const timer = setTimeout(() => done(undefined), timeoutMs);
       this.routeWaiters.set(key, done);

@@ -132,7 +132,7 @@ export class EdgeConn {
       if (dialer.closed || this.closed) return;
       t.dials++;
       circuit = { id: randomUUID(), serviceId: s.serviceId, terminatorId: t.id, dialer, host: endpoint(t.conn, 0, t.sessionId), createdAt: Date.now() };
-      await t.conn.dialHost(t, circuit, m);
+      await t.conn.dialHost(t, circuit, m, s.identityName);
       if (dialer.closed || this.closed) {
         closeSide(circuit.host, 'the dialer went away', true);
         return;
@@ -155,11 +155,15 @@ export class EdgeConn {
     }
   }
 
-  /** Host side of a dial (4.1): both conn-id modes, as the Bind asked. */
-  async dialHost(t: Terminator, circuit: Circuit, connect: Message) {
+  /**
+   * Host side of a dial (4.1): both conn-id modes, as the Bind asked. The caller (1008) is the dialing
+   * session's identity, set here: a dialer's own 1008 could name anyone (upstream passes it on
+   * unchecked), and a Dial without one crashes the C SDK's host.
+   */
+  async dialHost(t: Terminator, circuit: Circuit, connect: Message, callerId: string) {
     const host = circuit.host;
-    const dial = message(ContentType.Dial, [[Header.ConnId, u32(t.bindConnId)], [Header.Seq, u32(0)], [Header.CircuitId, str(circuit.id)]], str(t.token));
-    for (const h of [Header.CallerId, Header.PublicKey, Header.ConnectionMarker, Header.AppData]) {
+    const dial = message(ContentType.Dial, [[Header.ConnId, u32(t.bindConnId)], [Header.Seq, u32(0)], [Header.CircuitId, str(circuit.id)], [Header.CallerId, str(callerId)]], str(t.token));
+    for (const h of [Header.PublicKey, Header.ConnectionMarker, Header.AppData]) {
       const v = connect.headers.get(h);
       if (v) dial.headers.set(h, v);
     }

@@ -68,6 +68,8 @@ export interface SessionEvent extends Base {
   api_session_id: string;
   identity_id: string;
   service_id: string;
+  /** Why it ended, when the controller ended it (ztc's addition): access-lost: ... */
+  reason?: string;
 }
 
 export interface AuthenticationEvent extends Base {

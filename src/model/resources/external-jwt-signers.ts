@@ -13,6 +13,10 @@ import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
 
 const Url = Type.String({ maxLength: 2048 });
 const Text = Type.String({ maxLength: 2048 });
+/** Which of the provider's tokens a client presents to log in: the access token (upstream's default) or the ID token. */
+const TargetToken = Type.Union([Type.Literal('ACCESS'), Type.Literal('ID')], { description: "The provider's token a client presents: ACCESS (the default) or ID" });
+/** A claim by root property name (`groups`) or JSON pointer (`/realm_access/roles`), as upstream takes it. */
+const ClaimsSelector = Type.String({ maxLength: 1024 });
 const fields = {
   certPem: Type.Optional(Nullable(Type.String({ maxLength: 65536 }))),
   jwksEndpoint: Type.Optional(Nullable(Url)),
@@ -22,6 +26,12 @@ const fields = {
   clientId: Type.Optional(Nullable(Text)),
   externalAuthUrl: Type.Optional(Nullable(Url)),
   scopes: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 }))),
+  targetToken: Type.Optional(Nullable(TargetToken)),
+  enrollNameClaimsSelector: Type.Optional(Nullable(ClaimsSelector)),
+  enrollAttributeClaimsSelector: Type.Optional(Nullable(ClaimsSelector)),
+  // Upstream 2.x enrols identities by a signer's JWT (POST /enroll/token); ztc does not, so only false is taken.
+  enrollToCertEnabled: Type.Optional(Nullable(Type.Boolean({ description: 'Only false: ztc does not enroll identities by external JWT' }))),
+  enrollToTokenEnabled: Type.Optional(Nullable(Type.Boolean({ description: 'Only false: ztc does not enroll identities by external JWT' }))),
   tags: Type.Optional(Tags),
 };
 export const signerCreate = Type.Object(
@@ -46,12 +56,16 @@ export const signerDetail = Type.Object({
   ...baseFields, name: Type.String(), enabled: Type.Boolean(), issuer: Type.String(), audience: OptionalText, certPem: OptionalText, jwksEndpoint: OptionalText,
   kid: OptionalText, claimsProperty: OptionalText, useExternalId: Type.Boolean(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Scopes,
   fingerprint: OptionalText, commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
+  targetToken: Type.String(), enrollNameClaimsSelector: Type.String(), enrollAttributeClaimsSelector: Type.String(), enrollToCertEnabled: Type.Boolean(), enrollToTokenEnabled: Type.Boolean(),
 });
 /**
  * What the client API shows: enough to start a login with the external provider. clientId is left out
  * when unset, as upstream's (omitempty there, where the management API shows null).
  */
-export const signerClientDetail = Type.Object({ ...baseFields, name: Type.String(), clientId: Type.Optional(Type.String()), externalAuthUrl: OptionalText, scopes: Scopes });
+export const signerClientDetail = Type.Object({
+  ...baseFields, name: Type.String(), clientId: Type.Optional(Type.String()), externalAuthUrl: OptionalText, scopes: Scopes,
+  audience: OptionalText, targetToken: Type.String(), enrollToCertEnabled: Type.Boolean(), enrollToTokenEnabled: Type.Boolean(),
+});
 
 /** Go's zero time as upstream's DateTime prints it: what a signer without a certificate shows for its validity. */
 const GO_ZERO_TIME = '0001-01-01T00:00:00.000Z';
@@ -100,6 +114,13 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
   if (has('useExternalId')) out.useExternalId = bit(input.useExternalId);
   if (has('claimsProperty')) out.claimsProperty = input.claimsProperty ?? 'sub';
   if (has('scopes')) out.scopes = toJson(input.scopes ?? [], []);
+  // Unset or null is upstream's default: ACCESS, /sub (the JWT's subject names the identity), no attributes.
+  if (has('targetToken')) out.targetToken = input.targetToken ?? 'ACCESS';
+  if (has('enrollNameClaimsSelector')) out.enrollNameClaimsSelector = claimsSelector('enrollNameClaimsSelector', input.enrollNameClaimsSelector) || '/sub';
+  if (has('enrollAttributeClaimsSelector')) out.enrollAttributeClaimsSelector = claimsSelector('enrollAttributeClaimsSelector', input.enrollAttributeClaimsSelector);
+  for (const k of ['enrollToCertEnabled', 'enrollToTokenEnabled']) {
+    if (input[k] === true) throw new ApiError(400, 'INVALID_FIELD', `${k} cannot be true: ztc does not enroll identities by an external JWT (POST /enroll/token); create them and log in with method ext-jwt`, { field: k, reason: 'not supported', value: true });
+  }
   if (input.jwksEndpoint) {
     checkUrl('jwksEndpoint', input.jwksEndpoint);
     checkJwksHost(input.jwksEndpoint, ctx);
@@ -127,6 +148,16 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
   return out;
 }
 
+/**
+ * A claims selector as upstream checks it: a root property name or a JSON pointer, kept as given; a `~`
+ * must start an escape (`~0`, `~1`). Unset is "".
+ */
+function claimsSelector(field: string, value: unknown): string {
+  const s = typeof value === 'string' ? value : '';
+  if (/~(?![01])/.test(s)) throw couldNotValidate(field, `the claims selector is invalid: '~' must be followed by 0 or 1 in a JSON pointer`, s);
+  return s;
+}
+
 /** Unset is null, and so is "" (rows written before blanks were stored as null). */
 const opt = (v: unknown) => (v == null || v === '' ? null : String(v));
 
@@ -140,12 +171,12 @@ export const externalJwtSigners = defineResource({
   description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
   schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
   blankAsNull: ['audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'clientId', 'externalAuthUrl'],
-  // Fields of newer controllers (enrolment through a signer) that ZAC 4.5 sends; API 0.26.28 has none of them.
-  ignored: { enrollToCertEnabled: Type.Boolean(), enrollToTokenEnabled: Type.Boolean(), targetToken: Type.String({ maxLength: 64 }) },
+  // Upstream 2.x's enrolment by JWT names this auth policy; ztc does not enroll that way (enrollTo*Enabled only false).
+  ignored: { enrollAuthPolicyId: Type.String({ maxLength: 255 }) },
   filterable: {
     ...baseFilterable,
     ...Object.fromEntries(
-      ['name', 'fingerprint', 'kid', 'issuer', 'certPem', 'commonName', 'claimsProperty', 'audience', 'clientId', 'scopes'].map((f) => [f, { column: `e.${f.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())}`, type: 'string' as const, sortable: true }]),
+      ['name', 'fingerprint', 'kid', 'issuer', 'certPem', 'commonName', 'claimsProperty', 'audience', 'clientId', 'scopes', 'targetToken', 'enrollNameClaimsSelector', 'enrollAttributeClaimsSelector'].map((f) => [f, { column: `e.${f.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())}`, type: 'string' as const, sortable: true }]),
     ),
     notAfter: { column: 'e.not_after', type: 'datetime', sortable: true },
     notBefore: { column: 'e.not_before', type: 'datetime', sortable: true },
@@ -156,6 +187,8 @@ export const externalJwtSigners = defineResource({
     name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: opt(r.audience), certPem: opt(r.certPem), jwksEndpoint: opt(r.jwksEndpoint), kid: opt(r.kid),
     claimsProperty: opt(r.claimsProperty), useExternalId: isSet(r.useExternalId), clientId: opt(r.clientId), externalAuthUrl: opt(r.externalAuthUrl), scopes: scopesOf(r.scopes),
     fingerprint: opt(r.fingerprint), commonName: r.commonName ?? '', notBefore: r.notBefore || GO_ZERO_TIME, notAfter: r.notAfter || GO_ZERO_TIME,
+    targetToken: r.targetToken || 'ACCESS', enrollNameClaimsSelector: r.enrollNameClaimsSelector || '/sub', enrollAttributeClaimsSelector: r.enrollAttributeClaimsSelector ?? '',
+    enrollToCertEnabled: false, enrollToTokenEnabled: false,
   }),
   toRow,
   hooks: {

@@ -22,6 +22,7 @@ import { importJournal } from './0025-import-journal.js';
 import { nameTrigrams } from './0026-name-trigrams.js';
 import { importFinished } from './0027-import-finished.js';
 import { nameStatistics } from './0028-name-statistics.js';
+import { signerTargetToken } from './0029-signer-target-token.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -46,5 +47,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0026-name-trigrams': nameTrigrams(dialect),
     '0027-import-finished': importFinished(),
     '0028-name-statistics': nameStatistics(dialect),
+    '0029-signer-target-token': signerTargetToken(),
   };
 }
