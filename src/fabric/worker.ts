@@ -101,8 +101,8 @@ try {
   parentPort!.on('message', (m: 'close') => {
     if (m !== 'close') return;
     clearInterval(stats);
-    void (async () => {
     access.stop();
+    void (async () => {
       await ctrl?.stop();
       await router?.close();
       await recorder.flush();

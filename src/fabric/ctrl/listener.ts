@@ -65,11 +65,11 @@ export class CtrlServer {
   private newest = '';
   private timers: NodeJS.Timeout[] = [];
   private syncing = false;
-  private catchingUp: Promise<void> = Promise.resolve();
   /** A sync was asked for while one ran: another follows it. */
   private again = false;
   /** What identities may use changed: the next sync also checks each use's router access. */
   private routerCheck = false;
+  private catchingUp: Promise<void> = Promise.resolve();
   private cursor = 0;
   private reconciledAt = Date.now();
   /** Heartbeats out to connections asked whether they are still up, one at a time per connection. */
@@ -348,6 +348,12 @@ export class CtrlServer {
     return this.catchingUp;
   }
 
+  /** Access changed somewhere (fabric/access-watch.ts): sync now, edge-router access included. */
+  accessChanged() {
+    this.routerCheck = true;
+    void this.sync();
+  }
+
   /** Every second: API sessions made since, those that ended, and service sessions the routers use that ended. */
   private async sync() {
     if (this.syncing) {
@@ -359,18 +365,12 @@ export class CtrlServer {
       return;
     }
     this.syncing = true;
-  /** Access changed somewhere (fabric/access-watch.ts): sync now, edge-router access included. */
-  accessChanged() {
-    this.routerCheck = true;
-    void this.sync();
-  }
-
+    const routerCheck = this.routerCheck;
+    this.routerCheck = false;
     try {
       await this.dropRemovedRouters();
       await this.catchUp();
       const conns = [...this.routers.values()];
-    const routerCheck = this.routerCheck;
-    this.routerCheck = false;
       const sessionIds = [...new Set(this.network.sessionIds())];
       const checked = this.nextSlice();
       const live = await stillLive(this.ctx, checked, sessionIds);
@@ -386,23 +386,19 @@ export class CtrlServer {
         const tokens = await this.network.sessionsEnded(ended);
         if (tokens.length) for (const c of conns) c.send(CtrlType.SessionRemoved, encode(Schemas.SessionRemoved, { tokens }));
       }
+      if (routerCheck) await this.checkRouterAccess();
     } catch (e) {
+      if (routerCheck) this.routerCheck = true;
       this.log.warn({ err: String(e) }, 'ctrl: could not sync API sessions');
     } finally {
       this.syncing = false;
-      if (routerCheck) await this.checkRouterAccess();
-    }
-      if (routerCheck) this.routerCheck = true;
-  }
-
-  /** A router deleted or disabled through the API (on any controller) is disconnected, as upstream does. */
       if (this.again) {
         this.again = false;
         void this.sync();
       }
-  private async dropRemovedRouters() {
-    // Only the routers asked about: one that connected while the answer was coming (its hello checked
-    // it already) is not in the answer, and was closed as if deleted (seen on PostgreSQL under load: a
+    }
+  }
+
   /**
    * Circuits and terminators whose session may no longer use their router (an edge router policy or a
    * service edge router policy changed) end there; a session left with no router at all is revoked.
@@ -416,6 +412,10 @@ export class CtrlServer {
     if (nowhere.length) await revokeSessions(this.ctx, nowhere.map((s) => ({ ...s, reason: NO_ROUTER })));
   }
 
+  /** A router deleted or disabled through the API (on any controller) is disconnected, as upstream does. */
+  private async dropRemovedRouters() {
+    // Only the routers asked about: one that connected while the answer was coming (its hello checked
+    // it already) is not in the answer, and was closed as if deleted (seen on PostgreSQL under load: a
     // router dropped right after its hello, its peers told it was unhealthy).
     const asked = [...this.routers.keys()];
     const allowed = await routersAllowed(this.ctx, asked);

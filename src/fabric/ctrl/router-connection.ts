@@ -264,6 +264,8 @@ export class RouterConn {
   private async routeCircuit(r: { token: string; fingerprints: string[]; instanceId?: string; peerData: Map<number, Buffer> }) {
     const s = await checkServiceSession(this.ctx, r.token, 'Dial', r.fingerprints.map((f) => f.toLowerCase()), this.routerId);
     if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
+    // The caller the host is told is the identity the session belongs to, never what the dialer claims.
+    r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));
     return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
   }
 
@@ -276,8 +278,6 @@ export class RouterConn {
         clearTimeout(timer);
         this.routeWaiters.delete(key);
         resolve(r);
-    // The caller the host is told is the identity the session belongs to, never what the dialer claims.
-    r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));
       };
       const timer = setTimeout(() => done(undefined), timeoutMs);
       this.routeWaiters.set(key, done);
