@@ -232,6 +232,8 @@ describe('an upstream router on the control channel', () => {
     expect(clientCert.publicKey.export({ type: 'spki', format: 'pem' })).toBe(createPublicKey(clientCsr.keyPem).export({ type: 'spki', format: 'pem' }));
     expect(serverCert.subjectAltName).toContain('DNS:renewed.example');
     expect(certs.caCertsPem).toBe(n.c.running.ctx.pki.caBundlePem);
+    // Each as a chain, as at enrollment: the leaf, then the intermediate that issued it.
+    for (const pem of [certs.clientCertPem, certs.serverCertPem]) expect(pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n/g)?.[1]).toBe(n.c.running.ctx.pki.intermediatePem);
     // Not its own yet: the enrolled certificate still names it, until it confirms.
     expect(await fingerprintNow()).toBe(enrolled);
     const verify = (pem: string) => q.replyTo(q.send(T.EnrollmentExtendRouterVerifyRequest, [], encode(Schemas.EnrollmentExtendRouterVerifyRequest, { clientCertPem: pem })));

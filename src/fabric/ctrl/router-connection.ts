@@ -8,6 +8,7 @@ import { ContentType, EdgeError, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import { touchApiSessions } from '../../model/data-plane.js';
 import { routerFingerprint } from '../../model/fabric-state.js';
+import { fingerprintOf } from '../../model/pki/certs.js';
 import { adoptRouterCerts, issueRouterExtension, type RouterCerts } from '../../model/pki/router-enroll.js';
 import { checkServiceSession, Refused } from '../session-checks.js';
 import type { Precedence } from '../terminators.js';
@@ -17,6 +18,15 @@ import type { RouteStep } from './paths.js';
 import { decodeBytesMap, decodeStrings, encodeBytesMap, encodeStringMap } from './wire.js';
 
 const PRECEDENCE: Precedence[] = ['default', 'required', 'failed'];
+
+/** The fingerprint of a PEM's first certificate (the leaf of a chain); '' for what is no certificate. */
+function leafFingerprint(pem: string): string {
+  try {
+    return fingerprintOf(pem);
+  } catch {
+    return '';
+  }
+}
 /** How often one connection may have certificates signed (a 1.1 router asks again after 35 s without an answer). */
 const EXTEND_EVERY_MS = 30_000;
 const PUBLIC_KEY = 1003;
@@ -146,7 +156,8 @@ export class RouterConn {
       const certs = await issueRouterExtension(this.ctx, this.routerId, req.clientCertCsr, req.serverCertCsr);
       if (req.requireVerification) this.extension = { certs, at: now };
       else await this.adopt(certs);
-      this.send(CtrlType.EnrollmentCertsResponse, encode(Schemas.EnrollmentCertsResponse, { clientCertPem: certs.client.pem, serverCertPem: certs.serverCert.pem, caCertsPem: this.ctx.pki.caBundlePem }));
+      // Each certificate with the intermediate that issued it (router-enroll.ts issueRouterCerts), as at enrollment.
+      this.send(CtrlType.EnrollmentCertsResponse, encode(Schemas.EnrollmentCertsResponse, { clientCertPem: certs.chain.client, serverCertPem: certs.chain.server, caCertsPem: this.ctx.pki.caBundlePem }));
       this.server.log.info({ router: this.name, verify: !!req.requireVerification }, 'ctrl: signed renewed router certificates');
     } finally {
       this.extending = false;
@@ -160,7 +171,8 @@ export class RouterConn {
     if (!clientCertPem) return answer('MISSING_CLIENT_PEM', 'request did not contain a client certificate PEM');
     const pending = this.extension;
     if (!pending) return answer('INVALID_ROUTER_STATE', 'the router has no outstanding certificate renewal');
-    if (String(clientCertPem).trim() !== pending.certs.client.pem.trim()) return answer('INVALID_CLIENT_PEM', 'the certificate is not the one signed for this renewal');
+    // Upstream's router sends back the PEM it was sent (the chain); its first certificate must be the one signed.
+    if (leafFingerprint(String(clientCertPem)) !== pending.certs.client.fingerprint) return answer('INVALID_CLIENT_PEM', 'the certificate is not the one signed for this renewal');
     try {
       await this.adopt(pending.certs);
     } catch (e) {

@@ -16,13 +16,26 @@ const needCsr = (field: string, v: unknown): string => {
   return v;
 };
 
-/** The router's two certificates: CN = router id; the server certificate carries the CSR's host names. */
+/** PEMs one after the other, each on its own lines. */
+const pemChain = (...pems: string[]) => pems.map((p) => `${p.trim()}\n`).join('');
+
+/**
+ * The router's two certificates: CN = router id; the server certificate carries the CSR's host names.
+ * `chain`: what the router is handed, as upstream's enrollment does: each leaf followed by the
+ * intermediate that issued it, so the router presents the whole chain on TLS. A peer whose CA bundle
+ * predates an intermediate renewal (an SDK enrolled before `ztc pki renew intermediate`, holding the
+ * old intermediate and the root) then still reaches the root through the router's new intermediate;
+ * with the leaf alone it refused the router (`tls: unknown certificate authority`). Only the leaf is
+ * stored (its fingerprint names the router).
+ */
 async function issueRouterCerts(ctx: Ctx, routerId: string, clientCsr: string, serverCsr: string) {
+  // The intermediate that signs both (signClientCsr reads it now): a renewal meanwhile changes neither.
+  const issuer = ctx.pki.intermediatePem;
   const [client, serverCert] = await Promise.all([
     signClientCsr(ctx, clientCsr, routerId, { usage: 'client' }),
     signClientCsr(ctx, serverCsr, routerId, { usage: 'server+client', sans: 'fromCsr' }),
   ]);
-  return { client, serverCert, hostname: serverCert.sans[0] };
+  return { client, serverCert, hostname: serverCert.sans[0], chain: { client: pemChain(client.pem, issuer), server: pemChain(serverCert.pem, issuer) } };
 }
 
 export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown, serverCsr: unknown) {
@@ -30,7 +43,7 @@ export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown,
   const s = needCsr('serverCsr', serverCsr);
   // Signed before the transaction (which would wait for it); the claim inside decides.
   const peeked = await peekEnrollment(ctx, token, ['erott', 'trott']);
-  const { client, serverCert, hostname } = await issueRouterCerts(ctx, peeked.routerId ?? '', c, s);
+  const { client, serverCert, hostname, chain } = await issueRouterCerts(ctx, peeked.routerId ?? '', c, s);
   return writeTx(ctx, async (tx) => {
     const e = await takeEnrollment(tx, ctx, token, ['erott', 'trott']);
     const router = await tx.selectFrom('routers').selectAll().where('id', '=', e.routerId!).executeTakeFirst();
@@ -38,7 +51,7 @@ export async function enrollRouter(ctx: Ctx, token: unknown, clientCsr: unknown,
     const changed = { fingerprint: client.fingerprint, certPem: client.pem, serverCertPem: serverCert.pem, isVerified: 1, hostname, updatedAt: iso(ctx.clock.now()) };
     await tx.updateTable('routers').set(changed).where('id', '=', router.id).execute();
     await recordRowChange(tx, ctx, 'routers', 'updated', router.id, router as never, { ...router, ...changed }, 'enroll');
-    return { ca: ctx.pki.caBundlePem, cert: client.pem, serverCert: serverCert.pem };
+    return { ca: ctx.pki.caBundlePem, cert: chain.client, serverCert: chain.server };
   });
 }
 
@@ -51,7 +64,7 @@ export async function extendRouter(ctx: Ctx, presented: X509Certificate[], certC
   if (ctx.enrolling) ctx.enrolling.routerId = router.id;
   const certs = await issueRouterExtension(ctx, router.id, certCsr, serverCertCsr);
   await adoptRouterCerts(ctx, router.id, fingerprint, certs);
-  return { ca: ctx.pki.caBundlePem, cert: certs.client.pem, serverCert: certs.serverCert.pem };
+  return { ca: ctx.pki.caBundlePem, cert: certs.chain.client, serverCert: certs.chain.server };
 }
 
 export type RouterCerts = Awaited<ReturnType<typeof issueRouterCerts>>;
