@@ -61,7 +61,7 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
   }
 
   await sealLegacySecrets(ctx);
-  for (const name of ['services', 'policy-membership']) {
+  for (const name of ['services', 'access', 'policy-membership']) {
     await db.insertInto('changeMarkers').values({ name, changedAt: now }).onConflict((oc) => oc.doNothing()).execute();
   }
 

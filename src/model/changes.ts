@@ -12,16 +12,32 @@ import { lockMembership } from './policy/membership.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 
-export async function touchServices(tx: AnyDb, ctx: Pick<Ctx, 'clock'>) {
+/**
+ * Something that can change an identity's service list was written: the 'services' marker (what clients
+ * poll) moves, and with it the 'access' marker (what the data plane's access watch reads:
+ * fabric/access-watch.ts), unless `grants` is false: a posture response changes what passes, not who is
+ * granted, and the watch judges posture on its own, so it need not re-read every grant for it.
+ */
+export async function touchServices(tx: AnyDb, ctx: Pick<Ctx, 'clock'>, o: { grants?: boolean } = {}) {
   await lockMembership(tx);
-  // Always forward, if only by a millisecond: the data plane's access watch (fabric/access-watch.ts)
-  // and polling clients tell a change by a new value, and two changes in one millisecond (or under a
-  // clock that stands still, or steps back) would otherwise read as none.
-  const prev = await tx.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').executeTakeFirst();
+  const names = o.grants === false ? ['services'] : ['services', 'access'];
+  const prev = await tx.selectFrom('changeMarkers').select(['name', 'changedAt']).where('name', 'in', names).execute();
   const now = ctx.clock.now().getTime();
-  const last = prev ? Date.parse(prev.changedAt) : NaN;
-  const at = Number.isFinite(last) && last >= now ? new Date(last + 1) : new Date(now);
-  await tx.updateTable('changeMarkers').set({ changedAt: iso(at) }).where('name', '=', 'services').execute();
+  for (const name of names) {
+    // Always forward, if only by a millisecond: the watch and polling clients tell a change by a new
+    // value, and two changes in one millisecond (or under a clock that stands still, or steps back)
+    // would otherwise read as none.
+    const last = Date.parse(prev.find((p) => p.name === name)?.changedAt ?? '');
+    const at = Number.isFinite(last) && last >= now ? new Date(last + 1) : new Date(now);
+    await tx.updateTable('changeMarkers').set({ changedAt: iso(at) }).where('name', '=', name).execute();
+  }
+}
+
+/** The markers a data plane watches: who is granted what (`access`), and anything clients see (`services`). */
+export async function accessMarkers(db: Db): Promise<{ access: string; services: string }> {
+  const rows = await db.selectFrom('changeMarkers').select(['name', 'changedAt']).where('name', 'in', ['access', 'services']).execute();
+  const of = (n: string) => rows.find((r) => r.name === n)?.changedAt ?? '';
+  return { access: of('access'), services: of('services') };
 }
 
 // The shared marker and the API session's latest posture response, as one row. By the session's id

@@ -200,7 +200,7 @@ const checks: Check[] = [
   },
   // The markers clients poll, and the default admin.
   async (db, fix, report, ctx) => {
-    for (const name of ['services', 'policy-membership']) {
+    for (const name of ['services', 'access', 'policy-membership']) {
       const marker = await db.selectFrom('changeMarkers').select('name').where('name', '=', name).executeTakeFirst();
       if (!marker) {
         if (fix) await db.insertInto('changeMarkers').values({ name, changedAt: iso(ctx.clock.now()) }).execute();

@@ -135,8 +135,3 @@ export async function enforceAccess(ctx: Ctx, o: { posture: boolean; grants?: bo
   return revokeSessions(ctx, [...lost, ...posture.filter((r) => !seen.has(r.id))]);
 }
 
-/** When any write last moved what identities may use (model/changes.ts touchServices). */
-export async function accessChangedAt(ctx: Ctx): Promise<string> {
-  const row = await ctx.store.db.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').executeTakeFirst();
-  return row?.changedAt ?? '';
-}

@@ -75,7 +75,7 @@ export async function submitResponses(ctx: Ctx, who: Principal, list: PostureRes
       }
       await storeAndRecord(tx, ctx, { apiSessionId: who.apiSessionId, identityId: who.identityId, checkId: r.id, typeId: check.typeId, data, at });
     }
-    await touchServices(tx, ctx);
+    await touchServices(tx, ctx, { grants: false });
     return { services: woke ? await mfaTimedServices(tx, who.identityId) : [] };
   });
 }
