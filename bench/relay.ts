@@ -10,6 +10,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { newKeyAndCsr } from '../src/model/pki/csr.js';
 import { ECHO_DEMO_PY } from '../src/cli/demo/echo-demo.js';
+import { FRAME_DEADLINE_MS, PARTIAL_FRAME_BUDGET } from '../src/fabric/channel/guard.js';
 import { CT, EdgePeer, H, le32 } from '../test/peers/edge-sdk.js';
 import { call, login, ok, startServer, stopServer, tempDir, type Server } from './http.js';
 
@@ -260,6 +261,8 @@ export async function relayRows(): Promise<Row[]> {
     ['relay: 10 parallel streams (sum)', `${ten.toFixed(1)} MiB/s`, (ten / plain).toFixed(2)],
     ['relay: dial set-up, 100 dials', `p50 ${pct(setups, 50).toFixed(2)} ms  p99 ${pct(setups, 99).toFixed(2)} ms`, 'goal p99 < 15 ms'],
     ['relay: controller RSS idle / peak relaying', `${idleRss.toFixed(0)} MB / ${peakRss.toFixed(0)} MB`, ''],
+    // Not measured: the bound that holds whatever clients send (channel/guard.ts).
+    ['relay: unfinished frames held, at most', `${PARTIAL_FRAME_BUDGET / MiB} MiB per port (edge, ctrl); ${FRAME_DEADLINE_MS / 1000} s to finish one`, 'worst case'],
     ['relay: client service list quiet', `p50 ${quietList.p50.toFixed(1)} ms  p99 ${quietList.p99.toFixed(1)} ms`, '1.00'],
     ['relay: same, while 4 streams relay', `p50 ${busyList.p50.toFixed(1)} ms  p99 ${busyList.p99.toFixed(1)} ms`, `${(busyList.p99 / quietList.p99).toFixed(2)} (goal < 3)`],
     ['relay: C SDK echo through the router (upstream 7.6-9.2)', csdk, ''],

@@ -6,6 +6,7 @@ import type { Ctx } from '../model/context.js';
 import { removeRouterEdgeTerminators, setRouterLease } from '../model/data-plane.js';
 import { ensureEmbeddedRouter, type EmbeddedRouter } from '../model/embedded-router.js';
 import { VERSION } from '../version.js';
+import { ListenerGuard } from './channel/guard.js';
 import { startEdgeListener } from './edge/listener.js';
 import { Fabric, type FabricLog } from './fabric.js';
 import type { CircuitRecorder } from './recorder.js';
@@ -27,6 +28,8 @@ export interface EdgeRouter {
   router: EmbeddedRouter;
   fabric: Fabric;
   port: number;
+  /** The edge port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
+  guard: ListenerGuard;
   close(): Promise<void>;
 }
 
@@ -39,7 +42,9 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
   const fabric = new Fabric(ctx, router.id, o.log, o.recorder);
   const removed = await removeRouterEdgeTerminators(ctx, router.id);
   if (removed) o.progress?.(`removed ${removed} terminator(s) left by a previous run of the router`);
+  const guard = new ListenerGuard('edge', (x, msg) => o.log.warn(x, msg));
   const server: Server = await startEdgeListener(fabric, {
+    guard,
     host: o.bind,
     port: o.port,
     certPem: router.certPem,
@@ -60,6 +65,7 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
     router,
     fabric,
     port,
+    guard,
     async close() {
       if (closed) return;
       closed = true;

@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { ZtcEvent } from '../model/events/types.js';
 import { sqliteAddonFile, threadProgram } from '../store/store-thread.js';
+import type { ListenerCounts } from './channel/guard.js';
 import type { FabricLog } from './fabric.js';
 
 export interface RouterWorkerData {
@@ -34,6 +35,8 @@ export interface DataPlaneStats {
   dialsFailed: number;
   /** Set-up times of the dials that completed since the last report, in milliseconds. */
   dialSetupMs: number[];
+  /** The edge and control ports (those listening): connections closed by their limits, bytes held in partial frames. */
+  listeners: { edge?: ListenerCounts; ctrl?: ListenerCounts };
 }
 
 /** The embedded edge router: its record's id and name, the tls:// address SDKs are given, its port. */

@@ -94,6 +94,7 @@ try {
       dialsOk,
       dialsFailed: f?.dials.failed ?? 0,
       dialSetupMs: fresh > 0 ? f!.dials.setupMs.slice(-fresh) : [],
+      listeners: { ...(router ? { edge: { ...router.guard.counts } } : {}), ...(ctrl ? { ctrl: { ...ctrl.guard.counts } } : {}) },
     } });
   }, STATS_MS);
   stats.unref();

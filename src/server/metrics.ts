@@ -8,6 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { AUTH_METHODS } from '../model/auth/authenticate.js';
 import type { Ctx } from '../model/context.js';
 import type { DataPlaneStats } from '../fabric/thread.js';
+import type { ListenerCounts } from '../fabric/channel/guard.js';
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -21,6 +22,8 @@ export class Metrics {
   private readonly dialSetup: Histogram;
   private readonly reports: Counter;
   private readonly dataPlane = { routers: 0, sdkConnections: 0, circuits: 0, bytesRelayed: 0, dialsOk: 0, dialsFailed: 0 };
+  /** The data plane's listeners, as last reported. */
+  private listeners: DataPlaneStats['listeners'] = {};
 
   constructor(ctx: Ctx) {
     const registers = [this.registry];
@@ -56,12 +59,38 @@ export class Metrics {
     total('ztc_relayed_bytes_total', 'Bytes relayed by the embedded edge router', 'bytesRelayed');
     total('ztc_dials_total', 'Dials through the embedded edge router that reached their host', 'dialsOk');
     total('ztc_dials_failed_total', 'Dials through the embedded edge router that failed', 'dialsFailed');
+    // What one client may hold, by listener: the data plane's limits on frames in progress.
+    const listeners = () => Object.entries(this.listeners) as [string, ListenerCounts][];
+    new Counter({
+      name: 'ztc_connections_closed_total',
+      help: 'Data-plane connections closed for a frame that did not complete in time (frame_deadline) or that would have taken the partial frames of their port over its budget (frame_budget), by listener',
+      labelNames: ['listener', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [listener, c] of listeners()) {
+          this.inc({ listener, reason: 'frame_deadline' }, c.closedFrameDeadline);
+          this.inc({ listener, reason: 'frame_budget' }, c.closedFrameBudget);
+        }
+      },
+    });
+    new Gauge({
+      name: 'ztc_partial_frame_bytes',
+      help: 'Bytes held in frames not yet complete, by data-plane listener (at most the budget each)',
+      labelNames: ['listener'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [listener, c] of listeners()) this.set({ listener }, c.partialFrameBytes);
+      },
+    });
   }
 
   /** A report from the data-plane thread. */
   dataPlaneStats(s: DataPlaneStats) {
-    const { dialSetupMs, ...rest } = s;
+    const { dialSetupMs, listeners, ...rest } = s;
     Object.assign(this.dataPlane, rest);
+    this.listeners = listeners ?? {};
     this.reports.inc();
     for (const ms of dialSetupMs) this.dialSetup.observe(ms / 1000);
   }

@@ -3,6 +3,7 @@
 // paused while a destination it feeds is full (TCP then slows the sender: backpressure, not buffers).
 import type { Socket } from 'node:net';
 import { EMPTY, encodeHead, FRAME_LIMITS, FrameDecoder, FrameError, i32, type FrameLimits, type Message, readInt32 } from './codec.js';
+import type { ListenerGuard } from './guard.js';
 import { Header } from './messages.js';
 
 export interface ChannelEvents {
@@ -25,9 +26,13 @@ export class Channel {
   /** When bytes last arrived (ms since the epoch): whether the peer is still there (the control channel asks before letting a second connection of a router in). */
   lastReceivedAt = Date.now();
   private handlers?: ChannelEvents;
+  /** When the frame in progress began to arrive (or reading resumed after a pause); 0: none in progress. */
+  partialSince = 0;
 
-  constructor(readonly socket: Socket, limits: FrameLimits = FRAME_LIMITS) {
+  /** `guard`: the listener's deadline and budget for frames in progress (guard.ts), on accepted connections. */
+  constructor(readonly socket: Socket, limits: FrameLimits = FRAME_LIMITS, private readonly guard?: ListenerGuard) {
     this.decoder = new FrameDecoder(limits);
+    guard?.add(this);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (e) => this.close(e));
     socket.on('close', () => this.close());
@@ -44,15 +49,39 @@ export class Channel {
     this.decoder.limits = limits;
   }
 
+  /** Bytes held for the frame in progress. */
+  get partialBytes() {
+    return this.decoder.pending;
+  }
+
+  /** The declared size of the frame in progress (0 until its prefix arrived). */
+  get partialExpected() {
+    return this.decoder.expected;
+  }
+
+  /** Whether reading is paused by backpressure (a destination of this channel is full). */
+  get paused() {
+    return this.pausedBy.size > 0;
+  }
+
   private onData(chunk: Buffer) {
     if (this.closed) return;
     this.lastReceivedAt = Date.now();
     let messages: Message[];
+    const before = this.decoder.pending;
     try {
       messages = this.decoder.push(chunk);
     } catch (e) {
       this.close(e instanceof FrameError ? e : new FrameError(String(e)));
       return;
+    }
+    if (this.guard) {
+      const after = this.decoder.pending;
+      // A new frame in progress (none before, or the one before completed): its deadline starts now.
+      if (!after) this.partialSince = 0;
+      else if (!before || messages.length) this.partialSince = Date.now();
+      if (after !== before) this.guard.changed(this, after - before);
+      if (this.closed) return;
     }
     for (const m of messages) {
       if (this.closed) return;
@@ -127,7 +156,11 @@ export class Channel {
   private releaseBlocked() {
     for (const source of this.blocked) {
       source.pausedBy.delete(this);
-      if (!source.pausedBy.size && !source.closed) source.socket.resume();
+      if (!source.pausedBy.size && !source.closed) {
+        // Time paused was ours, not the peer's: a frame in progress gets its whole deadline again.
+        if (source.partialSince) source.partialSince = Date.now();
+        source.socket.resume();
+      }
     }
     this.blocked.clear();
   }
@@ -135,6 +168,9 @@ export class Channel {
   close(error?: Error) {
     if (this.closed) return;
     this.closed = true;
+    this.guard?.remove(this);
+    this.decoder.clear();
+    this.partialSince = 0;
     for (const w of this.waiters.values()) {
       clearTimeout(w.timer);
       w.reject(new Error('channel closed'));

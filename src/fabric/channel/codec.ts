@@ -102,6 +102,18 @@ export class FrameDecoder {
     return this.buffered;
   }
 
+  /** The whole size of the frame in progress, once its prefix has arrived (else 0). */
+  get expected() {
+    return this.need;
+  }
+
+  /** Drop whatever is held (the connection closed). */
+  clear() {
+    this.chunks = [];
+    this.buffered = 0;
+    this.need = 0;
+  }
+
   push(chunk: Buffer): Message[] {
     this.chunks.push(chunk);
     this.buffered += chunk.length;

@@ -1,12 +1,14 @@
 // What every channel listener of the data plane shares (the SDKs' edge port, the routers' control port):
 // TLS asking for a client certificate, at most so many connections per address (the next is closed
 // before any TLS work), one deadline for the TCP connection to finish TLS and send its hello (a silent
-// socket, a stalled handshake and a trickled hello alike are destroyed), and the hello as the first frame.
+// socket, a stalled handshake and a trickled hello alike are destroyed), the hello as the first frame,
+// and the listener's deadline and budget for frames in progress (guard.ts).
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
 import { TLS_CIPHERS } from '../../server/tls-context.js';
 import { Channel } from './channel.js';
 import { HELLO_LIMITS, type Message } from './codec.js';
+import type { ListenerGuard } from './guard.js';
 import { ContentType } from './messages.js';
 
 export interface ChannelListenerOptions {
@@ -21,6 +23,8 @@ export interface ChannelListenerOptions {
   helloTimeoutMs: number;
   /** Open connections one address may hold (0: no cap). */
   maxPerAddress: number;
+  /** The listener's limits on frames in progress, and its counts for the metrics. */
+  guard: ListenerGuard;
   /** Whether a connection's TLS peer may go on to its hello (its certificate, chiefly); else it is closed at once. */
   admit(socket: tls.TLSSocket): boolean;
 }
@@ -36,6 +40,7 @@ export interface Hello {
 export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello) => void, onError: (e: Error) => void): Promise<tls.Server> {
   const perAddress = new Map<string, number>();
   const deadlines = new WeakMap<Socket, NodeJS.Timeout>();
+  const { guard } = o;
   const server = tls.createServer({
     cert: o.certPem,
     key: o.keyPem,
@@ -72,7 +77,7 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     if (!o.admit(socket)) return void socket.destroy();
     const raw = (socket as unknown as { _parent?: Socket })._parent;
     const deadline = raw ? deadlines.get(raw) : undefined;
-    const channel = new Channel(socket, HELLO_LIMITS);
+    const channel = new Channel(socket, HELLO_LIMITS, guard);
     let seen = false;
     channel.attach({
       message: (m) => {
@@ -88,6 +93,8 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     server.once('error', reject);
     server.listen(o.port, o.host, () => {
       server.off('error', reject);
+      guard.start();
+      server.once('close', () => guard.stop());
       server.on('error', onError);
       resolve(server);
     });

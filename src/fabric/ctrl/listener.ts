@@ -10,6 +10,7 @@ import { apiSessionsForRouters, routerAccessLost, routerForCtrl, sealedApiSessio
 import { NO_ROUTER, revokeSessions } from '../../model/policy/enforce.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import { ListenerGuard } from '../channel/guard.js';
 import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
@@ -78,6 +79,8 @@ export class CtrlServer {
   private duplicates = new Map<string, { loggedAt: number; refused: number }>();
   server?: tls.Server;
   network!: RouterNetwork;
+  /** The control port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
+  readonly guard = new ListenerGuard('ctrl', (x, msg) => this.log.warn(x, msg));
 
   constructor(
     readonly ctx: Ctx,
@@ -98,6 +101,7 @@ export class CtrlServer {
     const server = await listenForChannels(
       {
         ...o,
+        guard: this.guard,
         alpn: ['ziti-ctrl'],
         // The router's certificate must chain to our CA: then its fingerprint names the router.
         admit: (socket) => !!socket.getPeerCertificate()?.raw && socket.authorized,

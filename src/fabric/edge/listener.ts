@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
+import type { ListenerGuard } from '../channel/guard.js';
 import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import type { Fabric } from '../fabric.js';
@@ -19,6 +20,8 @@ export interface EdgeListenerOptions {
   helloTimeoutMs: number;
   /** Open connections one address may hold (0: no cap). */
   maxPerAddress: number;
+  /** Deadline and budget for frames in progress; counts for the metrics. */
+  guard: ListenerGuard;
   /** Sent in the hello reply's version header: Version|Revision|BuildDate|OS|Arch. */
   version: string;
 }
