@@ -48,4 +48,27 @@ describe.skipIf(!postgres)('two controllers, one database', () => {
     await hp.whenClosed(2500);
     onB.close();
   });
+
+  it('a Dial policy deleted through one controller ends a live circuit on the other\'s router within 2 s', async () => {
+    const service = await b.service('mc-revoke');
+    const host: Member = await b.identity('mc-rev-host', ['mc-revoke-hosts']);
+    const client: Member = await b.identity('mc-rev-client', ['mc-revoke-clients']);
+    const hp = await b.peer(host);
+    const bound = await hp.replyTo(hp.send(CT.Bind, [[H.ConnId, le32(1)], [H.Seq, le32(0)], [H.RouterProvidedConnId, Buffer.from([1])]], Buffer.from(await b.session(host, service, 'Bind'))));
+    expect(bound.type).toBe(CT.StateConnected);
+    const dp = await b.peer(client);
+    const connect = dp.send(CT.Connect, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(await b.session(client, service, 'Dial')));
+    const dial = await hp.next((f) => f.type === CT.Dial);
+    hp.send(CT.DialSuccess, [[H.ConnId, le32(1)], [H.ReplyFor, Buffer.from(new Int32Array([dial.seq]).buffer)]], dial.headers.get(H.RouterProvidedConnId)!);
+    expect((await dp.replyTo(connect)).type).toBe(CT.StateConnected);
+    // The policy goes through controller A; B's router carries the circuit.
+    const policy = ((await a.api('GET', `/service-policies?filter=${encodeURIComponent('name = "mc-revoke-dial"')}`)).body.data as { id: string }[])[0];
+    const started = Date.now();
+    expect((await a.api('DELETE', `/service-policies/${policy.id}`)).status).toBe(200);
+    const closed = await dp.next((f) => f.type === CT.StateClosed, 2500);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(closed.body.toString()).toMatch(/access-lost|session closed/);
+    hp.close();
+    dp.close();
+  });
 });
