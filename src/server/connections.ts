@@ -67,26 +67,43 @@ function answerUnparsable(err: NodeJS.ErrnoException, socket: Socket) {
 }
 
 /**
- * At most `maxConnectionsPerAddress` open connections from one client address (0: no cap); the next
- * is closed at once, before any TLS work. One address holding thousands of idle connections would
- * otherwise exhaust file descriptors and memory for everyone.
+ * At most `maxConnectionsPerAddress` open connections from one client address (0: no cap). One address
+ * holding thousands of idle connections would otherwise exhaust file descriptors and memory for
+ * everyone. At the cap, the oldest of the address's connections that has not sent a request yet (a
+ * silent socket, a handshake in progress) is closed to make room, before any TLS work for the new one;
+ * only when every connection of the address has sent a request is the newcomer refused. So sockets left
+ * silent by one program cannot lock out the other clients behind the same address (a NAT) until their
+ * handshake deadline. `refused` counts each close (the metrics).
  */
-export function capConnectionsPerAddress(server: Server, max: number) {
+export function capConnectionsPerAddress(server: Server, max: number, refused?: () => void) {
   if (!max) return;
-  const open = new Map<string, number>();
+  // Per address: every open connection, and those that have not sent a request, oldest first.
+  const open = new Map<string, { all: Set<Socket>; silent: Set<Socket> }>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
-    const n = open.get(address) ?? 0;
-    if (n >= max) {
-      socket.destroy();
-      return;
+    let mine = open.get(address);
+    if (!mine) open.set(address, (mine = { all: new Set(), silent: new Set() }));
+    const held = mine;
+    if (held.all.size >= max) {
+      const oldest = held.silent.values().next().value as Socket | undefined;
+      refused?.();
+      if (!oldest) return void socket.destroy();
+      held.silent.delete(oldest);
+      held.all.delete(oldest);
+      oldest.destroy();
     }
-    open.set(address, n + 1);
+    held.all.add(socket);
+    held.silent.add(socket);
     socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left) open.set(address, left);
-      else open.delete(address);
+      held.all.delete(socket);
+      held.silent.delete(socket);
+      if (!held.all.size && open.get(address) === held) open.delete(address);
     });
+  });
+  // A request arrived: the connection is in use (and no longer the first to go).
+  server.on('request', (req: { socket: Socket & { _parent?: Socket } }) => {
+    const raw = req.socket._parent ?? req.socket;
+    open.get(raw.remoteAddress ?? '')?.silent.delete(raw);
   });
 }
 

@@ -111,7 +111,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     unlock();
     throw err;
   }
-  capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress, () => app?.metrics?.connectionRefused());
   closeUnfinishedHandshakes(app.server, config.headersTimeoutSeconds * 1000);
   // The edge router is up before the APIs answer: a controller that answers /version is all there.
   let router: RunningFabric | undefined;

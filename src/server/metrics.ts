@@ -22,8 +22,9 @@ export class Metrics {
   private readonly dialSetup: Histogram;
   private readonly reports: Counter;
   private readonly dataPlane = { routers: 0, sdkConnections: 0, circuits: 0, bytesRelayed: 0, dialsOk: 0, dialsFailed: 0 };
-  /** The data plane's listeners, as last reported. */
+  /** The data plane's listeners, as last reported; the API port's refusals, counted here. */
   private listeners: DataPlaneStats['listeners'] = {};
+  private apiRefused = 0;
 
   constructor(ctx: Ctx) {
     const registers = [this.registry];
@@ -59,8 +60,20 @@ export class Metrics {
     total('ztc_relayed_bytes_total', 'Bytes relayed by the embedded edge router', 'bytesRelayed');
     total('ztc_dials_total', 'Dials through the embedded edge router that reached their host', 'dialsOk');
     total('ztc_dials_failed_total', 'Dials through the embedded edge router that failed', 'dialsFailed');
-    // What one client may hold, by listener: the data plane's limits on frames in progress.
+    // What one client may hold, by listener (api, edge, ctrl): the per-address cap and the data plane's frame limits.
     const listeners = () => Object.entries(this.listeners) as [string, ListenerCounts][];
+    const apiRefused = () => this.apiRefused;
+    new Counter({
+      name: 'ztc_connections_refused_total',
+      help: 'Connections closed by the per-address cap (--max-connections-per-address), by listener: on edge and ctrl the oldest of the address\'s connections not yet authenticated, on api the oldest that had not sent a request (or the newcomer when every one had)',
+      labelNames: ['listener', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        this.inc({ listener: 'api', reason: 'address_cap' }, apiRefused());
+        for (const [listener, c] of listeners()) this.inc({ listener, reason: 'address_cap' }, c.refusedAddressCap);
+      },
+    });
     new Counter({
       name: 'ztc_connections_closed_total',
       help: 'Data-plane connections closed for a frame that did not complete in time (frame_deadline) or that would have taken the partial frames of their port over its budget (frame_budget), by listener',
@@ -93,6 +106,11 @@ export class Metrics {
     this.listeners = listeners ?? {};
     this.reports.inc();
     for (const ms of dialSetupMs) this.dialSetup.observe(ms / 1000);
+  }
+
+  /** A connection to the API port closed by the per-address cap. */
+  connectionRefused() {
+    this.apiRefused++;
   }
 
   /** Count one answered request (an onResponse hook). */

@@ -65,11 +65,15 @@ describe('connections', () => {
     expect(body.meta.apiVersion).toBeTruthy();
   });
 
-  it(`lets one address hold at most ${MAX} connections`, async () => {
+  it(`lets one address hold at most ${MAX} connections in use`, async () => {
     const held: tls.TLSSocket[] = [];
     for (let i = 0; i < MAX; i++) {
       const s = await connect();
       if (s instanceof Error) throw s;
+      // A request answered: the connection is in use (kept alive), no longer the first to go.
+      const answered = new Promise((r) => s.once('data', r));
+      s.write('GET /edge/client/v1/version HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n');
+      await answered;
       held.push(s);
     }
     expect(await connect()).toBeInstanceOf(Error);
@@ -79,6 +83,29 @@ describe('connections', () => {
     await closed;
     const again = await connectWhenFree();
     for (const s of [...held.slice(1), again]) s.destroy();
+  });
+
+  it('does not let silent connections lock the address out: the oldest that sent nothing makes room, and is counted', async () => {
+    const admin = await c.login();
+    const refused = async () => Number(/^ztc_connections_refused_total\{listener="api",reason="address_cap"\} (\d+)/m.exec((await c.call('GET', '/metrics', { token: admin })).text)?.[1] ?? NaN);
+    const before = await refused();
+    const held: tls.TLSSocket[] = [];
+    for (let i = 0; i < MAX; i++) {
+      const s = await connectWhenFree();
+      s.on('error', () => {});
+      held.push(s);
+    }
+    const oldestClosed = new Promise((r) => held[0].on('close', r));
+    // A newcomer at the cap: accepted, and the oldest silent connection closed for it.
+    const newcomer = await connect();
+    expect(newcomer).not.toBeInstanceOf(Error);
+    await oldestClosed;
+    const answer = untilClosed(newcomer as tls.TLSSocket);
+    (newcomer as tls.TLSSocket).write('GET /edge/client/v1/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    expect(await answer).toMatch(/^HTTP\/1\.1 200 /);
+    for (const s of held) s.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await refused()).toBeGreaterThanOrEqual(before + 1);
   });
 
   it('closes a connection whose headers do not arrive in time (slowloris)', async () => {

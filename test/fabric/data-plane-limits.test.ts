@@ -1,15 +1,20 @@
-// What one client can make the data plane hold, through the real edge port (raw TLS clients,
-// test/peers). A logged-in SDK that announces a large frame and stalls is closed at the frame deadline;
-// many of them together cannot hold more than the port's budget of partial frames (the largest holders
-// are closed); each of these closes is counted in the metrics. Deadline and budget are set small here
-// (ZTC_FRAME_DEADLINE_MS, ZTC_PARTIAL_FRAME_BUDGET) so the test runs in seconds.
+// What one client can make the data plane hold, and whom it can lock out, through the real edge and
+// control ports (raw TLS clients, test/peers). A logged-in SDK that announces a large frame and stalls
+// is closed at the frame deadline; many of them together cannot hold more than the port's budget of
+// partial frames (the largest holders are closed); silent sockets from one address fill its cap of
+// connections not yet authenticated, yet an SDK or a router of that address still gets in (the oldest
+// silent socket goes); each of these closes is counted in the metrics. Deadline and budget are set
+// small here (ZTC_FRAME_DEADLINE_MS, ZTC_PARTIAL_FRAME_BUDGET) so the test runs in seconds.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
+import { connectRouter, enrollRouter } from '../peers/ctrl-router.js';
 import { CT, EdgePeer, frame, H, le32 } from '../peers/edge-sdk.js';
 
 const MiB = 1024 * 1024;
 const DEADLINE_MS = 1500;
 const BUDGET = 4 * MiB;
+const CAP = 20;
 
 let n: TestNetwork;
 let client: Member;
@@ -19,7 +24,8 @@ beforeAll(async () => {
   process.env.ZTC_FRAME_DEADLINE_MS = String(DEADLINE_MS);
   process.env.ZTC_PARTIAL_FRAME_BUDGET = String(BUDGET);
   process.env.ZTC_STATS_MS = '100';
-  n = await startNetwork();
+  // A hello deadline long enough that silent sockets stay for the whole test unless the cap closes them.
+  n = await startNetwork({ headersTimeoutSeconds: 30, maxConnectionsPerAddress: CAP });
   echo = await n.service('limits');
   client = await n.identity('limits-client', ['limits-clients']);
   host = await n.identity('limits-host', ['limits-hosts']);
@@ -134,4 +140,49 @@ describe('frames in progress on the edge port', () => {
     h.close();
     d.close();
   }, 30_000);
+});
+
+describe('silent sockets cannot lock an address out', () => {
+  /** `count` TCP connections from 127.0.0.1 that never send a byte, open on the server's side. */
+  async function silent(port: number, count: number): Promise<net.Socket[]> {
+    const sockets = await Promise.all(Array.from({ length: count }, () => new Promise<net.Socket>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => resolve(s));
+      s.on('error', () => {});
+    })));
+    await sleep(200);
+    return sockets;
+  }
+
+  it(`${CAP} silent sockets fill the edge port's cap, yet an SDK from the same address logs in; the closes are counted`, async () => {
+    const before = (await metric('ztc_connections_refused_total', { listener: 'edge', reason: 'address_cap' })) || 0;
+    // Connected before the flood: an established SDK is not counted against the cap, and stays.
+    const established = await n.peer(client);
+    const held = await silent(n.routerPort, CAP);
+    const closed = held.map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r()))));
+    // A new SDK connection: the oldest silent socket goes to make room for it.
+    const late = await n.peer(host);
+    await closed[0];
+    expect(held.filter((s) => !s.destroyed).length).toBe(CAP - 1);
+    // And the address stays open to more of them: once `late` is accepted it no longer counts, so the
+    // first of these takes the free place and the next two each close the oldest silent socket.
+    const more = await Promise.all([n.peer(client), n.peer(host), n.peer(client)]);
+    await reported('ztc_connections_refused_total', { listener: 'edge', reason: 'address_cap' }, (v) => v >= before + 3);
+    expect(held.filter((s) => !s.destroyed).length).toBeLessThanOrEqual(CAP - 3);
+    const seq = established.send(CT.Latency, [[H.Uuid, Buffer.alloc(8, 2)]]);
+    expect((await established.replyTo(seq)).type).toBe(CT.Result);
+    for (const p of [established, late, ...more]) p.close();
+    for (const s of held) s.destroy();
+  }, 20_000);
+
+  it(`${CAP} silent sockets on the control port do not keep a router out`, async () => {
+    const ctrlPort = n.c.running.fabric!.ctrlPort!;
+    const router = await enrollRouter(n, 'limits-router');
+    const held = await silent(ctrlPort, CAP);
+    const { p, result } = await connectRouter(ctrlPort, router);
+    expect(result?.headers.get(2)).toEqual(Buffer.from([1]));
+    expect(p.closed).toBe(false);
+    await reported('ztc_connections_refused_total', { listener: 'ctrl', reason: 'address_cap' }, (v) => v >= 1);
+    p.close();
+    for (const s of held) s.destroy();
+  }, 20_000);
 });

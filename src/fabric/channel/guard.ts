@@ -4,7 +4,7 @@
 // together hold at most PARTIAL_FRAME_BUDGET bytes. Without them, a logged-in SDK that announced 8 MiB
 // frames and stopped midway held 8 MiB per connection (measured: 60 connections took the controller from
 // 165 to 646 MiB of RSS; the 256 connections one address may open, 2 GiB). Also the listener's counts
-// for the metrics: connections closed by these limits, bytes held.
+// for the metrics: connections closed by these limits and by the per-address cap (channel/listener.ts).
 import type { Channel } from './channel.js';
 import { FrameError } from './codec.js';
 
@@ -37,6 +37,8 @@ export const PARTIAL_FRAME_BUDGET = fromEnv('ZTC_PARTIAL_FRAME_BUDGET') ?? 64 * 
 
 /** A listener's counts, reported to the main thread's metrics (totals since start, and bytes held now). */
 export interface ListenerCounts {
+  /** Connections closed by the per-address cap on connections not yet authenticated. */
+  refusedAddressCap: number;
   /** Connections closed because a frame did not complete within FRAME_DEADLINE_MS. */
   closedFrameDeadline: number;
   /** Connections closed because partial frames would have held more than the budget. */
@@ -48,7 +50,7 @@ export interface ListenerCounts {
 type Warn = (o: object, msg: string) => void;
 
 export class ListenerGuard {
-  readonly counts: ListenerCounts = { closedFrameDeadline: 0, closedFrameBudget: 0, partialFrameBytes: 0 };
+  readonly counts: ListenerCounts = { refusedAddressCap: 0, closedFrameDeadline: 0, closedFrameBudget: 0, partialFrameBytes: 0 };
   private readonly channels = new Set<Channel>();
   private sweeper?: NodeJS.Timeout;
 

@@ -1,8 +1,8 @@
 // What every channel listener of the data plane shares (the SDKs' edge port, the routers' control port):
-// TLS asking for a client certificate, at most so many connections per address (the next is closed
-// before any TLS work), one deadline for the TCP connection to finish TLS and send its hello (a silent
-// socket, a stalled handshake and a trickled hello alike are destroyed), the hello as the first frame,
-// and the listener's deadline and budget for frames in progress (guard.ts).
+// TLS asking for a client certificate, at most so many connections per address that have not yet been
+// accepted (see the 'connection' handler), one deadline for the TCP connection to finish TLS and send
+// its hello (a silent socket, a stalled handshake and a trickled hello alike are destroyed), the hello
+// as the first frame, and the listener's deadline and budget for frames in progress (guard.ts).
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
 import { TLS_CIPHERS } from '../../server/tls-context.js';
@@ -21,7 +21,7 @@ export interface ChannelListenerOptions {
   alpn: string[];
   /** Time to finish TLS and send the hello. */
   helloTimeoutMs: number;
-  /** Open connections one address may hold (0: no cap). */
+  /** Connections one address may hold before their hello is accepted (0: no cap); accepted ones do not count. */
   maxPerAddress: number;
   /** The listener's limits on frames in progress, and its counts for the metrics. */
   guard: ListenerGuard;
@@ -33,13 +33,15 @@ export interface Hello {
   channel: Channel;
   hello: Message;
   socket: tls.TLSSocket;
-  /** Call once the hello is accepted: the deadline no longer applies. */
+  /** Call once the hello is accepted: the deadline no longer applies, nor the per-address cap. */
   accepted(): void;
 }
 
 export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello) => void, onError: (e: Error) => void): Promise<tls.Server> {
-  const perAddress = new Map<string, number>();
+  // Per address, its connections whose hello is not accepted yet, oldest first.
+  const waiting = new Map<string, Set<Socket>>();
   const deadlines = new WeakMap<Socket, NodeJS.Timeout>();
+  const admitted = new WeakMap<Socket, () => void>();
   const { guard } = o;
   const server = tls.createServer({
     cert: o.certPem,
@@ -54,10 +56,28 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     handshakeTimeout: o.helloTimeoutMs,
   });
   server.on('connection', (socket: Socket) => {
+    // The cap counts only connections not yet accepted (no hello with a live API session, or no known
+    // router's certificate): an address's established clients (a NAT's SDKs, a router's host) are never
+    // refused because of sockets that stay silent there. At the cap the oldest such connection is
+    // closed, not the newcomer: silent sockets age out as new ones come, and a client that is going to
+    // authenticate (in milliseconds) gets its turn; refusing the newcomer locked the address out for
+    // the whole handshake deadline.
     const address = socket.remoteAddress ?? '';
-    const n = perAddress.get(address) ?? 0;
-    if (o.maxPerAddress && n >= o.maxPerAddress) return void socket.destroy();
-    perAddress.set(address, n + 1);
+    let mine = waiting.get(address);
+    if (!mine) waiting.set(address, (mine = new Set()));
+    const peers = mine;
+    if (o.maxPerAddress && peers.size >= o.maxPerAddress) {
+      const oldest = peers.values().next().value as Socket;
+      peers.delete(oldest);
+      oldest.destroy();
+      guard.counts.refusedAddressCap++;
+    }
+    peers.add(socket);
+    const settled = () => {
+      peers.delete(socket);
+      if (!peers.size && waiting.get(address) === peers) waiting.delete(address);
+    };
+    admitted.set(socket, settled);
     // Frames are written whole: Nagle's algorithm would hold a small reply (a Route, a StateConnected)
     // behind an unacknowledged one for a delayed ACK, 40 ms here. Upstream's Go sockets disable it too.
     socket.setNoDelay(true);
@@ -66,9 +86,7 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     deadlines.set(socket, deadline);
     socket.once('close', () => {
       clearTimeout(deadline);
-      const left = (perAddress.get(address) ?? 1) - 1;
-      if (left > 0) perAddress.set(address, left);
-      else perAddress.delete(address);
+      settled();
     });
   });
   server.on('tlsClientError', (_err, socket) => socket.destroy());
@@ -77,6 +95,7 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     if (!o.admit(socket)) return void socket.destroy();
     const raw = (socket as unknown as { _parent?: Socket })._parent;
     const deadline = raw ? deadlines.get(raw) : undefined;
+    const settled = raw ? admitted.get(raw) : undefined;
     const channel = new Channel(socket, HELLO_LIMITS, guard);
     let seen = false;
     channel.attach({
@@ -84,7 +103,15 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
         if (seen) return;
         seen = true;
         if (m.type !== ContentType.Hello) return channel.close(new Error('the first message was not a hello'));
-        onHello({ channel, hello: m, socket, accepted: () => deadline && clearTimeout(deadline) });
+        onHello({
+          channel,
+          hello: m,
+          socket,
+          accepted: () => {
+            if (deadline) clearTimeout(deadline);
+            settled?.();
+          },
+        });
       },
       closed: () => {},
     });

@@ -18,7 +18,7 @@ export interface EdgeListenerOptions {
   keyPem: string;
   /** Time to finish TLS and send a hello. */
   helloTimeoutMs: number;
-  /** Open connections one address may hold (0: no cap). */
+  /** Connections one address may hold before their hello is accepted (0: no cap). */
   maxPerAddress: number;
   /** Deadline and budget for frames in progress; counts for the metrics. */
   guard: ListenerGuard;
