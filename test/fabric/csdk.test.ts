@@ -49,6 +49,8 @@ let n: TestNetwork;
 let dir: string;
 /** The demo `ztc quickstart` writes: the same script drives the C SDK here. */
 let SCRIPT: string;
+/** A dialer that holds its connection open and says when it ends (test/peers/csdk-hold.py). */
+const HOLD = new URL('../peers/csdk-hold.py', import.meta.url).pathname;
 beforeAll(async () => {
   n = await startNetwork();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-csdk-'));
@@ -113,4 +115,31 @@ describe('the C SDK through the embedded edge router', () => {
       if (process.env.CSDK_LOG_DIR) fs.writeFileSync(path.join(process.env.CSDK_LOG_DIR, 'host.log'), hostErr);
     }
   }, 180_000);
+
+  it('a dialer whose Dial policy is deleted loses its open connection within 2 s', async () => {
+    await n.service('csdk-revoke');
+    const hostId = await enrolled('csdk-rev-host', ['csdk-revoke-hosts']);
+    const clientId = await enrolled('csdk-rev-client', ['csdk-revoke-clients']);
+    const env = { ...process.env, ZITI_LOG: process.env.CSDK_ZITI_LOG ?? '1' };
+    const host = spawn(PYTHON, [SCRIPT, 'host', hostId, 'csdk-revoke', '1'], { env });
+    const holder = spawn(PYTHON, [HOLD, clientId, 'csdk-revoke'], { env });
+    let errs = '';
+    host.stderr.on('data', (d) => (errs += d));
+    holder.stderr.on('data', (d) => (errs += d));
+    try {
+      expect(await lines(host).next()).toEqual({ listening: 'csdk-revoke' });
+      await expect.poll(async () => (await n.api('GET', `/terminators?filter=${encodeURIComponent('service.name = "csdk-revoke"')}`)).body.data.length, { timeout: 15_000, interval: 200 }).toBe(1);
+      const held = lines(holder);
+      expect(await held.next()).toEqual({ connected: true });
+      const policy = ((await n.api('GET', `/service-policies?filter=${encodeURIComponent('name = "csdk-revoke-dial"')}`)).body.data as { id: string }[])[0];
+      const started = Date.now();
+      expect((await n.api('DELETE', `/service-policies/${policy.id}`)).status).toBe(200);
+      const ended = await Promise.race([held.next(), new Promise<never>((_, no) => setTimeout(() => no(new Error(`the connection was still open after 10 s:\n${errs}`)), 10_000))]);
+      expect(ended).toMatchObject({ closed: true });
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      host.kill('SIGKILL');
+      holder.kill('SIGKILL');
+    }
+  }, 120_000);
 });
