@@ -7,7 +7,7 @@ import type { Ctx } from '../model/context.js';
 import { ApiError } from '../model/errors.js';
 import { NUL, nulRefused } from '../model/json-body.js';
 import { jsonBodyParser } from './json-parser.js';
-import { compileValidator, serializerCompilers } from './schema-compilers.js';
+import { compileLenientValidator, compileValidator, openObjects, serializerCompilers } from './schema-compilers.js';
 import { registerAuth, type LocalAdmin } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
@@ -76,8 +76,11 @@ async function registerApi(app: FastifyInstance, ctx: Ctx, specs: SpecRegistry, 
           components: { securitySchemes: { ztSession: { type: 'apiKey', in: 'header', name: 'zt-session' } } },
         },
         transform: ({ schema, url, route }) => {
-          const access = (route.config as { access?: string } | undefined)?.access ?? 'admin';
-          return { schema: { ...schema, ...(access === 'public' ? {} : { security: [{ ztSession: [] }] }) } as typeof schema, url };
+          const config = route.config as { access?: string; unknownFields?: string } | undefined;
+          const access = config?.access ?? 'admin';
+          // A body whose undeclared fields are dropped is shown open: such a field is no error there.
+          const body = config?.unknownFields === 'ignored' && schema?.body ? { body: openObjects(schema.body) } : {};
+          return { schema: { ...schema, ...body, ...(access === 'public' ? {} : { security: [{ ztSession: [] }] }) } as typeof schema, url };
         },
       });
       specs.add(`edge-${api}`, title, () => child.swagger() as unknown as Record<string, unknown>);
@@ -123,6 +126,10 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   app.decorate('routeTable', table);
   table.attach(app);
   app.setValidatorCompiler(compileValidator as never);
+  // Routes that take upstream's bodies drop the fields they do not declare (schema-compilers.ts).
+  app.addHook('onRoute', (route) => {
+    if (route.config?.unknownFields === 'ignored' && !route.validatorCompiler) route.validatorCompiler = compileLenientValidator as never;
+  });
   contentTypes(app);
   registerErrorHandling(app, table);
   registerCors(app, ctx.config.corsOrigins);

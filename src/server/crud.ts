@@ -11,6 +11,7 @@ import { foldKeys } from './case-fold.js';
 import { actorCtx } from './actor.js';
 import { empty, listOf, ok } from './envelope.js';
 import { patchWithSetEdits, takesSetEdits } from '../model/set-edits.js';
+import { IGNORES_UNKNOWN_FIELDS } from './schema-compilers.js';
 
 const pascal = (s: string) => s.replace(/(^|[\s-])(\w)/g, (_, __, c: string) => c.toUpperCase());
 
@@ -84,7 +85,8 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
   if (has('create') && decl.schemas.create) {
     app.post(base, {
       ...folding,
-      config: config('create'),
+      // Undeclared fields are dropped, as upstream's decoding drops them (schema-compilers.ts).
+      config: { ...config('create'), ...IGNORES_UNKNOWN_FIELDS },
       schema: { operationId: ids.create, tags, summary: `Create ${article(decl.name)}`, body: withIgnored(decl, decl.schemas.create), response: { 201: Envelope(CreateLocation), ...errors(400, 401, ...conflicts('create')) } },
       handler: async (req, reply) => {
         const created = await createResource(actorCtx(ctx, req), decl, req.body as Row);
@@ -108,7 +110,7 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
       method: mode === 'update' ? 'PUT' : 'PATCH',
       url: `${base}/:id`,
       ...folding,
-      config: config(mode),
+      config: { ...config(mode), ...IGNORES_UNKNOWN_FIELDS },
       schema: {
         operationId: ids[mode], tags, summary: mode === 'update' ? `Replace every field of ${article(decl.name)}` : `Change the given fields of ${article(decl.name)}`,
         params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404, ...conflicts('update')) },

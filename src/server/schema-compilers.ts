@@ -48,6 +48,109 @@ export function compileValidator({ schema, httpPart }: { schema: unknown; httpPa
   return lazy(() => cached(validators, `${ajv === ajvs.strict ? 'body' : 'text'} ${JSON.stringify(schema)}`, () => ajv.compile(schema as object) as Compiled));
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * 'ignored': a JSON body's fields its schema does not declare are dropped before it is validated, as
+     * upstream's Go decoding drops them (its clients send the fields of newer controllers: 2.x's CLI,
+     * ZAC). The served OpenAPI document then shows the body without additionalProperties: false.
+     */
+    unknownFields?: 'ignored';
+  }
+}
+
+/** Route config of a route whose body's undeclared fields are dropped, not refused. */
+export const IGNORES_UNKNOWN_FIELDS = { unknownFields: 'ignored' } as const;
+
+type JsonSchema = {
+  properties?: Record<string, JsonSchema>;
+  patternProperties?: Record<string, JsonSchema>;
+  additionalProperties?: unknown;
+  items?: unknown;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+};
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Deletes from `value`, in place, the properties of every object the schema closes (additionalProperties
+ * false) that it does not declare, at any depth. For a union, a property is kept when any closed branch
+ * declares it (the validation that follows then picks the branch), and is followed down only where the
+ * branches agree on its schema. Returns the paths dropped (`a.b`, `list.0.c`).
+ */
+export function dropUnknownFields(schema: unknown, value: unknown, at = '', dropped: string[] = []): string[] {
+  if (!isObject(schema) || !value || typeof value !== 'object') return dropped;
+  const s = schema as JsonSchema;
+  for (const part of s.allOf ?? []) dropUnknownFields(part, value, at, dropped);
+  const branches = [...(s.anyOf ?? []), ...(s.oneOf ?? [])].filter(isObject) as JsonSchema[];
+  if (branches.length) {
+    const fitting = branches.filter((b) => (Array.isArray(value) ? b.items !== undefined : b.properties !== undefined || b.patternProperties !== undefined));
+    if (fitting.length === 1) return dropUnknownFields(fitting[0], value, at, dropped);
+    if (!Array.isArray(value) && fitting.length > 1 && fitting.every((b) => b.additionalProperties === false)) {
+      const obj = value as Record<string, unknown>;
+      for (const key of Object.keys(obj)) {
+        const declaring = fitting.map((b) => declared(b, key)).filter((x) => x !== undefined);
+        if (!declaring.length) {
+          delete obj[key];
+          dropped.push(at + key);
+        } else if (declaring.every((d) => JSON.stringify(d) === JSON.stringify(declaring[0]))) {
+          dropUnknownFields(declaring[0], obj[key], `${at}${key}.`, dropped);
+        }
+      }
+    }
+    return dropped;
+  }
+  if (Array.isArray(value)) {
+    if (isObject(s.items)) value.forEach((v, i) => dropUnknownFields(s.items, v, `${at}${i}.`, dropped));
+    return dropped;
+  }
+  if (s.properties === undefined && s.patternProperties === undefined) {
+    if (isObject(s.additionalProperties)) for (const [k, v] of Object.entries(value)) dropUnknownFields(s.additionalProperties, v, `${at}${k}.`, dropped);
+    return dropped;
+  }
+  const obj = value as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    const sub = declared(s, key);
+    if (sub !== undefined) dropUnknownFields(sub, obj[key], `${at}${key}.`, dropped);
+    else if (s.additionalProperties === false) {
+      delete obj[key];
+      dropped.push(at + key);
+    } else if (isObject(s.additionalProperties)) dropUnknownFields(s.additionalProperties, obj[key], `${at}${key}.`, dropped);
+  }
+  return dropped;
+}
+
+/** The schema an object schema gives a property: declared by name or by pattern; undefined if neither. */
+function declared(s: JsonSchema, key: string): JsonSchema | undefined {
+  if (s.properties && Object.hasOwn(s.properties, key)) return s.properties[key];
+  for (const [pattern, sub] of Object.entries(s.patternProperties ?? {})) if (new RegExp(pattern, 'u').test(key)) return sub;
+  return undefined;
+}
+
+/**
+ * The validatorCompiler of routes with `unknownFields: 'ignored'`: the body's undeclared fields are
+ * dropped, then it is validated as strictly as any other (types, lengths, required fields).
+ */
+export function compileLenientValidator(route: { schema: unknown; httpPart?: string }) {
+  const validate = compileValidator(route);
+  if (route.httpPart !== 'body') return validate;
+  const wrapper = ((data: unknown) => {
+    dropUnknownFields(route.schema, data);
+    const out = validate(data as never);
+    (wrapper as Compiled).errors = validate.errors;
+    return out;
+  }) as Compiled;
+  return wrapper;
+}
+
+/** The schema as the OpenAPI document shows a body whose undeclared fields are ignored: no object closed. */
+export function openObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(openObjects);
+  if (!schema || typeof schema !== 'object') return schema;
+  return Object.fromEntries(Object.entries(schema).filter(([k, v]) => !(k === 'additionalProperties' && v === false)).map(([k, v]) => [k, openObjects(v)]));
+}
+
 const PRIMITIVES = new Set(['string', 'boolean', 'number', 'integer', 'null']);
 /** Keywords that say nothing about how a value is written out. */
 const SILENT = new Set(['type', 'maxLength', 'minLength', 'pattern', 'minimum', 'maximum', 'description', 'title']);

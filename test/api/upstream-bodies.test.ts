@@ -90,6 +90,72 @@ describe('empty strings as upstream treats them', () => {
   });
 });
 
+// Issue 42c. Upstream decodes a body with Go's JSON decoding, which drops fields its definition lacks,
+// and newer clients send newer fields: 2.0.3's `ziti edge create identity` sends "permissions": null.
+describe('fields a body does not declare are ignored, as upstream ignores them', () => {
+  it('identity create as `ziti edge` 2.0.3 sends it: permissions null is none; permissions [] and admin_readonly still work', async () => {
+    const r = await call('POST', `${MGMT}/identities`, { name: 'cli-2.0.3', type: 'Default', isAdmin: false, enrollment: { ott: true }, permissions: null, roleAttributes: null, authPolicyId: null, externalId: null, tags: null });
+    expect(r.status, r.text).toBe(201);
+    const id = r.body.data.id;
+    expect((await call('GET', `${MGMT}/identities/${id}`)).body.data.permissions).toEqual([]);
+    expect((await call('PATCH', `${MGMT}/identities/${id}`, { permissions: ['admin_readonly'] })).status).toBe(200);
+    expect((await call('GET', `${MGMT}/identities/${id}`)).body.data.permissions).toEqual(['admin_readonly']);
+    expect((await call('PATCH', `${MGMT}/identities/${id}`, { permissions: null })).status).toBe(200);
+    expect((await call('GET', `${MGMT}/identities/${id}`)).body.data.permissions).toEqual([]);
+    expect((await call('PUT', `${MGMT}/identities/${id}`, { name: 'cli-2.0.3', type: 'Default', isAdmin: false, permissions: null })).status).toBe(200);
+    // The values of a declared field are still checked: a permission ztc does not enforce is refused.
+    expect(expectError(await call('PATCH', `${MGMT}/identities/${id}`, { permissions: ['service.create'] }), 400, 'COULD_NOT_VALIDATE').cause.field).toMatch(/^permissions/);
+  });
+
+  it('drops undeclared fields on create, update and patch, at the top and inside nested objects, of both APIs', async () => {
+    const made = await call('POST', `${MGMT}/identities`, { name: 'with-extras', type: 'Device', isAdmin: false, colour: 'red', interfaces: [{ name: 'eth0' }], enrollment: { ott: true, future: 1 } });
+    expect(made.status, made.text).toBe(201);
+    const id = made.body.data.id;
+    const got = (await call('GET', `${MGMT}/identities/${id}`)).body.data;
+    expect(got.colour).toBeUndefined();
+    expect(got.enrollment.ott).toBeDefined();
+    expect((await call('PATCH', `${MGMT}/identities/${id}`, { name: 'with-extras-2', colour: 'blue' })).status).toBe(200);
+    expect((await call('PUT', `${MGMT}/identities/${id}`, { name: 'with-extras-3', type: 'Device', isAdmin: false, colour: 'green' })).status).toBe(200);
+    expect((await call('GET', `${MGMT}/identities/${id}`)).body.data).toMatchObject({ name: 'with-extras-3' });
+    // A nested closed object (an auth policy's primary.updb) and a transit router typo.
+    const ap = await call('POST', `${MGMT}/auth-policies`, {
+      name: 'extras-policy', newerField: true,
+      primary: { cert: { allowed: true, allowExpiredCerts: false, newer: 1 }, extJwt: { allowed: false, allowedSigners: [] }, updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false, newer: 'x' } },
+      secondary: { requireTotp: false, newer: null },
+    });
+    expect(ap.status, ap.text).toBe(201);
+    const policy = (await call('GET', `${MGMT}/auth-policies/${ap.body.data.id}`)).body.data;
+    expect(policy.primary.cert).toEqual({ allowed: true, allowExpiredCerts: false });
+    expect(policy.primary.updb.newer).toBeUndefined();
+    expect(policy.secondary.newer).toBeUndefined();
+    const tr = await call('POST', `${MGMT}/transit-routers`, { name: 'tr-typo', nme: 'x' });
+    expect(tr.status, tr.text).toBe(201);
+    // The client API: a session request with a field of a newer SDK.
+    const svc = await call('POST', `${MGMT}/services`, { name: 'extras-svc', encryptionRequired: true });
+    await call('POST', `${MGMT}/service-policies`, { name: 'extras-dial', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#all'], serviceRoles: [`@${svc.body.data.id}`] });
+    const session = await call('POST', `${CLIENT}/sessions`, { serviceId: svc.body.data.id, type: 'Dial', newerSdkField: { a: 1 } });
+    expect(session.status, session.text).toBe(201);
+  });
+
+  it('still refuses a declared field of the wrong type, and a missing required one', async () => {
+    expect(expectError(await call('POST', `${MGMT}/identities`, { name: 'typed', type: 'Device', isAdmin: 'no', colour: 'red' }), 400, 'COULD_NOT_PARSE_BODY').cause.field).toBe('isAdmin');
+    expectError(await call('POST', `${MGMT}/identities`, { nme: 'typo', type: 'Device', isAdmin: false }), 400, 'COULD_NOT_VALIDATE');
+  });
+
+  it('shows those bodies open in the served OpenAPI document; ztc\'s own formats stay closed', async () => {
+    const doc = (await c.call('GET', '/docs/openapi/edge-management.json')).body;
+    const body = (path: string, method: string) => {
+      const s = doc.paths[`${MGMT}${path}`][method].requestBody.content['application/json'].schema;
+      return s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s;
+    };
+    expect(JSON.stringify(body('/identities', 'post'))).not.toContain('"additionalProperties":false');
+    expect(JSON.stringify(body('/auth-policies/{id}', 'patch'))).not.toContain('"additionalProperties":false');
+    expect(body('/api-tokens', 'post').additionalProperties).toBe(false);
+    const strict = await call('POST', `${MGMT}/api-tokens`, { name: 'tok', colour: 'red' });
+    expect(expectError(strict, 400, 'COULD_NOT_VALIDATE').cause.field).toBe('colour');
+  });
+});
+
 describe('sessions carry their token when read back', () => {
   it('to the session’s own identity (client API) and to admins (management API), sealed at rest', async () => {
     const user = await c.user('token-reader');

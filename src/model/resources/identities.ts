@@ -30,7 +30,8 @@ const writable = {
   defaultHostingCost: Type.Optional(Cost),
   defaultHostingPrecedence: Type.Optional(Precedence),
   externalId: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
-  permissions: Type.Optional(Permissions),
+  // 2.x's CLI sends `"permissions": null` when none are given (a nil Go slice): no permissions, as upstream.
+  permissions: Type.Optional(Nullable(Permissions)),
   roleAttributes: Type.Optional(Attributes),
   serviceHostingCosts: Type.Optional(MapOf(Cost)),
   serviceHostingPrecedences: Type.Optional(MapOf(Precedence)),

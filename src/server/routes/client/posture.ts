@@ -8,6 +8,7 @@ import { Envelope } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
 import { ok } from '../../envelope.js';
 import { principalOf } from '../../plugins/auth.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 
 const Str = Type.String({ maxLength: 1024 });
 const Response = Type.Object(
@@ -34,7 +35,7 @@ export function registerPosture(app: FastifyInstance, ctx: Ctx) {
   const tags = ['Posture Checks'];
   app.post(
     '/posture-response',
-    { config: { access: 'session' }, schema: { operationId: 'createPostureResponse', tags, summary: 'Report one posture answer (the id is the posture query\'s id)', body: Response, response: { 201: Result, ...errors(400, 401) } } },
+    { config: { access: 'session', ...IGNORES_UNKNOWN_FIELDS }, schema: { operationId: 'createPostureResponse', tags, summary: 'Report one posture answer (the id is the posture query\'s id)', body: Response, response: { 201: Result, ...errors(400, 401) } } },
     async (req, reply) => {
       const who = principalOf(req);
       assertSession(who);
@@ -45,7 +46,7 @@ export function registerPosture(app: FastifyInstance, ctx: Ctx) {
   );
   app.post(
     '/posture-response-bulk',
-    { config: { access: 'session' }, schema: { operationId: 'createPostureResponseBulk', tags, summary: 'Report several posture answers at once (all or none are kept)', body: Type.Array(Response, { maxItems: 500 }), response: { 200: Result, ...errors(400, 401) } } },
+    { config: { access: 'session', ...IGNORES_UNKNOWN_FIELDS }, schema: { operationId: 'createPostureResponseBulk', tags, summary: 'Report several posture answers at once (all or none are kept)', body: Type.Array(Response, { maxItems: 500 }), response: { 200: Result, ...errors(400, 401) } } },
     async (req) => {
       const who = principalOf(req);
       assertSession(who);

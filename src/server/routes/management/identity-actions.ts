@@ -13,6 +13,7 @@ import { Empty, Envelope, IdParams } from '../../../model/schemas/common.js';
 import type { Tx } from '../../../store/db.js';
 import { errors } from '../../crud.js';
 import { empty } from '../../envelope.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 
 const admin = { access: 'admin' as const };
 const tags = ['Identities'];
@@ -25,7 +26,7 @@ export function registerIdentityActions(app: FastifyInstance, ctx: Ctx) {
   app.post(
     '/identities/:id/disable',
     {
-      config: admin,
+      config: { ...admin, ...IGNORES_UNKNOWN_FIELDS },
       schema: {
         operationId: 'disableIdentity', tags, summary: 'Disable an identity for durationMinutes (0: until enabled); its API sessions end at once',
         params: IdParams, body: Type.Object({ durationMinutes: Type.Integer({ minimum: 0, maximum: 52_560_000 }) }, { additionalProperties: false }),

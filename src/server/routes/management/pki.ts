@@ -17,6 +17,7 @@ import { recordRowChange } from '../../../model/events/record.js';
 import { actorCtx } from '../../actor.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 
 const admin = { access: 'admin' as const };
 
@@ -50,7 +51,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
   app.post(
     '/enrollments/:id/refresh',
     {
-      config: admin,
+      config: { ...admin, ...IGNORES_UNKNOWN_FIELDS },
       schema: { operationId: 'refreshEnrollment', tags: ['Enrollment'], summary: 'A new expiry for an enrollment (its JWT signed again); the token stays, so a JWT already handed out works again', params: IdParams, body: enrollmentRefresh, response: { 200: Envelope(enrollmentDetail), ...errors(400, 401, 404) } },
     },
     async (req) => {
@@ -75,7 +76,7 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
   app.post(
     '/authenticators/:id/re-enroll',
     {
-      config: admin,
+      config: { ...admin, ...IGNORES_UNKNOWN_FIELDS },
       schema: {
         operationId: 'reEnrollAuthenticator', tags: ['Authenticator'], summary: 'Replace an authenticator by an enrollment: updb gives updb, a network certificate ott, a CA certificate ottca',
         params: IdParams, body: Type.Object({ expiresAt: DateTime }, { additionalProperties: false }), response: { 201: Envelope(CreateLocation), ...errors(400, 401, 404) },

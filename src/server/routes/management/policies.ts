@@ -31,6 +31,7 @@ import { checkPagingParams, collect, listPage, type ListParams } from '../../../
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 import { parentExists, relatedList } from '../../related.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 
 const EVERY_SERVICE_POLICY_KIND: PolicyKind[] = ['dial', 'bind', 'invalid'];
 const PolicyTypeQuery = { policyType: Type.Optional(Type.Union([Type.Literal('dial'), Type.Literal('bind'), Type.Literal('Dial'), Type.Literal('Bind')])) };
@@ -203,7 +204,7 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
     return out;
   }
 
-  app.post(url, { config: { access: 'admin' }, schema: { operationId: 'associateIdentitysServiceConfigs', tags, summary: 'Use these configs for these services (one config per type and service; a later one replaces an earlier one)', params: IdParams, body: Type.Array(ServiceConfigPair, { maxItems: 1000 }), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
+  app.post(url, { config: { access: 'admin', ...IGNORES_UNKNOWN_FIELDS }, schema: { operationId: 'associateIdentitysServiceConfigs', tags, summary: 'Use these configs for these services (one config per type and service; a later one replaces an earlier one)', params: IdParams, body: Type.Array(ServiceConfigPair, { maxItems: 1000 }), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
     const { id } = req.params as { id: string };
     await parentExists(ctx, identities, id);
     const c = actorCtx(ctx, req);
@@ -219,7 +220,7 @@ function registerIdentityServiceConfigs(app: FastifyInstance, ctx: Ctx) {
     return empty();
   });
 
-  app.delete(url, { config: { access: 'admin' }, schema: { operationId: 'disassociateIdentitysServiceConfigs', tags, summary: 'Stop using these configs (no body, or an empty list: all of them)', params: IdParams, body: Type.Optional(Type.Union([Type.Array(ServiceConfigPair, { maxItems: 1000 }), Type.Null()])), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
+  app.delete(url, { config: { access: 'admin', ...IGNORES_UNKNOWN_FIELDS }, schema: { operationId: 'disassociateIdentitysServiceConfigs', tags, summary: 'Stop using these configs (no body, or an empty list: all of them)', params: IdParams, body: Type.Optional(Type.Union([Type.Array(ServiceConfigPair, { maxItems: 1000 }), Type.Null()])), response: { 200: Envelope(Empty), ...errors(400, 401, 404) } } }, async (req) => {
     const { id } = req.params as { id: string };
     await parentExists(ctx, identities, id);
     const list = pairs(req);

@@ -22,6 +22,7 @@ import { empty, listOf, ok } from '../../envelope.js';
 import { principalOf } from '../../plugins/auth.js';
 import { actorCtx } from '../../actor.js';
 import { apiSessionEnded, loginFailed, loginSucceeded } from '../../../model/events/emit.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 
 const ClientInfo = Type.Object(
   Object.fromEntries(['arch', 'domain', 'hostname', 'os', 'osRelease', 'osVersion', 'appId', 'appVersion', 'branch', 'revision', 'type', 'version'].map((k) => [k, Type.Optional(Type.String({ maxLength: 255 }))])),
@@ -138,7 +139,7 @@ function registerOwnAuthenticators(app: FastifyInstance, ctx: Ctx) {
     app.route({
       method,
       url: '/current-identity/authenticators/:id',
-      config: session,
+      config: { ...session, ...IGNORES_UNKNOWN_FIELDS },
       schema: { operationId, tags, summary: 'Change your own username or password (the current password is required)', params: IdParams, body, response: { 200: Envelope(Empty), ...errors(400, 401, 404) } },
       handler: async (req) => {
         const me = principalOf(req).identityId;

@@ -17,6 +17,7 @@ import { errors, filterableFields, mountResource } from '../../crud.js';
 import { listOf, ok } from '../../envelope.js';
 import { principalOf, readsAll } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 
 const own = (req: FastifyRequest) => {
   const p = principalOf(req);
@@ -49,7 +50,7 @@ export function registerSessions(app: FastifyInstance, ctx: Ctx, api: 'client' |
   mountResource(app, ctx, clientSessions, { scope: own, access: { list: 'session', get: 'session', delete: 'session' } });
   app.post(
     '/sessions',
-    { config: { access: 'session' }, schema: { operationId: 'createSession', tags: ['Sessions'], summary: 'Open a Dial or Bind session for a service the caller may use', body: sessionCreate, response: { 201: Envelope(clientSessions.schemas.detail), ...errors(400, 401, 404) } } },
+    { config: { access: 'session', ...IGNORES_UNKNOWN_FIELDS }, schema: { operationId: 'createSession', tags: ['Sessions'], summary: 'Open a Dial or Bind session for a service the caller may use', body: sessionCreate, response: { 201: Envelope(clientSessions.schemas.detail), ...errors(400, 401, 404) } } },
     async (req, reply) => {
       const detail = await createSession(ctx, principalOf(req), req.body as { serviceId: string; type?: string });
       reply.code(201);
