@@ -80,3 +80,75 @@ export async function connectRouter(port: number, r: EnrolledRouter, o: HelloOpt
   const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 3000).catch(() => undefined);
   return { p, result };
 }
+
+// ---- 2.x routers (../shared/reference/ctrl-channel-2.x.md): the grouped hello, the router data model,
+// service sessions as JWTs. Schemas here are written from the reference (section 2.1), not taken from
+// src/fabric/rdm, so a field-number slip on either side shows as a mismatch.
+
+export const T2 = { ConnectEvents: 20415, DataState: 20500, DataStateChangeSet: 20501, SubscribeToDataModelRequest: 20505, CurrentIndexMessage: 20506 };
+export const UPSTREAM_2X_VERSION = 'v2.0.3|e86e337a|2026-08-20|linux|amd64';
+
+const PublicKey = { data: { n: 1, type: 'bytes' }, kid: { n: 2, type: 'string' }, usages: { n: 3, type: 'enum', repeated: true }, format: { n: 4, type: 'enum' } } as const;
+const Event = {
+  action: { n: 1, type: 'enum' },
+  isSynthetic: { n: 3, type: 'bool' },
+  identity: { n: 10, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, disabled: { n: 9, type: 'bool' } } } },
+  service: { n: 11, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, encryptionRequired: { n: 3, type: 'bool' }, configs: { n: 4, type: 'string', repeated: true } } } },
+  servicePolicy: { n: 12, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, policyType: { n: 3, type: 'enum' } } } },
+  postureCheck: { n: 13, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, typeId: { n: 4, type: 'string' } } } },
+  publicKey: { n: 14, type: { message: PublicKey } },
+  servicePolicyChange: { n: 16, type: { message: { policyId: { n: 1, type: 'string' }, relatedEntityIds: { n: 2, type: 'string', repeated: true }, relatedEntityType: { n: 3, type: 'enum' }, add: { n: 4, type: 'bool' } } } },
+  configType: { n: 17, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' } } } },
+  config: { n: 18, type: { message: { id: { n: 1, type: 'string' }, typeId: { n: 2, type: 'string' }, name: { n: 3, type: 'string' }, dataJson: { n: 4, type: 'string' } } } },
+} as const;
+export const RdmSchemas = {
+  DataState: { events: { n: 1, type: { message: Event }, repeated: true }, endIndex: { n: 2, type: 'uint64' }, timelineId: { n: 3, type: 'string' } },
+  ChangeSet: { index: { n: 1, type: 'uint64' }, isSynthetic: { n: 2, type: 'bool' }, changes: { n: 3, type: { message: Event }, repeated: true }, timestampId: { n: 4, type: 'string' }, previousIndex: { n: 5, type: 'uint64' } },
+  SubscribeToDataModelRequest: { currentIndex: { n: 1, type: 'uint64' }, subscriptionDurationSeconds: { n: 2, type: 'uint32' }, renew: { n: 3, type: 'bool' }, timelineId: { n: 4, type: 'string' }, subscriptionId: { n: 5, type: 'string' } },
+  ConnectEvents: {
+    events: { n: 1, repeated: true, type: { message: { identityId: { n: 1, type: 'string' }, isConnected: { n: 2, type: 'bool' }, connectTimes: { n: 3, repeated: true, type: { message: { connectTime: { n: 1, type: 'uint64' }, srcAddr: { n: 2, type: 'string' }, dstAddr: { n: 3, type: 'string' } } } } } } },
+    fullState: { n: 2, type: 'bool' },
+  },
+  // The 2.x form of the hello's link listeners (header 1000) is ctrl_pb.Listeners, as in 1.x.
+} as const;
+/** DataState.PublicKey usages and formats. */
+export const KeyUsage = { JWTValidation: 0, ClientX509CertValidation: 1 };
+
+export interface Hello2xOptions {
+  /** The group secret to bring (none: the controller makes one). */
+  secret?: Buffer;
+  /** Not the group's first underlay: a later one, naming this connection id. */
+  later?: { connectionId: string };
+  listeners?: { address: string; protocol: string; groups?: string[] }[];
+  resultMs?: number;
+}
+
+/**
+ * A 2.x router's first underlay (router/env/ctrls.go): version, capabilities (RouterMultiChannel, bit 1:
+ * [0x02]) in 1002, link listeners in 1000, and the group headers 9 IsGrouped, 7 Type ctrl.default,
+ * 11 IsFirstGroupConnection (only on the first).
+ */
+export async function connectRouter2x(port: number, r: EnrolledRouter, o: Hello2xOptions = {}): Promise<{ p: EdgePeer; result?: Frame }> {
+  const p = await EdgePeer.connect(port, { cert: r.cert, key: r.key, alpn: ['ziti-ctrl'] });
+  const headers: [number, Buffer][] = [
+    [4, Buffer.from(UPSTREAM_2X_VERSION)],
+    [1002, Buffer.from([0x02])],
+    [9, Buffer.from([1])],
+    [7, Buffer.from('ctrl.default')],
+  ];
+  if (o.later) headers.push([0, Buffer.from(o.later.connectionId)]);
+  else headers.push([11, Buffer.from([1])]);
+  if (o.secret) headers.push([10, o.secret]);
+  if (o.listeners) headers.push([1000, encode(Schemas.Listeners, { listeners: o.listeners })]);
+  p.send(T.Hello, headers, Buffer.from(r.id), -1);
+  const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 3000).catch(() => undefined);
+  return { p, result };
+}
+
+/** Bit `n` of a capability mask (big-endian big-integer bytes), as upstream's capabilities.IsCapable reads it. */
+export function capable(mask: Buffer | undefined, n: number): boolean {
+  if (!mask) return false;
+  let v = 0n;
+  for (const b of mask) v = (v << 8n) | BigInt(b);
+  return ((v >> BigInt(n)) & 1n) === 1n;
+}

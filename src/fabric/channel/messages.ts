@@ -37,7 +37,18 @@ export const Header = {
   HelloVersion: 4,
   Heartbeat: 5,
   HeartbeatResponse: 6,
+  /**
+   * Grouped ("multi-underlay") channels of channel v4, OpenZiti 2.x (channel/grouped.ts): the underlay's
+   * type (ctrl.default), whether a hello belongs to a group, the group's secret, whether it opens the
+   * group, and the underlay a message came on. 10 to 12 mean other things in a 1.x router's hello
+   * (ctrl/messages.ts CtrlHeader): a hello is read as grouped only when it says IsGrouped.
+   */
+  Type: 7,
   Id: 8,
+  IsGrouped: 9,
+  GroupSecret: 10,
+  IsFirstGroupConnection: 11,
+  UnderlayType: 12,
   /** Headers 128..255 of a request are copied onto its reply (the latency probe relies on it). */
   ReflectedFirst: 128,
   ReflectedLast: 255,

@@ -11,14 +11,15 @@ import { NO_ROUTER, revokeSessions } from '../../model/policy/enforce.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { ListenerGuard } from '../channel/guard.js';
-import { listenForChannels } from '../channel/listener.js';
+import { closeChannelListener, listenForChannels } from '../channel/listener.js';
+import { groupedResultHeaders, readGroupedHello, UnderlayGroups, type UnderlayGroup } from '../channel/grouped.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
 import type { FabricLog } from '../fabric.js';
 import { routersAllowed, setRouterHello } from '../../model/fabric-state.js';
 import { routerEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
-import { CONTROLLER_CAPABILITIES, CtrlHeader, CtrlType, LINK_MANAGEMENT, PeerState, Schemas } from './messages.js';
+import { CONTROLLER_CAPABILITIES, CONTROLLER_CAPABILITIES_V2, CtrlHeader, CtrlType, hasCapability, LINK_MANAGEMENT, PeerState, RouterCapability, Schemas } from './messages.js';
 import { RouterNetwork } from './network.js';
 import { RouterConn, type RouterHello } from './router-connection.js';
 
@@ -77,6 +78,8 @@ export class CtrlServer {
   private probes = new WeakMap<RouterConn, Promise<boolean>>();
   /** Per router id: the episode of refused second connections (when it was logged, how many since). */
   private duplicates = new Map<string, { loggedAt: number; refused: number }>();
+  /** The grouped channels (2.x routers) open here, one underlay each (channel/grouped.ts). */
+  private groups = new UnderlayGroups();
   server?: tls.Server;
   network!: RouterNetwork;
   /** The control port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
@@ -131,6 +134,9 @@ export class CtrlServer {
     if (channel.closed) return;
     // Its certificate is the router's: the hello deadline no longer applies (a probe below may take PROBE_MS).
     accepted();
+    // A 2.x router's hello opens a grouped channel; one that would join a group is refused (grouped.ts).
+    const grouped = readGroupedHello(hello);
+    if (grouped && !grouped.first) return this.refuseHello(channel, hello, this.groups.refusal(grouped), router.name);
     // One router, one connection. A second connection for a router whose connection is up is refused
     // (a failed Result saying why, then closed) and the first carries on undisturbed: two routers
     // started with one certificate would otherwise replace each other many times a second, each
@@ -155,13 +161,16 @@ export class CtrlServer {
       break;
     }
     channel.setLimits(FRAME_LIMITS);
-    const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello), router.fingerprint);
+    const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello, !!grouped), router.fingerprint);
+    const group: UnderlayGroup | undefined = grouped && this.groups.open(grouped);
     this.routers.set(routerId, conn);
     // After the swap: the old connection's close must not read as the router going away.
     if (previous) previous.channel.close(new Error('replaced by a new connection: it did not answer a heartbeat'));
     channel.attach({
       message: (m) => conn.handle(m),
       closed: () => {
+        // Its one underlay closed: the logical channel ends with it (upstream's MinTotalUnderlays: 1).
+        if (group) this.groups.close(group);
         conn.ended();
         this.log.info({ router: router.name }, 'ctrl: router disconnected');
         // Replaced by a newer connection: that one carries on.
@@ -182,21 +191,24 @@ export class CtrlServer {
         })().catch((e) => this.log.warn({ err: String(e) }, 'ctrl: cleaning up after a router failed'));
       },
     });
+    // A 2.x router reads our capabilities in 1002 (12 is the grouped channel's there; upstream sets both
+    // to the same mask) and needs the group headers back; a 1.x router reads 12.
     const result = message(
       ContentType.Result,
       [
         [Header.ResultSuccess, bool(true)],
         [Header.HelloVersion, str(o.version)],
-        [Header.ConnectionId, str(randomUUID())],
         [Header.Id, str(o.controllerId)],
-        [CtrlHeader.Capabilities, CONTROLLER_CAPABILITIES],
+        ...(grouped && group
+          ? [...groupedResultHeaders(grouped, group), [CtrlHeader.CapabilitiesV2, CONTROLLER_CAPABILITIES_V2], [CtrlHeader.Capabilities, CONTROLLER_CAPABILITIES_V2]] as [number, Buffer][]
+          : ([[Header.ConnectionId, str(randomUUID())], [CtrlHeader.Capabilities, CONTROLLER_CAPABILITIES]] as [number, Buffer][])),
       ],
       undefined,
       -1,
     );
     result.headers.set(Header.ReplyFor, i32(hello.seq));
     channel.send(result);
-    this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString() }, 'ctrl: router connected');
+    this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString(), ...(grouped ? { grouped: grouped.type } : {}) }, 'ctrl: router connected');
     routerEvent(this.ctx, routerId, true);
     await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
     await setRouterHello(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') })), conn.hello.versionInfo).catch(() => {});
@@ -251,11 +263,7 @@ export class CtrlServer {
     const connected = addressOf(live.channel);
     const refused = addressOf(channel);
     const why = `router ${name} is already connected (from ${connected}): a second connection with its certificate is refused while the first is up`;
-    const result = message(ContentType.Result, [[Header.ResultSuccess, bool(false)]], str(why), -1);
-    result.headers.set(Header.ReplyFor, i32(hello.seq));
-    channel.send(result);
-    // A clean close: the Result is written before the socket ends.
-    channel.close();
+    this.answerHello(channel, hello, why);
     const now = Date.now();
     const episode = this.duplicates.get(live.routerId);
     if (episode && now - episode.loggedAt < DUPLICATE_LOG_MS) {
@@ -268,6 +276,21 @@ export class CtrlServer {
       { router: name, routerId: live.routerId, connected, refused, ...(episode ? { refusedSinceLastLogged: episode.refused } : {}) },
       'ctrl: refused a second connection of a router that is connected (are two routers running with one certificate?); the first stays. Further ones are refused for the next minute without a log line',
     );
+  }
+
+  /** A failed Result for a hello, saying why (the router logs it and dials again later), then a clean close. */
+  private answerHello(channel: Channel, hello: Message, why: string) {
+    const result = message(ContentType.Result, [[Header.ResultSuccess, bool(false)]], str(why), -1);
+    result.headers.set(Header.ReplyFor, i32(hello.seq));
+    channel.send(result);
+    // A clean close: the Result is written before the socket ends.
+    channel.close();
+  }
+
+  /** A hello refused for a reason of its own (not a duplicate): answered, closed and logged. */
+  private refuseHello(channel: Channel, hello: Message, why: string, name: string) {
+    this.log.info({ router: name, reason: why, from: addressOf(channel) }, 'ctrl: refused a router\'s hello');
+    this.answerHello(channel, hello, why);
   }
 
   private async clientHello(routerId: string, m: Message) {
@@ -448,7 +471,7 @@ export class CtrlServer {
   async stop() {
     for (const t of this.timers) clearInterval(t);
     for (const c of [...this.routers.values()]) c.channel.close(new Error('the controller is stopping'));
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    if (this.server) await closeChannelListener(this.server);
     for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});
   }
 }
@@ -460,20 +483,25 @@ function addressOf(channel: Channel): string {
   return `${host.includes(':') ? `[${host}]` : host}:${s.remotePort ?? '?'}`;
 }
 
-/** What a router's hello says of it: its version (header 4), link listeners (10) and capabilities (11). */
-function readHello(hello: Message): RouterHello {
+/**
+ * What a router's hello says of it: its version (header 4); a 1.x router its link listeners (10) and
+ * metadata (11); a 2.x router (grouped, or RouterMultiChannel in its capabilities, 1002) its link
+ * listeners in 1000, as upstream's controller tells the two apart. 2.x routers all manage their links.
+ */
+function readHello(hello: Message, grouped: boolean): RouterHello {
   const version = hello.headers.get(Header.HelloVersion)?.toString('utf8').split('|')[0] ?? '';
+  const v2 = grouped || hasCapability(hello.headers.get(CtrlHeader.CapabilitiesV2), RouterCapability.MultiChannel);
   let listeners: Record<string, unknown>[] = [];
   let capabilities: number[] = [];
   try {
-    const l = hello.headers.get(CtrlHeader.Listeners);
+    const l = hello.headers.get(v2 ? CtrlHeader.ListenersV2 : CtrlHeader.Listeners);
     if (l) listeners = decode(Schemas.Listeners, l).listeners as Record<string, unknown>[];
-    const md = hello.headers.get(CtrlHeader.RouterMetadata);
+    const md = v2 ? undefined : hello.headers.get(CtrlHeader.RouterMetadata);
     if (md) capabilities = decode(Schemas.RouterMetadata, md).capabilities as number[];
   } catch {
     // A malformed optional header: the router is still let in, as one without links.
   }
-  return { version, versionInfo: hello.headers.get(Header.HelloVersion)?.toString('utf8') ?? '', listeners, managesLinks: capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]) };
+  return { version, versionInfo: hello.headers.get(Header.HelloVersion)?.toString('utf8') ?? '', listeners, managesLinks: v2 || capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]), v2 };
 }
 
 /** Upstream's version rule: a development build (v0.0.0) or anything unparseable counts as new enough. */

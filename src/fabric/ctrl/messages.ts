@@ -1,6 +1,7 @@
-// The control channel's message catalogue (routers <-> controller, OpenZiti 1.1.x), as data: content
-// types, header ids and the protobuf body schemas, field numbers as ../shared/reference/ctrl-channel-1.1.md
-// gives them (section 2.1).
+// The control channel's message catalogue (routers <-> controller, OpenZiti 1.1.x and 2.x), as data:
+// content types, header ids and the protobuf body schemas, field numbers as
+// ../shared/reference/ctrl-channel-1.1.md (section 2.1) and ctrl-channel-2.x.md (section 1.3) give them;
+// the router data model's own bodies are in ../rdm/schemas.ts.
 import type { Schema } from '../channel/protobuf.js';
 
 export const CtrlType = {
@@ -35,14 +36,35 @@ export const CtrlType = {
   EnrollmentCertsResponse: 20301,
   EnrollmentExtendRouterRequest: 20302,
   EnrollmentExtendRouterVerifyRequest: 20303,
+  /** 2.x: which identities are connected to the router (ctrl-channel-2.x.md section 1.4, step 8). */
+  ConnectEvents: 20415,
+  /** 2.x: the router data model (../rdm/): a full snapshot, a change set, the router's subscription, our index. */
+  DataState: 20500,
+  DataStateChangeSet: 20501,
+  SubscribeToDataModelRequest: 20505,
+  CurrentIndexMessage: 20506,
 } as const;
 
 export const CtrlHeader = {
-  /** Router hello: its link listeners (ctrl_pb.Listeners) and metadata (ctrl_pb.RouterMetadata). */
+  /** A 1.x router's hello: its link listeners (ctrl_pb.Listeners) and metadata (ctrl_pb.RouterMetadata). */
   Listeners: 10,
   RouterMetadata: 11,
-  /** Controller hello reply: the capability mask (big-endian big integer bytes). */
+  /** Controller hello reply: the capability mask (big-endian big integer bytes), where a 1.x router reads it. */
   Capabilities: 12,
+  /**
+   * A 2.x router's hello (10 to 12 are the grouped channel's there): its link listeners, its capability
+   * mask (RouterMultiChannel), the addresses it listens for controllers on; and our reply's mask.
+   */
+  ListenersV2: 1000,
+  CapabilitiesV2: 1002,
+  CtrlChanListeners: 1003,
+  // ServerHello / ClientHello / the router data model (edge_ctrl_pb.Header)
+  RouterDataModel: 1024,
+  RouterDataModelIndex: 1025,
+  RouterDataModelSubscriptionId: 1026,
+  // The instant sync's API-session chunks
+  SyncStrategyType: 1013,
+  SyncStrategyState: 1014,
   // RouteResult
   RouteAttempt: 1101,
   RouteSuccess: 1102,
@@ -64,6 +86,22 @@ export const CtrlHeader = {
 
 /** Capabilities of a 1.1 controller: CreateTerminatorV2 (1), SingleRouterLinkSource (2), CreateCircuitV2 (3). */
 export const CONTROLLER_CAPABILITIES = Buffer.from([0x0e]);
+/**
+ * What 2.x routers are told (ctrl-channel-2.x.md section 1.2): bits 1 to 3 as above, RouterDataModel (4)
+ * and SupportsJWTLegacySessions (6), without which a 2.x router refuses the controller. Not
+ * GroupedCtrlChan (5): the router then opens no second underlay (channel/grouped.ts).
+ */
+export const CONTROLLER_CAPABILITIES_V2 = Buffer.from([0x5e]);
+/** Capability bits of the masks: ours (above) and a router's (RouterMultiChannel: 2.x, headers 1000 and up). */
+export const Capability = { CreateTerminatorV2: 1, SingleRouterLinkSource: 2, CreateCircuitV2: 3, RouterDataModel: 4, GroupedCtrlChan: 5, SupportsJWTLegacySessions: 6 } as const;
+export const RouterCapability = { MultiChannel: 1 } as const;
+
+/** Whether bit `n` is set in a capability mask (a big-endian big integer's bytes). */
+export function hasCapability(mask: Buffer | undefined, n: number): boolean {
+  if (!mask?.length) return false;
+  const byte = mask.length - 1 - (n >> 3);
+  return byte >= 0 && (mask[byte] & (1 << (n & 7))) !== 0;
+}
 
 const Listener: Schema = {
   address: { n: 1, type: 'string' },
@@ -73,7 +111,8 @@ const Listener: Schema = {
   localBinding: { n: 5, type: 'string' },
 };
 
-const ApiSession: Schema = { token: { n: 1, type: 'string' }, certFingerprints: { n: 2, type: 'string', repeated: true }, id: { n: 3, type: 'string' } };
+/** identityId (4) is 2.x's; a 1.x router skips it. */
+const ApiSession: Schema = { token: { n: 1, type: 'string' }, certFingerprints: { n: 2, type: 'string', repeated: true }, id: { n: 3, type: 'string' }, identityId: { n: 4, type: 'string' } };
 
 export const Schemas = {
   ApiSessionAdded: { isFullState: { n: 1, type: 'bool' }, apiSessions: { n: 2, type: { message: ApiSession }, repeated: true } },
@@ -85,6 +124,8 @@ export const Schemas = {
     version: { n: 1, type: 'string' },
     hostname: { n: 2, type: 'string' },
     protocols: { n: 3, type: 'string', repeated: true },
+    data: { n: 4, type: { map: ['string', 'string'] } },
+    protocolPorts: { n: 5, type: 'string', repeated: true },
     listeners: {
       n: 10,
       repeated: true,
@@ -143,7 +184,16 @@ export const Schemas = {
   /** metrics_pb.MetricsMessage, only what path costs read: histograms by name (each a Histogram, below). */
   Metrics: { sourceId: { n: 2, type: 'string' }, histograms: { n: 8, type: { map: ['string', 'bytes'] } } },
   Histogram: { count: { n: 1, type: 'uint64' }, mean: { n: 3, type: 'double' } },
-  /** Hello header 10 and 11. */
+  /** 2.x: which identities came and went on a router (fullState: all of them now). */
+  ConnectEvents: {
+    events: {
+      n: 1,
+      repeated: true,
+      type: { message: { identityId: { n: 1, type: 'string' }, isConnected: { n: 2, type: 'bool' }, connectTimes: { n: 3, repeated: true, type: { message: { connectTime: { n: 1, type: 'uint64' }, srcAddr: { n: 2, type: 'string' }, dstAddr: { n: 3, type: 'string' } } } } } },
+    },
+    fullState: { n: 2, type: 'bool' },
+  },
+  /** Hello header 10 and 11 (1.x), 1000 (2.x). */
   Listeners: { listeners: { n: 1, type: { message: Listener }, repeated: true } },
   RouterMetadata: { capabilities: { n: 1, type: 'enum', repeated: true } },
   RouterLinks: {

@@ -40,6 +40,8 @@ export interface RouterHello {
   listeners: Record<string, unknown>[];
   /** Whether it manages its own links (upstream: version 0.32.1 or later, or a development build). */
   managesLinks: boolean;
+  /** A 2.x router (grouped channel, 2.x headers): it is served the router data model and JWT sessions. */
+  v2: boolean;
 }
 
 export class RouterConn {
