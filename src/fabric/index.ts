@@ -8,6 +8,7 @@ import { ensureEmbeddedRouter, type EmbeddedRouter } from '../model/embedded-rou
 import { VERSION } from '../version.js';
 import { ListenerGuard } from './channel/guard.js';
 import { startEdgeListener } from './edge/listener.js';
+import { closeChannelListener } from './channel/listener.js';
 import { Fabric, type FabricLog } from './fabric.js';
 import type { CircuitRecorder } from './recorder.js';
 
@@ -71,7 +72,7 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
       closed = true;
       clearInterval(leaseTimer);
       fabric.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeChannelListener(server);
       await removeRouterEdgeTerminators(ctx, router.id).catch(() => {});
       await setRouterLease(ctx, router.id, null).catch(() => {});
     },

@@ -63,6 +63,9 @@ function workerUrl(): URL | string {
   return threadProgram((globalThis as { __ztcRouterWorker?: string }).__ztcRouterWorker, ['./worker.js', '../fabric/worker.js'], import.meta.url) ?? new URL('../../dist/src/fabric/worker.js', import.meta.url);
 }
 
+/** The longest the data plane's thread may take to close (its listeners, its store) before it is ended. */
+const CLOSE_MS = 5000;
+
 export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void }): Promise<RunningFabric> {
   const sqliteAddon = sqliteAddonFile();
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
@@ -88,11 +91,19 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
           alive: () => alive,
           close() {
             closing ??= new Promise<void>((done) => {
-              const timer = setTimeout(() => void worker.terminate().then(() => done()), 5000);
-              onClosed = () => {
+              // A thread that has already ended has nothing to close (and would never answer).
+              if (!alive) return done();
+              const end = () => {
                 clearTimeout(timer);
-                void worker.terminate().then(() => done());
+                void worker.terminate().then(() => done(), () => done());
               };
+              // Its own close is bounded: past CLOSE_MS (a database that does not answer) the thread is ended.
+              const timer = setTimeout(() => {
+                o.log.warn({ ms: CLOSE_MS }, 'the data plane did not finish closing in time: its thread is ended');
+                end();
+              }, CLOSE_MS);
+              onClosed = end;
+              worker.once('exit', end);
               worker.postMessage('close');
             });
             return closing;

@@ -134,3 +134,46 @@ export function closeUnfinishedHandshakes(server: Server, ms: number) {
     pending.delete(raw);
   });
 }
+
+/** A server's open connections, and those of them still in their TLS handshake (none on plain HTTP). */
+export interface OpenSockets {
+  all: Set<Socket>;
+  handshaking: Set<Socket>;
+}
+
+/**
+ * Every connection a server holds, TLS handshake done or not: a stop destroys those still open after
+ * its grace (closeWithGrace). Node's own close ends only idle kept-alive connections, and stops checking
+ * the headers timeout: a connection that finished TLS and never sent a request would hold it for ever.
+ */
+export function openSockets(server: Server, o: { tls: boolean }): OpenSockets {
+  const open: OpenSockets = { all: new Set(), handshaking: new Set() };
+  server.on('connection', (socket: Socket) => {
+    open.all.add(socket);
+    if (o.tls) open.handshaking.add(socket);
+    socket.once('close', () => {
+      open.all.delete(socket);
+      open.handshaking.delete(socket);
+    });
+  });
+  if (o.tls) server.on('secureConnection', (tlsSocket: Socket & { _parent?: Socket }) => tlsSocket._parent && open.handshaking.delete(tlsSocket._parent));
+  return open;
+}
+
+/**
+ * Wait for a server's close (`closing`, already asked for): requests in flight finish and are answered,
+ * idle connections are closed at once by Node, and so are those still in their TLS handshake (no request
+ * is in flight on them, and any they sent now would be refused); whatever is still open after `graceMs`
+ * (a slow request, a silent connection, a reader that stopped reading) is destroyed, so the close ends.
+ */
+export async function closeWithGrace(closing: Promise<unknown>, sockets: OpenSockets, graceMs: number): Promise<void> {
+  for (const socket of sockets.handshaking) socket.destroy();
+  const force = setTimeout(() => {
+    for (const socket of sockets.all) socket.destroy();
+  }, graceMs);
+  try {
+    await closing;
+  } finally {
+    clearTimeout(force);
+  }
+}

@@ -19,7 +19,7 @@ import { pruneAudit } from '../model/events/audit-store.js';
 import { undoUnfinishedImports } from '../model/import-journal.js';
 import { buildApp, type App, type AppOptions } from './app.js';
 import { ensureWritableDir, refuseMissingDatabase } from './data-dir.js';
-import { capConnectionsPerAddress, closeUnfinishedHandshakes, serverTimeouts } from './connections.js';
+import { capConnectionsPerAddress, closeUnfinishedHandshakes, closeWithGrace, openSockets, serverTimeouts, type OpenSockets } from './connections.js';
 import { lockDataDir } from './serve-lock.js';
 import { startFabricThread, type DataPlaneStats, type RunningFabric } from '../fabric/thread.js';
 import { startOpsListener } from './ops-listener.js';
@@ -66,8 +66,18 @@ export interface Running {
   url: string;
   /** The data plane: the embedded edge router (config.router) and the control channel (config.ctrl). */
   fabric?: RunningFabric;
+  /**
+   * Stop: listeners closed, requests in flight answered, event streams ended, what is still open after
+   * CLOSE_GRACE_MS destroyed, then the events file and the database closed. Each part is bounded but the
+   * database's close: a caller that must end (serve.ts) sets its own deadline and names unfinished().
+   */
   close(): Promise<void>;
+  /** The parts of a stop under way that have not finished (empty before close() and after it). */
+  unfinished(): string[];
 }
+
+/** How long a stop lets requests in flight finish before their connections are destroyed. */
+export const CLOSE_GRACE_MS = 5000;
 
 /** Serve both APIs over TLS. The TLS layer asks for a client certificate but does not require one. */
 export async function startController(config: Config, o: { clock?: Clock; progress?: Progress; logger?: AppOptions['logger'] } = {}): Promise<Running> {
@@ -111,6 +121,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     unlock();
     throw err;
   }
+  const apiSockets = openSockets(app.server, { tls: true });
   capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress, () => app?.metrics?.connectionRefused());
   closeUnfinishedHandshakes(app.server, config.headersTimeoutSeconds * 1000);
   // The edge router is up before the APIs answer: a controller that answers /version is all there.
@@ -164,9 +175,11 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     });
   }
   let ops: http.Server | undefined;
+  let opsSockets: OpenSockets = { all: new Set(), handshaking: new Set() };
   if (config.metricsPort) {
     try {
       ops = await startOpsListener({ host: config.bind, port: config.metricsPort, metrics: app.metrics, health: app.health });
+      opsSockets = openSockets(ops, { tls: false });
     } catch (err) {
       await release();
       throw err;
@@ -186,26 +199,43 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;
   const stopHeartbeat = await registerController(ctx);
-  let closed = false;
+  let closing: Promise<void> | undefined;
+  // What the stop has begun and not finished, by name: the log line of a stop that ran out of time (serve.ts).
+  const pending = new Set<string>();
+  const step = async (name: string, fn: () => Promise<unknown> | undefined) => {
+    pending.add(name);
+    try {
+      await fn();
+    } finally {
+      pending.delete(name);
+    }
+  };
   return {
     app,
     ctx,
     boot: opened.boot,
     fabric: router,
     url: `https://${config.bind === '0.0.0.0' || config.bind === '::' ? 'localhost' : config.bind}:${port}`,
-    async close() {
-      if (closed) return;
-      closed = true;
-      clearInterval(sweep);
-      clearInterval(pruning);
-      clearInterval(expiryCheck);
-      await stopHeartbeat();
-      if (ops) await new Promise<void>((resolve) => ops!.close(() => resolve()));
-      await router?.close();
-      await app.close();
-      await ctx.events.close();
-      await opened.close();
-      unlock();
+    unfinished: () => [...pending],
+    close() {
+      closing ??= (async () => {
+        clearInterval(sweep);
+        clearInterval(pruning);
+        clearInterval(expiryCheck);
+        // Side by side, each bounded: the listeners stop taking connections at once; requests in flight
+        // are answered (new ones on kept-alive connections get 503), event streams are ended (their
+        // preClose hook), idle connections closed, and what is left after the grace is destroyed.
+        await Promise.all([
+          step('controller heartbeat', () => stopHeartbeat()),
+          step('metrics listener', () => ops && closeWithGrace(new Promise<void>((resolve) => ops!.close(() => resolve())), opsSockets, CLOSE_GRACE_MS)),
+          step('data plane', () => router?.close()),
+          step('API listener', () => closeWithGrace(app.close(), apiSockets, CLOSE_GRACE_MS)),
+        ]);
+        await step('events file', () => ctx.events.close());
+        await step('database', () => opened.close());
+        unlock();
+      })();
+      return closing;
     },
   };
 }

@@ -1,4 +1,5 @@
-// `bin/ztc serve` exactly as automation runs it: ready on /version, clean exit on SIGTERM.
+// `bin/ztc serve` exactly as automation runs it: ready on /version, clean exit on SIGTERM (within
+// seconds, whatever connections are open; through `npm start` too).
 import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
@@ -6,9 +7,11 @@ import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
+import { selfSignedCert } from '../helpers/certs.js';
 import { untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
-import { tempDataDir, testDatabase } from '../helpers/controller.js';
+import { MGMT, tempDataDir, testDatabase } from '../helpers/controller.js';
 
 // A failing test must not leave the processes it started running.
 afterAll(killLeftovers);
@@ -170,5 +173,111 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stops within seconds on SIGTERM with an event stream, idle and silent connections open on every port', async () => {
+    const [port, routerPort, ctrlPort] = [await freePort(), await freePort(), await freePort()];
+    const { child, out, exited } = await serve(port, ['--data-dir', tempDataDir(), '--admin-password', 'serve-pass-1', '--log-format', 'text', '--router-port', String(routerPort), '--ctrl-port', String(ctrlPort)]);
+    await untilPrinted(() => out.stdout, /edge router {3}tls:/, () => false, 10_000);
+    const login = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = https.request(`https://127.0.0.1:${port}${MGMT}/authenticate?method=password`, { method: 'POST', rejectUnauthorized: false, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ username: 'admin', password: 'serve-pass-1' }));
+    });
+    expect(login.status).toBe(200);
+    const token = (JSON.parse(login.body) as { data: { token: string } }).data.token;
+    // An events stream (what `ztc events --follow` reads): it never ends by itself.
+    const sse = { text: '', ended: false };
+    const sseEnded = new Promise<void>((resolve) => {
+      https.get(`https://127.0.0.1:${port}${MGMT}/events`, { rejectUnauthorized: false, agent: false, headers: { 'zt-session': token } }, (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (sse.text += d));
+        res.on('end', () => {
+          sse.ended = true;
+          resolve();
+        });
+        res.on('error', () => resolve());
+      }).on('error', () => resolve());
+    });
+    await untilPrinted(() => sse.text, /^: ztc events\n\n/, () => false, 10_000);
+    // An idle kept-alive connection, one that finished TLS and never sent a request, one still before TLS.
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    await new Promise<void>((resolve) => https.get(`https://127.0.0.1:${port}/version`, { rejectUnauthorized: false, agent }, (res) => res.resume().on('end', resolve)));
+    const sockets: (net.Socket | tls.TLSSocket)[] = [];
+    const connectTls = (p: number, o: tls.ConnectionOptions = {}) =>
+      new Promise<tls.TLSSocket>((resolve, reject) => {
+        const s = tls.connect({ host: '127.0.0.1', port: p, rejectUnauthorized: false, ...o }, () => resolve(s));
+        s.on('error', reject);
+        sockets.push(s);
+      });
+    await connectTls(port);
+    // The edge router: a TLS connection with a client certificate (admitted, waiting for its hello) and a bare TCP one.
+    const client = selfSignedCert('sdk');
+    const edge = await connectTls(routerPort, { cert: client.certPem, key: client.keyPem });
+    for (const p of [port, routerPort, ctrlPort]) sockets.push(net.connect(p, '127.0.0.1'));
+    await new Promise((r) => setTimeout(r, 300));
+    for (const s of sockets) s.on('error', () => {});
+    expect(edge.destroyed).toBe(false);
+    const started = Date.now();
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 8 s'), 8000))]);
+    const took = Date.now() - started;
+    expect(code).toBe(0);
+    expect(took).toBeLessThan(8000);
+    // The stream ended, with its last words.
+    await Promise.race([sseEnded, new Promise((r) => setTimeout(r, 1000))]);
+    expect(sse.ended).toBe(true);
+    expect(sse.text).toMatch(/: the controller is stopping\n\n$/);
+    expect(out.stdout).toMatch(/shutting down signal=SIGTERM\n(.*\n)*\d\d:\d\d:\d\d stopped ms=\d+\n/);
+    agent.destroy();
+    for (const s of sockets) s.destroy();
+  });
+
+  // `npm start` runs the script in a shell: the server must be the process npm passes SIGTERM to (exec),
+  // not the shell's child, which lived on after npm and the shell had gone.
+  it('npm start passes SIGTERM on to the server, sent to npm or to its process group', async () => {
+    for (const target of ['npm', 'group'] as const) {
+      const dir = tempDataDir();
+      const port = await freePort();
+      const db = await testDatabase();
+      const npm = tracked(spawn('npm', ['start', '--', '--data-dir', dir, '--port', String(port), '--no-router', '--no-ctrl', '--admin-password', 'serve-pass-1', '--log-format', 'json', ...(db ? ['--db', db] : [])], {
+        env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: '' },
+        detached: true,
+      }));
+      let out = '';
+      npm.stdout.on('data', (d) => (out += d));
+      npm.stderr.on('data', (d) => (out += d));
+      const npmExited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
+      // A stale build is rebuilt first (scripts/build-if-stale.mjs): a minute at most.
+      expect(await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => npm.exitCode !== null, 120_000)).toBe(200);
+      await untilPrinted(() => out, /"msg":"Server listening at/, () => npm.exitCode !== null, 10_000);
+      const pid = Number(/"pid":(\d+)[^\n]*"msg":"Server listening at/.exec(out)![1]);
+      expect(pid).not.toBe(npm.pid);
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect(alive()).toBe(true);
+      if (target === 'npm') process.kill(npm.pid!, 'SIGTERM');
+      else process.kill(-npm.pid!, 'SIGTERM');
+      const deadline = Date.now() + 8000;
+      while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const stillAlive = alive();
+      if (stillAlive) process.kill(pid, 'SIGKILL');
+      expect(stillAlive, `the server (pid ${pid}) outlived SIGTERM to ${target}`).toBe(false);
+      await npmExited;
+      // It stopped by its own shutdown (a second SIGTERM, npm's and the group's, did not cut it short).
+      expect(out).toMatch(/"msg":"stopped"/);
+      expect(await get(`https://127.0.0.1:${port}/version`)).toBe(0);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

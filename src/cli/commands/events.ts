@@ -64,6 +64,7 @@ export function eventsCommand(): Command {
         const query = opts.type.length ? `?types=${encodeURIComponent(opts.type.join(','))}` : '';
         let buf = '';
         let announced = false;
+        let stopping = false;
         const reply = await t.download(`${API}/events${query}`, 'text/event-stream', (chunk) => {
           // The controller opens the stream with a comment: from then on no event is missed. Said on
           // stderr, so a script can wait for it before making the change it wants to see.
@@ -76,6 +77,8 @@ export function eventsCommand(): Command {
           while ((i = buf.indexOf('\n\n')) >= 0) {
             const block = buf.slice(0, i);
             buf = buf.slice(i + 2);
+            // The controller's last words when it stops (STOPPING_COMMENT in server/routes/management/events.ts).
+            if (block === ': the controller is stopping') stopping = true;
             const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
             if (!data) continue;
             if (format === 'table') {
@@ -88,6 +91,7 @@ export function eventsCommand(): Command {
           }
         });
         expectOk(reply, 'Following events');
+        if (reply.status === 200 && stopping) throw new CliError('The controller is stopping: the event stream ended');
         if (reply.status === 200) throw new CliError('The controller ended the event stream (it stopped, or this reader fell too far behind)');
       });
     });

@@ -143,6 +143,16 @@ async function portsInUse(config: Config): Promise<string> {
   return `${busy.length === 1 ? 'This port' : 'These ports'} on ${config.bind} ${busy.length === 1 ? 'is' : 'are'} already in use (another ztc, an OpenZiti controller or router, or another program). Stop what holds ${busy.length === 1 ? 'it' : 'them'}, or choose another:\n${lines.join('\n')}`;
 }
 
+/** The longest a stop (SIGTERM, SIGINT) may take before the process exits anyway (1), naming what had not finished. */
+export const STOP_DEADLINE_MS = 10_000;
+/** A second signal within this of the first is the same request delivered twice. */
+const REPEAT_MS = 1000;
+
+function unfinished(running: Running): string {
+  const parts = running.unfinished();
+  return parts.length ? ` (not finished: ${parts.join(', ')})` : '';
+}
+
 /** Start serving, print where and how to log in (in one write), and stop cleanly on SIGTERM/SIGINT. */
 export async function runController(config: Config, format: LogFormat = logFormat(undefined)): Promise<Running> {
   let running: Running;
@@ -183,13 +193,36 @@ export async function runController(config: Config, format: LogFormat = logForma
   else if (running.boot.adminCreated) lines.push(`  admin         ${config.adminUsername} (password as given)`);
   // One write: request log lines cannot land in the middle of the banner or the password.
   process.stdout.write(lines.join('\n') + '\n' + (running.boot.generatedPassword ? passwordBox(config.adminUsername, running.boot.generatedPassword) : ''));
-  const stop = async (signal: string) => {
-    running.app.log.info({ signal }, 'shutting down');
-    await running.close();
-    process.exit(0);
+  let stoppingSince: number | undefined;
+  const stop = (signal: string) => {
+    const log = running.app.log;
+    if (stoppingSince !== undefined) {
+      // The same signal twice at once is one request: sent to the process group and passed on by npm
+      // (npm start), or Ctrl-C's SIGINT likewise. Asked again later: at once.
+      if (Date.now() - stoppingSince < REPEAT_MS) return;
+      log.warn({ signal }, `stopping at once, asked again${unfinished(running)}`);
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
+    log.info({ signal }, 'shutting down');
+    // Each part of the stop is bounded but the database's close; whatever hangs, the process ends.
+    setTimeout(() => {
+      log.error({ signal }, `shutdown did not finish in ${STOP_DEADLINE_MS / 1000} s: exiting anyway${unfinished(running)}`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
+    running.close().then(
+      () => {
+        log.info({ ms: Date.now() - stoppingSince! }, 'stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, `shutdown failed${unfinished(running)}`);
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   return running;
 }
 

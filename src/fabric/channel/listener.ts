@@ -37,12 +37,35 @@ export interface Hello {
   accepted(): void;
 }
 
+/** Per listener: its open TCP connections, and whether each is past its hello (carries a channel in use). */
+const openConnections = new WeakMap<tls.Server, Map<Socket, { accepted: boolean }>>();
+
+/** How long a stop lets the channels it closed finish their goodbyes before their sockets are destroyed. */
+export const CLOSE_GRACE_MS = 2000;
+
+/**
+ * Stop a channel listener (at shutdown; the owner has already closed the channels in use): no new
+ * connections, those not past their hello closed at once (nothing runs on them, and their deadline
+ * would otherwise hold the close for up to the hello timeout), and whatever is still open after
+ * `graceMs` (a hello accepted while stopping, a peer that does not read its goodbye) destroyed.
+ */
+export function closeChannelListener(server: tls.Server, graceMs = CLOSE_GRACE_MS): Promise<void> {
+  const open = openConnections.get(server) ?? new Map<Socket, { accepted: boolean }>();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const [socket, state] of open) if (!state.accepted) socket.destroy();
+  const force = setTimeout(() => {
+    for (const socket of open.keys()) socket.destroy();
+  }, graceMs);
+  return closed.finally(() => clearTimeout(force));
+}
+
 export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello) => void, onError: (e: Error) => void): Promise<tls.Server> {
   // Per address, its connections whose hello is not accepted yet, oldest first.
   const waiting = new Map<string, Set<Socket>>();
   const deadlines = new WeakMap<Socket, NodeJS.Timeout>();
   const admitted = new WeakMap<Socket, () => void>();
   const { guard } = o;
+  const open = new Map<Socket, { accepted: boolean }>();
   const server = tls.createServer({
     cert: o.certPem,
     key: o.keyPem,
@@ -84,8 +107,10 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
     const deadline = setTimeout(() => socket.destroy(), o.helloTimeoutMs);
     deadline.unref();
     deadlines.set(socket, deadline);
+    open.set(socket, { accepted: false });
     socket.once('close', () => {
       clearTimeout(deadline);
+      open.delete(socket);
       settled();
     });
   });
@@ -110,12 +135,15 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
           accepted: () => {
             if (deadline) clearTimeout(deadline);
             settled?.();
+            const state = raw && open.get(raw);
+            if (state) state.accepted = true;
           },
         });
       },
       closed: () => {},
     });
   });
+  openConnections.set(server, open);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {

@@ -11,7 +11,7 @@ import { NO_ROUTER, revokeSessions } from '../../model/policy/enforce.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { ListenerGuard } from '../channel/guard.js';
-import { listenForChannels } from '../channel/listener.js';
+import { closeChannelListener, listenForChannels } from '../channel/listener.js';
 import { groupedResultHeaders, readGroupedHello, UnderlayGroups, type UnderlayGroup } from '../channel/grouped.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
@@ -471,7 +471,7 @@ export class CtrlServer {
   async stop() {
     for (const t of this.timers) clearInterval(t);
     for (const c of [...this.routers.values()]) c.channel.close(new Error('the controller is stopping'));
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    if (this.server) await closeChannelListener(this.server);
     for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});
   }
 }

@@ -35,7 +35,17 @@ export function parseSince(text: string, now: Date): Date {
   return new Date(t);
 }
 
+/** The comment a stream ends with when the controller stops (ztc events --follow says so). */
+export const STOPPING_COMMENT = ': the controller is stopping';
+
 export function registerEvents(app: FastifyInstance, ctx: Ctx) {
+  // Open streams, each ended by the stop: a stream never ends by itself, and the server's close waits
+  // for every response to finish (it held `ztc serve` on SIGTERM until systemd killed it).
+  const streams = new Set<() => void>();
+  app.addHook('preClose', (done) => {
+    for (const stop of [...streams]) stop();
+    done();
+  });
   app.get(
     '/events',
     {
@@ -71,10 +81,20 @@ export function registerEvents(app: FastifyInstance, ctx: Ctx) {
       const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
       keepalive.unref();
       function close() {
+        streams.delete(stopping);
         unsubscribe();
         clearInterval(keepalive);
         if (!res.writableEnded) res.end();
       }
+      // The last words, then the response's end and the connection's (it was kept alive, and the
+      // server, closing, would otherwise wait for it to idle out).
+      function stopping() {
+        const socket = res.socket;
+        if (!res.writableEnded) res.write(`${STOPPING_COMMENT}\n\n`);
+        close();
+        socket?.end();
+      }
+      streams.add(stopping);
       res.on('close', close);
       req.raw.on('close', close);
     },
