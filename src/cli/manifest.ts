@@ -74,7 +74,7 @@ const MODULES = () => [
   import('../model/resources/cas.js'), import('../model/resources/configs.js'), import('../model/resources/controllers.js'),
   import('../model/resources/enrollments.js'), import('../model/resources/fabric.js'), import('../model/resources/external-jwt-signers.js'), import('../model/resources/identities.js'),
   import('../model/resources/identity-types.js'), import('../model/resources/policies.js'), import('../model/resources/posture-check-types.js'),
-  import('../model/resources/posture-checks.js'),
+  import('../model/resources/posture-checks.js'), import('../model/resources/revocations.js'),
   import('../model/resources/routers.js'), import('../model/resources/services.js'), import('../model/resources/sessions.js'),
   import('../model/resources/terminators.js'),
 ];

@@ -125,7 +125,7 @@ function withoutBlanks(decl: ResourceDecl, body: Row, mode: WriteMode): Row {
 export async function createResource(ctx: Ctx, decl: ResourceDecl, raw: Row) {
   const body = withoutBlanks(decl, raw, 'create');
   const input = decl.hooks?.prepare ? await decl.hooks.prepare(body, 'create', ctx) : body;
-  return writeTx(ctx, (tx) => createIn(tx, ctx, decl, input)).catch((err) => namedDuplicate(ctx, decl, input, err));
+  return writeTx(ctx, (tx) => createIn(tx, ctx, decl, input, decl.idOf?.(input))).catch((err) => namedDuplicate(ctx, decl, input, err));
 }
 
 /**

@@ -121,6 +121,11 @@ export interface ResourceDecl {
   /** Adds to a page of rows what one join cannot give (child lists, names of referenced entities), in a few queries. */
   expand?: (db: Db, rows: Row[], ctx: Ctx) => Promise<void>;
   toDetail: (row: Row, ctx: Ctx) => Record<string, unknown>;
+  /**
+   * The id a create takes from its body instead of a new random one (a revocation is named by what it
+   * revokes); a create whose id is taken fails unless toRow first removes the row it replaces.
+   */
+  idOf?: (input: Row) => string;
   /** Turn a validated request body into column values; throw ApiError for what the schema cannot say. */
   toRow?: (input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: Row) => Promise<Row>;
   hooks?: {

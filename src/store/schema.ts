@@ -66,6 +66,14 @@ export interface AuthenticatorRow extends BaseRow {
   lockedUntil: string | null;
 }
 
+/** A revoked JWT id, API session or identity (model/auth/revocations.ts). */
+export interface RevocationRow extends BaseRow {
+  type: string;
+  expiresAt: string;
+  /** Tokens of an IDENTITY revocation issued before this no longer count; later ones do. */
+  issuedBefore: string;
+}
+
 export interface MfaRow extends BaseRow {
   identityId: string;
   secret: string;
@@ -394,6 +402,7 @@ export interface Database {
   authenticators: AuthenticatorRow;
   apiSessions: ApiSessionRow;
   apiTokens: ApiTokenRow;
+  revocations: RevocationRow;
   auditEvents: AuditEventRow;
   importRuns: ImportRunRow;
   importJournal: ImportJournalRow;

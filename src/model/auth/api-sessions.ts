@@ -10,6 +10,7 @@ import { fromJson, isSet } from '../../store/json.js';
 import { first, precompile } from '../../store/precompiled.js';
 import { MFA_AUTH_QUERY } from './mfa.js';
 import { apiSessionEnded } from '../events/emit.js';
+import { pruneRevocations } from './revocations.js';
 import type { ApiSessionRow } from '../../store/schema.js';
 
 export interface SessionWithIdentity extends ApiSessionRow {
@@ -147,6 +148,8 @@ export async function expireApiSessions(ctx: Ctx) {
     .execute();
   for (const s of idle) apiSessionEnded(ctx, s, 'expired');
   for (const s of partial) apiSessionEnded(ctx, s, 'mfa-not-given');
+  // The same sweep forgets revocations past their expiry (nothing they name can still be valid).
+  await pruneRevocations(ctx);
   return idle.length + partial.length;
 }
 

@@ -10,13 +10,25 @@ import { apiSessionDeleted } from '../events/emit.js';
 import { afterCommit, recordRowChange } from '../events/record.js';
 
 /**
- * End the API sessions opened with this authenticator (or signer), or all of an identity's, but `keep`:
- * the caller's own session when it changes its own password, so the change does not log out the one
- * who made it. `reason` goes into the events (credential-changed, identity-disabled).
+ * End the API sessions opened with this authenticator (or signer), all of an identity's (those made
+ * at or before `createdBy` when given), or one by its id, but `keep`: the caller's own session when it
+ * changes its own password, so the change does not log out the one who made it. `reason` goes into the
+ * events (credential-changed, identity-disabled, revoked).
  */
-export async function endApiSessions(tx: Tx, ctx: Ctx, of: { authenticatorId: string } | { identityId: string }, reason: string, keep?: string): Promise<number> {
+export async function endApiSessions(
+  tx: Tx,
+  ctx: Ctx,
+  of: { authenticatorId: string } | { identityId: string; createdBy?: string } | { apiSessionId: string },
+  reason: string,
+  keep?: string,
+): Promise<number> {
   let q = tx.selectFrom('apiSessions').selectAll();
-  q = 'authenticatorId' in of ? q.where('authenticatorId', '=', of.authenticatorId) : q.where('identityId', '=', of.identityId);
+  if ('authenticatorId' in of) q = q.where('authenticatorId', '=', of.authenticatorId);
+  else if ('apiSessionId' in of) q = q.where('id', '=', of.apiSessionId);
+  else {
+    q = q.where('identityId', '=', of.identityId);
+    if (of.createdBy) q = q.where('createdAt', '<=', of.createdBy);
+  }
   if (keep) q = q.where('id', '!=', keep);
   const rows = await q.execute();
   if (!rows.length) return 0;

@@ -23,6 +23,7 @@ import { nameTrigrams } from './0026-name-trigrams.js';
 import { importFinished } from './0027-import-finished.js';
 import { nameStatistics } from './0028-name-statistics.js';
 import { signerTargetToken } from './0029-signer-target-token.js';
+import { revocations } from './0030-revocations.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -48,5 +49,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0027-import-finished': importFinished(),
     '0028-name-statistics': nameStatistics(dialect),
     '0029-signer-target-token': signerTargetToken(),
+    '0030-revocations': revocations(),
   };
 }

@@ -15,6 +15,7 @@ import { edgeRouters, routers, transitRouters } from '../../../model/resources/r
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
 import { postureCheckTypes } from '../../../model/resources/posture-check-types.js';
 import { postureChecks } from '../../../model/resources/posture-checks.js';
+import { revocations } from '../../../model/resources/revocations.js';
 import type { AnyQuery } from '../../../model/resource.js';
 import { mountResource } from '../../crud.js';
 import { relatedList } from '../../related.js';
@@ -32,6 +33,7 @@ import { registerEvents } from './events.js';
 export const managementResources = [
   identities, identityTypes, authenticators, cas, enrollments, authPolicies, apiSessions, externalJwtSigners, configTypes, configs,
   edgeRouters, routers, transitRouters, edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies, postureCheckTypes, postureChecks,
+  revocations,
 ];
 
 export function registerManagement(app: FastifyInstance, ctx: Ctx) {

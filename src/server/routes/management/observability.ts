@@ -29,15 +29,15 @@ const COUNTED: [string, string, string?][] = [
   ['edgeRouterPolicies', 'edge_router_policies'], ['enrollments', 'enrollments'], ['externalJwtSigners', 'external_jwt_signers'],
   ['identities', 'identities'], ['identityTypes', 'identity_types'], ['mfas', 'mfa'], ['postureChecks', 'posture_checks'],
   ['routers', 'routers'], ['routers.edge', 'routers', 'is_edge = 1'], ['serviceEdgeRouterPolicies', 'service_edge_router_policies'],
-  ['servicePolicies', 'service_policies'], ['services', 'services'], ['services.edge', 'services'], ['sessions', 'sessions'],
-  ['terminators', 'terminators'],
+  ['revocations', 'revocations'], ['servicePolicies', 'service_policies'], ['services', 'services'], ['services.edge', 'services'],
+  ['sessions', 'sessions'], ['terminators', 'terminators'],
 ];
 
 /**
- * Keys upstream reports that have no rows here: it keeps no certificate revocations or eventual events
- * as entities of their own here (ztc ends a credential's sessions in the transaction that removes it).
+ * Keys upstream reports that have no rows here: ztc keeps no eventual events (work its store defers; ztc
+ * ends a credential's sessions in the transaction that removes it, leaving nothing for later).
  */
-const NOTHING_STORED = ['eventualEvents', 'revocations'];
+const NOTHING_STORED = ['eventualEvents'];
 
 /** Go-style durations as upstream takes them: "90s", "5m", "1h30m". */
 export function parseDuration(text: string): number | undefined {
