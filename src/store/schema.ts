@@ -64,6 +64,14 @@ export interface AuthenticatorRow extends BaseRow {
   unverifiedFingerprint: string | null;
   failedAttempts: number;
   lockedUntil: string | null;
+  /** An administrator asked for the certificate to be extended (request-extend), and with a new key. */
+  isExtendRequested: number;
+  isKeyRollRequested: number;
+  extendRequestedAt: string | null;
+  /** The last extension gave the certificate a new key. */
+  lastExtendRolledKeys: number;
+  /** The last certificate login's chain resolved to the controller's root. */
+  lastAuthResolvedToRoot: number;
 }
 
 /** A revoked JWT id, API session or identity (model/auth/revocations.ts). */

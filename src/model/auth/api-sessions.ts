@@ -153,14 +153,22 @@ export async function expireApiSessions(ctx: Ctx) {
   return idle.length + partial.length;
 }
 
+/** The 2.x fields of an API session opened with a certificate (model/pki/extend.ts certStateOf). */
+export interface CertState {
+  isCertExtendRequested: boolean;
+  isCertKeyRollRequested: boolean;
+  improperClientCertChain: boolean;
+}
+export const NO_CERT_STATE: CertState = { isCertExtendRequested: false, isCertKeyRollRequested: false, improperClientCertChain: false };
+
 /**
  * `own`: the detail answers the session's own request (login, current-api-session), which is its latest
  * activity. lastActivityAt is written only once it is a minute stale (touchEvery), but SDKs read
  * cachedLastActivityAt as the controller's clock: the C SDK logs "local clock is N seconds ahead" past
  * 10 s and shifts its refresh timer by the difference. Upstream answers its in-memory activity there;
- * the request's time is it.
+ * the request's time is it. `cert`: what the session says of its certificate (an extension asked for).
  */
-export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string, own = false) {
+export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string, own = false, cert: CertState = NO_CERT_STATE) {
   const expiresAt = new Date(Date.parse(s.lastActivityAt) + timeoutMs(ctx));
   return {
     id: s.id,
@@ -178,6 +186,9 @@ export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string
     isMfaRequired: isSet(s.isMfaRequired),
     isMfaComplete: isSet(s.isMfaComplete),
     isCertExtendable: isSet(s.isCertExtendable),
+    isCertExtendRequested: cert.isCertExtendRequested,
+    isCertKeyRollRequested: cert.isCertKeyRollRequested,
+    improperClientCertChain: cert.improperClientCertChain,
     lastActivityAt: s.lastActivityAt,
     cachedLastActivityAt: own ? iso(ctx.clock.now()) : s.lastActivityAt,
     cachedUpdatedAt: s.updatedAt,

@@ -123,7 +123,7 @@ async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: s
     .innerJoin('identities as i', 'i.id', 'a.identityId')
     .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
     .leftJoin('cas as c', 'c.id', 'a.caId')
-    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth'])
+    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'a.lastAuthResolvedToRoot', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth'])
     .where('a.method', '=', 'cert')
     .where('a.fingerprint', '=', fingerprintOf(leaf.toString()))
     .executeTakeFirst();
@@ -134,6 +134,11 @@ async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: s
   if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw invalidAuth();
   if (isSet(row.isIssuedByNetwork)) {
     if (!issuedByNetwork(ctx, leaf, presented)) throw invalidAuth();
+    // Upstream 2.x notes whether the chain led to the root (lastAuthResolvedToRoot; a session's
+    // improperClientCertChain when it did not). The TLS layer completes a chain from the controller's
+    // own CAs, so what the client sent and what the store added look alike here.
+    const toRoot = chainsTo(leaf, presented, new X509Certificate(ctx.pki.rootPem), now) ? 1 : 0;
+    if (toRoot !== Number(row.lastAuthResolvedToRoot)) await ctx.store.db.updateTable('authenticators').set({ lastAuthResolvedToRoot: toRoot }).where('id', '=', row.id).execute();
   } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem), now)) {
     throw invalidAuth();
   }

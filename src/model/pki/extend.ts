@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import type { SessionWithIdentity } from '../auth/api-sessions.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
-import { ApiError } from '../errors.js';
+import { ApiError, notFound } from '../errors.js';
 import { isSet } from '../../store/json.js';
 import { fingerprintOf } from './certs.js';
 import { signClientCsr } from './client-certs.js';
@@ -44,6 +44,10 @@ export async function extendCertificate(ctx: Ctx, session: SessionWithIdentity |
   return { ca: ctx.pki.caBundlePem, clientCert: pem };
 }
 
+/**
+ * The extension in force. It answers an administrator's request-extend (cleared here, as upstream clears
+ * it), and records whether the new certificate has a new key (lastExtendRolledKeys).
+ */
 export async function verifyExtendedCertificate(ctx: Ctx, session: SessionWithIdentity | undefined, id: string, certPem: string) {
   const a = await ownCertAuthenticator(ctx, session, id);
   let fingerprint: string;
@@ -53,10 +57,60 @@ export async function verifyExtendedCertificate(ctx: Ctx, session: SessionWithId
     throw new ApiError(400, 'COULD_NOT_PARSE_BODY', 'clientCert is not a PEM certificate');
   }
   if (!a.unverifiedFingerprint || a.unverifiedFingerprint !== fingerprint) throw refuse('clientCert is not the certificate returned by the last extend request');
+  const rolled = !a.certPem || !samePublicKey(a.certPem, a.unverifiedCertPem!);
   await writeTx(ctx, async (tx) => {
-    const changed = { certPem: a.unverifiedCertPem, fingerprint, unverifiedCertPem: null, unverifiedFingerprint: null, updatedAt: iso(ctx.clock.now()) };
+    const changed = {
+      certPem: a.unverifiedCertPem, fingerprint, unverifiedCertPem: null, unverifiedFingerprint: null, updatedAt: iso(ctx.clock.now()),
+      isExtendRequested: 0, isKeyRollRequested: 0, lastExtendRolledKeys: rolled ? 1 : 0,
+    };
     const res = await tx.updateTable('authenticators').set(changed).where('id', '=', id).where('unverifiedFingerprint', '=', fingerprint).executeTakeFirst();
     // A concurrent verify of the same certificate did it first: one change, recorded once.
     if (Number(res.numUpdatedRows) === 1) await recordRowChange(tx, ctx, 'authenticators', 'updated', id, a as never, { ...a, ...changed }, 'extend-verify');
   });
+}
+
+function samePublicKey(a: string, b: string): boolean {
+  try {
+    const key = (pem: string) => new X509Certificate(pem).publicKey.export({ type: 'spki', format: 'der' });
+    return key(a).equals(key(b));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * POST /authenticators/{id}/request-extend: ask the identity's SDK to extend its certificate at its next
+ * authentication (with a new key when `rollKeys`), as upstream's AuthenticatorManager.RequestExtend. The
+ * SDK learns it from its API session (isCertExtendRequested, isCertKeyRollRequested) and extends through
+ * /current-identity/authenticators/{id}/extend; extend-verify clears the request.
+ */
+export async function requestExtend(ctx: Ctx, id: string, rollKeys: boolean) {
+  await writeTx(ctx, async (tx) => {
+    const a = await tx.selectFrom('authenticators').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!a) throw notFound('authenticator', id);
+    // Upstream's answer: 401 with the cause, whoever asks.
+    if (a.method !== 'cert') throw new ApiError(401, 'UNAUTHORIZED', 'The authenticator is not a certificate authenticator: only certificates are extended');
+    const now = iso(ctx.clock.now());
+    const changed = { isExtendRequested: 1, isKeyRollRequested: rollKeys ? 1 : 0, extendRequestedAt: now, updatedAt: now };
+    await tx.updateTable('authenticators').set(changed).where('id', '=', id).execute();
+    await recordRowChange(tx, ctx, 'authenticators', 'updated', id, a as never, { ...a, ...changed }, 'request-extend');
+  });
+}
+
+/**
+ * What an API session says of its certificate (apiSessionDetail): whether an extension, and a new key,
+ * is asked for the certificate authenticator it logged in with, and whether that login's chain failed to
+ * resolve to the root (upstream's improperClientCertChain). All false for a session of another method.
+ */
+export async function certStateOf(ctx: Ctx, s: { authenticatorId: string; isCertExtendable: number }) {
+  const none = { isCertExtendRequested: false, isCertKeyRollRequested: false, improperClientCertChain: false };
+  if (!isSet(s.isCertExtendable)) return none;
+  const a = await ctx.store.db
+    .selectFrom('authenticators')
+    .select(['isExtendRequested', 'isKeyRollRequested', 'lastAuthResolvedToRoot'])
+    .where('id', '=', s.authenticatorId)
+    .where('method', '=', 'cert')
+    .executeTakeFirst();
+  if (!a) return none;
+  return { isCertExtendRequested: isSet(a.isExtendRequested), isCertKeyRollRequested: isSet(a.isKeyRollRequested), improperClientCertChain: !isSet(a.lastAuthResolvedToRoot) };
 }

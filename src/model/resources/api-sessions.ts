@@ -1,3 +1,5 @@
+import { sql } from 'kysely';
+import { isSet } from '../../store/json.js';
 import { apiSessionDetail } from '../auth/api-sessions.js';
 import { hashSecret } from '../ids.js';
 import { aliases, baseFilterable, defineResource } from '../resource.js';
@@ -29,8 +31,19 @@ export const apiSessions = defineResource({
       isMfaComplete: { column: 'e.is_mfa_complete', type: 'boolean', sortable: true },
     }),
   },
-  detailQuery: (db) => db.selectFrom('apiSessions as e').innerJoin('identities as i', 'i.id', 'e.identityId').selectAll('e').select('i.name as identityName') as never,
-  toDetail: (r, ctx) => apiSessionDetail(ctx, r as never, r.tokenSealed ? ctx.sealer.open(r.tokenSealed as string) : ''),
+  detailQuery: (db) =>
+    db
+      .selectFrom('apiSessions as e')
+      .innerJoin('identities as i', 'i.id', 'e.identityId')
+      .leftJoin('authenticators as au', (j) => j.onRef('au.id', '=', 'e.authenticatorId').on('au.method', '=', sql.lit('cert')))
+      .selectAll('e')
+      .select(['i.name as identityName', 'au.isExtendRequested as certExtendRequested', 'au.isKeyRollRequested as certKeyRollRequested', 'au.lastAuthResolvedToRoot as certResolvedToRoot']) as never,
+  toDetail: (r, ctx) =>
+    apiSessionDetail(ctx, r as never, r.tokenSealed ? ctx.sealer.open(r.tokenSealed as string) : '', false, {
+      isCertExtendRequested: isSet(r.isCertExtendable) && isSet(r.certExtendRequested),
+      isCertKeyRollRequested: isSet(r.isCertExtendable) && isSet(r.certKeyRollRequested),
+      improperClientCertChain: isSet(r.isCertExtendable) && r.certResolvedToRoot != null && !isSet(r.certResolvedToRoot),
+    }),
   cli: { columns: ['id', 'identity.name', 'ipAddress', 'isMfaRequired', 'isMfaComplete', 'lastActivityAt'] },
 });
 

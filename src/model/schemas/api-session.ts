@@ -18,6 +18,10 @@ export const apiSessionSchema = Type.Object({
   isMfaRequired: Type.Boolean(),
   isMfaComplete: Type.Boolean(),
   isCertExtendable: Type.Boolean(),
+  // 2.x: an administrator asked for the certificate this session logged in with to be extended (and rekeyed).
+  isCertExtendRequested: Type.Boolean(),
+  isCertKeyRollRequested: Type.Boolean(),
+  improperClientCertChain: Type.Boolean(),
   lastActivityAt: Type.String(),
   cachedLastActivityAt: Type.String(),
   cachedUpdatedAt: Type.String(),

@@ -24,6 +24,7 @@ import { importFinished } from './0027-import-finished.js';
 import { nameStatistics } from './0028-name-statistics.js';
 import { signerTargetToken } from './0029-signer-target-token.js';
 import { revocations } from './0030-revocations.js';
+import { authenticatorExtendRequests } from './0031-authenticator-extend-requests.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -50,5 +51,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0028-name-statistics': nameStatistics(dialect),
     '0029-signer-target-token': signerTargetToken(),
     '0030-revocations': revocations(),
+    '0031-authenticator-extend-requests': authenticatorExtendRequests(),
   };
 }

@@ -1,4 +1,5 @@
-// CA verification and JWT, enrollment refresh, an identity's enrollments, authenticator re-enrollment.
+// CA verification and JWT, enrollment refresh, an identity's enrollments, authenticator re-enrollment and
+// extension requests.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -7,6 +8,7 @@ import type { Ctx } from '../../../model/context.js';
 import { getResource, listResource, writeTx } from '../../../model/crud.js';
 import { ApiError, notFound } from '../../../model/errors.js';
 import { newId } from '../../../model/ids.js';
+import { requestExtend } from '../../../model/pki/extend.js';
 import { signEnrollmentJwt } from '../../../model/pki/jwt.js';
 import { selfLink } from '../../../model/resource.js';
 import { verifyCa } from '../../../model/resources/cas.js';
@@ -70,6 +72,22 @@ export function registerPkiManagement(app: FastifyInstance, ctx: Ctx) {
       const scoped = { ...enrollments, source: (db: Ctx['store']['db']) => db.selectFrom('enrollments as e').where('e.identityId', '=', id) as never };
       const { items, pagination } = await listResource(ctx, scoped, req.query as ListParams);
       return listOf(items, pagination, filterableFields(enrollments));
+    },
+  );
+
+  app.post(
+    '/authenticators/:id/request-extend',
+    {
+      config: { ...admin, ...IGNORES_UNKNOWN_FIELDS },
+      schema: {
+        operationId: 'requestExtendAuthenticator', tags: ['Authenticator'],
+        summary: 'Ask the identity to extend this certificate (and with rollKeys, to make a new key) at its next authentication; its API sessions say so until it does',
+        params: IdParams, body: Type.Object({ rollKeys: Type.Optional(Type.Boolean()) }), response: { 200: Envelope(Empty), ...errors(400, 401, 404) },
+      },
+    },
+    async (req) => {
+      await requestExtend(actorCtx(ctx, req), (req.params as { id: string }).id, !!(req.body as { rollKeys?: boolean }).rollKeys);
+      return empty();
     },
   );
 

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { apiSessionDetail, deleteApiSession } from '../../../model/auth/api-sessions.js';
 import { authenticate, AUTH_METHODS } from '../../../model/auth/authenticate.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
+import { certStateOf } from '../../../model/pki/extend.js';
 import { verifyPassword } from '../../../model/auth/password.js';
 import { KEEP_API_SESSION } from '../../../model/auth/revoke.js';
 import type { Ctx } from '../../../model/context.js';
@@ -64,7 +65,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
       const { token, session: s } = opened;
       loginSucceeded(ctx, method, s);
       reply.header('zt-session', token);
-      return ok(apiSessionDetail(ctx, s, token, true));
+      return ok(apiSessionDetail(ctx, s, token, true, await certStateOf(ctx, s)));
     },
   );
 
@@ -73,7 +74,7 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'getCurrentAPISession', tags: ['Current API Session'], summary: 'The API session of this request', response: { 200: Envelope(apiSessionSchema), ...errors(401) } } },
     async (req) => {
       if (!req.apiSession) throw unauthorized('The local administrator has no API session');
-      return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token, true));
+      return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token, true, await certStateOf(ctx, req.apiSession)));
     },
   );
   app.delete(
