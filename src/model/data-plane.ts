@@ -247,6 +247,8 @@ export interface SyncedApiSession {
   id: string;
   token: string;
   certFingerprints: string[];
+  /** Its identity (2.x routers are told it; 1.x routers skip the field). */
+  identityId: string;
 }
 
 /**
@@ -284,7 +286,7 @@ export async function apiSessionsForRouters(ctx: Ctx, after?: string, ids?: stri
     for (const c of certs) sessionCerts.set(c.apiSessionId, [...(sessionCerts.get(c.apiSessionId) ?? []), c.fingerprint.toLowerCase()]);
   }
   return {
-    sessions: alive.map((r) => ({ id: r.id, token: ctx.sealer.open(r.tokenSealed), certFingerprints: [...(fingerprints.get(r.identityId) ?? []), ...(sessionCerts.get(r.id) ?? [])] })),
+    sessions: alive.map((r) => ({ id: r.id, token: ctx.sealer.open(r.tokenSealed), certFingerprints: [...(fingerprints.get(r.identityId) ?? []), ...(sessionCerts.get(r.id) ?? [])], identityId: r.identityId })),
     newest: rows.at(-1)?.createdAt ?? after ?? '',
   };
 }

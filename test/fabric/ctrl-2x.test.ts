@@ -2,11 +2,13 @@
 // ../shared/reference/ctrl-channel-2.x.md (test/peers/ctrl-router.ts, 2.x mode): the grouped hello and
 // its Result, the router data model with the keys a 2.x router checks SDK certificates and service
 // session JWTs with, the service session as a JWT it verifies on its own, terminators and circuits.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { createHash, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
-import { startNetwork, type TestNetwork } from '../helpers/network.js';
-import { capable, connectRouter2x, enrollRouter, i32, T, type EnrolledRouter } from '../peers/ctrl-router.js';
+import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
+import { capable, connectRouter2x, enrollRouter, fp, i32, KeyUsage, RdmSchemas, T, T2, type EnrolledRouter } from '../peers/ctrl-router.js';
 import type { EdgePeer } from '../peers/edge-sdk.js';
 
 let n: TestNetwork;
@@ -14,6 +16,8 @@ let ctrlPort: number;
 let router: EnrolledRouter;
 let other: EnrolledRouter;
 beforeAll(async () => {
+  // Our index is told every second here (30 s by default), read when the data plane's thread starts.
+  process.env.ZTC_RDM_INDEX_MS = '1000';
   n = await startNetwork({ headersTimeoutSeconds: 2 });
   ctrlPort = n.c.running.fabric!.ctrlPort!;
   router = await enrollRouter(n, 'upstream-2x');
@@ -103,3 +107,112 @@ describe('a 2.x router on the control channel: the grouped hello', () => {
     p = c.p;
   });
 });
+
+describe('a 2.x router on the control channel: what it needs to take SDKs', () => {
+  let third: EnrolledRouter;
+  let p: EdgePeer;
+  let host: Member;
+  let client: Member;
+  let service: string;
+  let keys: { data: Buffer; kid: string; usages: number[]; format?: number }[] = [];
+  let endIndex: bigint;
+  let timelineId: string;
+
+  beforeAll(async () => {
+    third = await enrollRouter(n, 'upstream-2x-c');
+    service = await n.service('echo-2x', { encryptionRequired: true });
+    host = await n.identity('host-2x', ['echo-2x-hosts']);
+    client = await n.identity('client-2x', ['echo-2x-clients']);
+  }, 60_000);
+
+  it('is offered the router data model (ServerHello data and 1024), its edge listener recorded from the ClientHello', async () => {
+    const c = await connectRouter2x(ctrlPort, third);
+    p = c.p;
+    const hello = await p.next((f) => f.type === T.ServerHello);
+    expect(hello.headers.get(1024)).toEqual(Buffer.from([1]));
+    expect(decode(Schemas.ServerHello, hello.body).data).toEqual({ instant: 'true', routerModel: 'true' });
+    const index = Buffer.alloc(8);
+    p.send(T.ClientHello, [[1, i32(hello.seq)], [1024, Buffer.from([1])], [1025, index]], encode(Schemas.ClientHello, { version: 'v2.0.3', hostname: 'localhost', protocols: ['tls'], listeners: [{ address: 'tls:0.0.0.0:3998', advertise: { value: 'tls:localhost:3998', protocol: 'tls', hostname: 'localhost', port: 3998 } }] }));
+    await expect.poll(async () => (await n.api('GET', `/edge-routers/${third.id}`)).body.data, { timeout: 3000 }).toMatchObject({ isOnline: true, supportedProtocols: { tls: 'tls://localhost:3998' } });
+  });
+
+  it('gets every API session with its identity id, then the public keys as a synthetic change set', async () => {
+    const full = await p.next((f) => f.type === T.ApiSessionAdded);
+    const added = decode(Schemas.ApiSessionAdded, full.body);
+    expect(added.isFullState).toBe(true);
+    const mine = (added.apiSessions as { token: string; id: string; identityId: string; certFingerprints: string[] }[]).find((s) => s.token === host.token);
+    expect(mine).toMatchObject({ identityId: host.id });
+    expect(mine!.certFingerprints).toContain(fp(host.cert));
+    const cs = await p.next((f) => f.type === T2.DataStateChangeSet);
+    // Synthetic: applied whatever the subscription (no subscription id).
+    expect(cs.headers.has(1026)).toBe(false);
+    const set = decode(RdmSchemas.ChangeSet, cs.body);
+    expect(set.isSynthetic).toBe(true);
+    keys = set.changes.map((e: { publicKey: (typeof keys)[number]; isSynthetic: boolean }) => (expect(e.isSynthetic).toBe(true), e.publicKey));
+    expect(keys.length).toBeGreaterThanOrEqual(3);
+    // Each kid is the certificate's SHA-1.
+    for (const k of keys.filter((k) => !k.format)) expect(k.kid).toBe(createHash('sha1').update(k.data).digest('hex'));
+    // The controller's certificate (the one on its TLS port, whose key signs JWTs): both usages.
+    const server = Buffer.from(p.socket.getPeerCertificate().raw);
+    const signer = keys.find((k) => k.data.equals(server))!;
+    expect(signer.usages.sort()).toEqual([KeyUsage.JWTValidation, KeyUsage.ClientX509CertValidation]);
+    // An identity's certificate chains to the keys for client certificates (as the router's TLS check does).
+    expect(chainsTo(host.cert, keys.filter((k) => k.usages.includes(KeyUsage.ClientX509CertValidation)).map((k) => k.data))).toBe(true);
+  });
+
+  it('subscribes: a full DataState tagged with its subscription id, with keys, identities, services, policies and their members', async () => {
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { currentIndex: 0, subscriptionDurationSeconds: 300, subscriptionId: 'sub-1' }));
+    const m = await p.next((f) => f.type === T2.DataState);
+    expect(m.headers.get(1026)!.toString()).toBe('sub-1');
+    const state = decode(RdmSchemas.DataState, m.body);
+    endIndex = state.endIndex;
+    timelineId = state.timelineId;
+    expect(endIndex).toBeGreaterThan(0n);
+    expect(timelineId).toBeTruthy();
+    const events = state.events as Record<string, any>[];
+    expect(events.filter((e) => e.publicKey).map((e) => e.publicKey.kid).sort()).toEqual(keys.map((k) => k.kid).sort());
+    expect(events.find((e) => e.identity?.id === host.id)?.identity).toMatchObject({ name: 'host-2x' });
+    expect(events.find((e) => e.service?.id === service)?.service).toMatchObject({ name: 'echo-2x', encryptionRequired: true });
+    const bind = events.find((e) => e.servicePolicy?.name === 'echo-2x-bind')!.servicePolicy;
+    expect(bind.policyType).toBe(2);
+    const related = (type: number) => events.find((e) => e.servicePolicyChange?.policyId === bind.id && e.servicePolicyChange.relatedEntityType === type)?.servicePolicyChange;
+    expect(related(1)).toMatchObject({ relatedEntityIds: [service], add: true });
+    expect(related(2)).toMatchObject({ relatedEntityIds: [host.id], add: true });
+    // Each policy comes before its members.
+    const at = (f: (e: Record<string, any>) => boolean) => events.findIndex(f);
+    expect(at((e) => e.servicePolicy?.id === bind.id)).toBeLessThan(at((e) => e.servicePolicyChange?.policyId === bind.id));
+  });
+
+  it('hears a change as a change set continuing its index: a new identity joins the policy', async () => {
+    const late = await n.identity('late-host-2x', ['echo-2x-hosts']);
+    const m = await p.next((f) => f.type === T2.DataStateChangeSet && f.headers.get(1026)?.toString() === 'sub-1', 8000);
+    const set = decode(RdmSchemas.ChangeSet, m.body);
+    expect(set.previousIndex).toBe(endIndex);
+    expect(set.index).toBe(endIndex + 1n);
+    expect(set.isSynthetic ?? false).toBe(false);
+    const changes = set.changes as Record<string, any>[];
+    expect(changes.find((e) => e.identity?.id === late.id)).toMatchObject({ identity: { name: 'late-host-2x' } });
+    expect(changes.find((e) => e.identity)?.action ?? 0).toBe(0);
+    expect(changes.some((e) => e.servicePolicyChange?.add && e.servicePolicyChange.relatedEntityIds.includes(late.id))).toBe(true);
+    endIndex = set.index;
+  });
+
+  it('is told the index now and then (CurrentIndexMessage, header 1025)', async () => {
+    const m = await p.next((f) => f.type === T2.CurrentIndexMessage, 4000);
+    expect(m.headers.get(1025)!.readBigUInt64LE(0)).toBe(endIndex);
+  });
+
+  it('a router already holding the latest index on this timeline is sent nothing more; one on another is sent the whole model', async () => {
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { currentIndex: endIndex, subscriptionDurationSeconds: 300, timelineId, subscriptionId: 'sub-2' }));
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { currentIndex: 5, subscriptionDurationSeconds: 300, timelineId: 'elsewhere', subscriptionId: 'sub-3' }));
+    const m = await p.next((f) => f.type === T2.DataState || f.type === T2.DataStateChangeSet);
+    expect(m.type).toBe(T2.DataState);
+    expect(m.headers.get(1026)!.toString()).toBe('sub-3');
+  });
+});
+
+/** Whether `pem`'s certificate is issued by one of `anchors` (DER), as Go's x509 Verify with those as roots finds it. */
+function chainsTo(pem: string, anchors: Buffer[]): boolean {
+  const cert = new X509Certificate(pem);
+  return anchors.map((d) => new X509Certificate(d)).some((a) => cert.checkIssued(a) && cert.verify(a.publicKey));
+}

@@ -2,7 +2,7 @@
 // (varints, length-delimited fields, maps as repeated key/value entries): a few dozen messages need no
 // generated code. A schema is data: field number -> name and type; unknown fields are skipped on decode.
 
-export type FieldType = 'string' | 'bytes' | 'bool' | 'uint32' | 'uint64' | 'int32' | 'enum' | 'double' | { message: Schema } | { map: [key: 'string' | 'uint32', value: 'string' | 'bytes'] };
+export type FieldType = 'string' | 'bytes' | 'bool' | 'uint32' | 'uint64' | 'int32' | 'enum' | 'double' | { message: Schema } | { map: [key: 'string' | 'uint32', value: 'string' | 'bytes' | 'uint32' | 'enum' | { message: Schema }] };
 
 export interface Field {
   n: number;
@@ -79,7 +79,9 @@ function encodeValue(f: Field, v: Value, out: Out) {
         tag(1, 0, entry);
         varint(Number(k), entry);
       }
-      lengthDelimited(2, t.map[1] === 'string' ? Buffer.from(String(val)) : Buffer.from(val as Buffer), entry);
+      const vt = t.map[1];
+      if (vt === 'string' || vt === 'bytes') lengthDelimited(2, vt === 'string' ? Buffer.from(String(val)) : Buffer.from(val as Buffer), entry);
+      else encodeValue({ n: 2, type: vt }, val, entry);
       lengthDelimited(f.n, entry.done(), out);
     }
     return;
@@ -180,7 +182,8 @@ export function decode(schema: Schema, b: Buffer): Record<string, Value> {
     if (typeof t === 'object' && 'map' in t) {
       const entry = decode({ key: { n: 1, type: t.map[0] }, value: { n: 2, type: t.map[1] } }, r.bytes());
       out[name] ??= {};
-      out[name][String(entry.key ?? (t.map[0] === 'string' ? '' : 0))] = entry.value ?? (t.map[1] === 'string' ? '' : Buffer.alloc(0));
+      const vt = t.map[1];
+      out[name][String(entry.key ?? (t.map[0] === 'string' ? '' : 0))] = entry.value ?? (vt === 'string' ? '' : vt === 'bytes' ? Buffer.alloc(0) : typeof vt === 'object' ? {} : 0);
       continue;
     } else if (typeof t === 'object') v = decode(t.message, r.bytes());
     else if (t === 'string') v = r.bytes().toString('utf8');

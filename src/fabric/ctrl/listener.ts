@@ -21,6 +21,7 @@ import { routerEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { CONTROLLER_CAPABILITIES, CONTROLLER_CAPABILITIES_V2, CtrlHeader, CtrlType, hasCapability, LINK_MANAGEMENT, PeerState, RouterCapability, Schemas } from './messages.js';
 import { RouterNetwork } from './network.js';
+import { RouterDataModelSender } from '../rdm/sender.js';
 import { RouterConn, type RouterHello } from './router-connection.js';
 
 export interface CtrlOptions {
@@ -84,12 +85,16 @@ export class CtrlServer {
   network!: RouterNetwork;
   /** The control port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
   readonly guard = new ListenerGuard('ctrl', (x, msg) => this.log.warn(x, msg));
+  /** The router data model 2.x routers subscribe to (../rdm/). */
+  readonly rdm: RouterDataModelSender;
 
   constructor(
     readonly ctx: Ctx,
     readonly log: FabricLog,
     readonly recorder: CircuitRecorder,
-  ) {}
+  ) {
+    this.rdm = new RouterDataModelSender(ctx, log);
+  }
 
   idsOfTokens(tokens: string[]): string[] {
     const wanted = new Set(tokens);
@@ -116,6 +121,7 @@ export class CtrlServer {
     this.timers.push(setInterval(() => void this.sync(), SYNC_MS));
     this.timers.push(setInterval(() => void this.renewLeases(), LEASE_MS / 3));
     for (const t of this.timers) t.unref();
+    this.rdm.start();
     return (server.address() as { port: number }).port;
   }
 
@@ -171,6 +177,7 @@ export class CtrlServer {
       closed: () => {
         // Its one underlay closed: the logical channel ends with it (upstream's MinTotalUnderlays: 1).
         if (group) this.groups.close(group);
+        this.rdm.remove(conn);
         conn.ended();
         this.log.info({ router: router.name }, 'ctrl: router disconnected');
         // Replaced by a newer connection: that one carries on.
@@ -219,12 +226,27 @@ export class CtrlServer {
     void Promise.race([conn.ready, new Promise((r) => setTimeout(r, PEER_WAIT_MS).unref())]).then(() => {
       if (!conn.closed && this.routers.get(routerId) === conn) this.peersChanged(conn, PeerState.Healthy);
     });
-    // Its edge listeners' addresses (what SDKs are given), then every live API session, in chunks.
+    // Its edge listeners' addresses (what SDKs are given), then every live API session, in chunks. A 2.x
+    // router is offered the router data model as upstream offers it (ServerHello data and header 1024),
+    // and given the public keys at once (its edge listener takes no SDK without them); it subscribes next.
+    if (conn.hello.v2) this.rdm.add(conn);
+    const serverHello = conn.hello.v2
+      ? message(CtrlType.ServerHello, [[CtrlHeader.RouterDataModel, bool(true)]], encode(Schemas.ServerHello, { version: o.version, data: { instant: 'true', routerModel: 'true' } }))
+      : message(CtrlType.ServerHello, [], encode(Schemas.ServerHello, { version: o.version }));
     void channel
-      .request(message(CtrlType.ServerHello, [], encode(Schemas.ServerHello, { version: o.version })), 10_000)
-      .then((reply) => this.clientHello(routerId, reply))
+      .request(serverHello, 10_000)
+      .then((reply) => this.clientHello(conn, reply))
       .catch(() => {});
     await this.fullSync(conn);
+    if (conn.hello.v2) await this.rdm.sendKeys(conn).catch((e) => this.log.warn({ err: String(e), router: router.name }, 'ctrl: could not send the public keys'));
+  }
+
+  /** RequestClientReSync: the router lost track of its API sessions (a chunk missing); it is sent them all again. */
+  async resync(conn: RouterConn) {
+    if (conn.closed || this.routers.get(conn.routerId) !== conn) return;
+    this.log.info({ router: conn.name }, 'ctrl: the router asked for its API sessions again');
+    await this.fullSync(conn);
+    if (conn.hello.v2) await this.rdm.sendKeys(conn);
   }
 
   /**
@@ -293,9 +315,12 @@ export class CtrlServer {
     this.answerHello(channel, hello, why);
   }
 
-  private async clientHello(routerId: string, m: Message) {
+  private async clientHello(conn: RouterConn, m: Message) {
     if (m.type !== CtrlType.ClientHello) return;
+    const routerId = conn.routerId;
     const hello = decode(Schemas.ClientHello, m.body);
+    const index = m.headers.get(CtrlHeader.RouterDataModelIndex);
+    if (conn.hello.v2) this.log.info({ router: conn.name, version: String(hello.version ?? ''), routerModel: !!m.headers.get(CtrlHeader.RouterDataModel)?.[0], routerIndex: index?.length === 8 ? String(index.readBigUInt64LE(0)) : undefined }, 'ctrl: the router sent its edge hello');
     const protocols: Record<string, string> = {};
     let hostname = String(hello.hostname ?? '');
     for (const l of hello.listeners as { advertise?: { protocol?: string; hostname?: string; port?: number; value?: string } }[]) {
@@ -470,6 +495,7 @@ export class CtrlServer {
 
   async stop() {
     for (const t of this.timers) clearInterval(t);
+    this.rdm.stop();
     for (const c of [...this.routers.values()]) c.channel.close(new Error('the controller is stopping'));
     if (this.server) await closeChannelListener(this.server);
     for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});

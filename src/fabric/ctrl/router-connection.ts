@@ -14,6 +14,7 @@ import { checkServiceSession, Refused } from '../session-checks.js';
 import type { Precedence } from '../terminators.js';
 import type { CtrlServer } from './listener.js';
 import { CtrlHeader, CtrlType, FaultSubject, Schemas, TerminatorResult } from './messages.js';
+import { RdmSchemas } from '../rdm/schemas.js';
 import type { RouteStep } from './paths.js';
 import { decodeBytesMap, decodeStrings, encodeBytesMap, encodeStringMap } from './wire.js';
 
@@ -126,6 +127,10 @@ export class RouterConn {
         return void this.extendCerts(m).catch(failed('certificate renewal'));
       case CtrlType.EnrollmentExtendRouterVerifyRequest:
         return void this.verifyCerts(m).catch(failed('certificate renewal'));
+      case CtrlType.SubscribeToDataModelRequest:
+        return void this.server.rdm.subscribe(this, decode(RdmSchemas.SubscribeToDataModelRequest, m.body)).catch(failed('data model subscription'));
+      case CtrlType.RequestClientReSync:
+        return void this.server.resync(this).catch(failed('resync'));
       case CtrlType.ApiSessionHeartbeat: {
         const { tokens } = decode(Schemas.ApiSessionHeartbeat, m.body);
         void touchApiSessions(this.ctx, this.server.idsOfTokens(tokens as string[])).catch(() => {});

@@ -1,0 +1,204 @@
+// The router data model as this controller serves it to 2.x routers (ctrl-channel-2.x.md sections 1.4
+// and 2.3). A reading of the store (model/router-data-model.ts) is the model; a new reading is taken when
+// something routers see changed (an entity change of an identity, service, policy, config, posture
+// check, CA or controller was recorded, on whichever controller made it: the model's change events as
+// the store keeps them; and every REREAD_MS as a backstop), and when it differs from the last one its
+// difference goes to every subscribed router as one change set with the next index. A router that subscribes gets a full DataState unless it
+// already holds our latest index on our timeline (a renewal; or a reconnect within this process), or
+// the change sets since its index (kept for the last LOG_SIZE changes). Every message to a subscribed
+// router carries its subscription id (1026): the router drops any other. The index counts from 1 in
+// each process, on a timeline of its own: a router holding another controller's or an earlier run's
+// model is sent a full one. Our index goes to every 2.x router every 30 s when it advanced.
+import { randomUUID } from 'node:crypto';
+import type { Ctx } from '../../model/context.js';
+import { readRouterDataModel, routerModelChanges } from '../../model/router-data-model.js';
+import { str } from '../channel/codec.js';
+import { encode } from '../channel/protobuf.js';
+import { CtrlHeader, CtrlType } from '../ctrl/messages.js';
+import type { FabricLog } from '../fabric.js';
+import { publicKeys } from './public-keys.js';
+import { RdmSchemas } from './schemas.js';
+import { buildSnapshot, changes, fullEvents, type Snapshot } from './snapshot.js';
+
+/** What the sender needs of a router's connection. */
+export interface RdmRouter {
+  readonly name: string;
+  readonly closed: boolean;
+  send(type: number, body: Buffer, headers?: [number, Buffer][]): void;
+}
+
+interface Subscription {
+  id: string;
+  /** Its lease (ms since the epoch): changes are sent while it lasts. */
+  until: number;
+  /** The index the router holds (as far as we sent it). */
+  index: bigint;
+}
+
+/** How often recorded changes are looked for, and the longest between two readings regardless. */
+const CHECK_MS = 1000;
+const REREAD_MS = 30_000;
+/**
+ * How far back each look reaches before the newest change seen: a transaction that committed after a
+ * newer one (or a controller whose clock lags) records an older time. Changes seen are remembered
+ * that long, so each is counted once.
+ */
+const LOOKBACK_MS = 10_000;
+/** How often routers are told our index (upstream's rtx: 30 s; ZTC_RDM_INDEX_MS to change it, for tests). */
+const INDEX_MS = Math.max(100, Number(process.env.ZTC_RDM_INDEX_MS ?? 30_000) || 30_000);
+/** Change sets kept for routers that come back a little behind. */
+const LOG_SIZE = 100;
+
+const u64 = (n: bigint) => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(n);
+  return b;
+};
+
+export class RouterDataModelSender {
+  readonly timelineId = randomUUID();
+  index = 0n;
+  private snapshot?: Snapshot;
+  private log: { index: bigint; previousIndex: bigint; body: Buffer }[] = [];
+  private routers = new Map<RdmRouter, { sub?: Subscription; indexSent: bigint }>();
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Recorded changes seen (id -> time) within LOOKBACK_MS of the newest. */
+  private seen = new Map<string, string>();
+  private newest = new Date().toISOString();
+  private readAt = 0;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    readonly ctx: Ctx,
+    readonly logger: FabricLog,
+  ) {}
+
+  start() {
+    this.timers.push(setInterval(() => void this.check(), CHECK_MS), setInterval(() => this.sendIndexes(), INDEX_MS));
+    for (const t of this.timers) t.unref();
+  }
+
+  stop() {
+    for (const t of this.timers) clearInterval(t);
+  }
+
+  /** One at a time, in order: readings, subscriptions and what they send. */
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(f, f);
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  /** A 2.x router connected: it is told our index from now on, and what it subscribes to. */
+  add(r: RdmRouter) {
+    this.routers.set(r, { indexSent: 0n });
+  }
+
+  remove(r: RdmRouter) {
+    this.routers.delete(r);
+  }
+
+  /**
+   * The public keys on their own, as a synthetic change set (upstream sends them after the API-session
+   * sync): the router's edge listener takes SDKs from then on, before its subscription's DataState.
+   */
+  sendKeys(r: RdmRouter): Promise<void> {
+    return this.serial(async () => {
+      const s = await this.current();
+      const keys = fullEvents(s).filter((e) => 'publicKey' in e);
+      if (!r.closed && keys.length) r.send(CtrlType.DataStateChangeSet, encode(RdmSchemas.ChangeSet, { isSynthetic: true, changes: keys }));
+    });
+  }
+
+  /** SubscribeToDataModelRequest: a new subscription (or a renewal) and what the router lacks. */
+  subscribe(r: RdmRouter, req: { currentIndex?: bigint; subscriptionDurationSeconds?: number; renew?: boolean; timelineId?: string; subscriptionId?: string }): Promise<void> {
+    return this.serial(async () => {
+      const state = this.routers.get(r);
+      if (!state || r.closed) return;
+      await this.current();
+      const seconds = Math.min(360, Math.max(10, Number(req.subscriptionDurationSeconds ?? 0)));
+      const id = String(req.subscriptionId ?? '');
+      const renewal = !!req.renew && state.sub?.id === id;
+      const index = renewal ? state.sub!.index : BigInt(req.currentIndex ?? 0n);
+      state.sub = { id, until: Date.now() + seconds * 1000, index };
+      this.logger.info({ router: r.name, subscription: id, renew: !!req.renew, routerIndex: String(index), index: String(this.index), sameTimeline: req.timelineId === this.timelineId }, 'rdm: router subscribed to the data model');
+      if (req.timelineId !== this.timelineId && !renewal) return this.sendFull(r, state.sub);
+      this.catchUp(r, state.sub);
+    });
+  }
+
+  /** Look for recorded changes; read the model again when there are new ones, or it is time. */
+  check(): Promise<void> {
+    if (!this.routers.size) return Promise.resolve();
+    return this.serial(() => this.lookForChanges()).catch((e) => this.logger.warn({ err: String(e) }, 'rdm: could not read the router data model'));
+  }
+
+  /** New recorded changes since the last look: the model is read again (also when it is REREAD_MS old). */
+  private async lookForChanges() {
+    const since = new Date(Date.parse(this.newest) - LOOKBACK_MS).toISOString();
+    const rows = await routerModelChanges(this.ctx, since);
+    let fresh = false;
+    for (const r of rows) {
+      if (this.seen.has(r.id)) continue;
+      fresh = true;
+      this.seen.set(r.id, r.at);
+      if (r.at > this.newest) this.newest = r.at;
+    }
+    const horizon = new Date(Date.parse(this.newest) - LOOKBACK_MS).toISOString();
+    for (const [id, at] of this.seen) if (at < horizon) this.seen.delete(id);
+    if (fresh || !this.snapshot || Date.now() - this.readAt >= REREAD_MS) await this.reread();
+  }
+
+  /** The current reading, with the changes recorded up to now (what a router is sent first is up to date). */
+  private async current(): Promise<Snapshot> {
+    await this.lookForChanges();
+    return this.snapshot!;
+  }
+
+  private async reread() {
+    const src = await readRouterDataModel(this.ctx);
+    const next = buildSnapshot(src, publicKeys(this.ctx.pki, src));
+    this.readAt = Date.now();
+    const before = this.snapshot;
+    this.snapshot = next;
+    if (!before) {
+      this.index = 1n;
+      return;
+    }
+    const diff = changes(before, next);
+    if (!diff.length) return;
+    const previousIndex = this.index;
+    this.index++;
+    const body = encode(RdmSchemas.ChangeSet, { index: this.index, previousIndex, changes: diff });
+    this.log.push({ index: this.index, previousIndex, body });
+    if (this.log.length > LOG_SIZE) this.log.shift();
+    this.logger.debug({ index: String(this.index), changes: diff.length }, 'rdm: the router data model changed');
+    for (const [r, state] of this.routers) if (state.sub) this.catchUp(r, state.sub);
+  }
+
+  /** A subscribed router gets the change sets it lacks from the log, or the whole model when the log does not reach back. */
+  private catchUp(r: RdmRouter, sub: Subscription) {
+    if (r.closed || sub.until < Date.now() || sub.index === this.index) return;
+    const from = this.log.findIndex((c) => c.previousIndex === sub.index);
+    if (sub.index > this.index || from < 0) return this.sendFull(r, sub);
+    for (const c of this.log.slice(from)) r.send(CtrlType.DataStateChangeSet, c.body, [[CtrlHeader.RouterDataModelSubscriptionId, str(sub.id)]]);
+    sub.index = this.index;
+  }
+
+  private sendFull(r: RdmRouter, sub: Subscription) {
+    const s = this.snapshot!;
+    const events = fullEvents(s);
+    r.send(CtrlType.DataState, encode(RdmSchemas.DataState, { events, endIndex: this.index, timelineId: this.timelineId }), [[CtrlHeader.RouterDataModelSubscriptionId, str(sub.id)]]);
+    sub.index = this.index;
+    this.logger.info({ router: r.name, index: String(this.index), events: events.length }, 'rdm: sent the router data model');
+  }
+
+  /** CurrentIndexMessage: each 2.x router hears our index when it advanced since it last did. */
+  sendIndexes() {
+    for (const [r, state] of this.routers) {
+      if (r.closed || !this.index || state.indexSent >= this.index) continue;
+      r.send(CtrlType.CurrentIndexMessage, Buffer.alloc(0), [[CtrlHeader.RouterDataModelIndex, u64(this.index)]]);
+      state.indexSent = this.index;
+    }
+  }
+}

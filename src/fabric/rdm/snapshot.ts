@@ -1,0 +1,146 @@
+// One reading of the router data model, ready for the wire: every entity as the event model routers
+// take (rdm/schemas.ts), and each service policy's members by kind. From it, the full DataState in
+// upstream's order (ctrl-channel-2.x.md section 2.1: config types, configs, identities, services,
+// posture checks, then each policy followed by its services, posture checks and identities, then the
+// public keys); and, between two readings, the change set that takes a router from the first to the
+// second (what was created, updated, deleted; members added and removed), so a change costs routers
+// what changed, not the whole model.
+import type { RdmPostureCheck, RouterDataModelSource } from '../../model/router-data-model.js';
+import type { PublicKeyModel } from './public-keys.js';
+import { Action, RelatedType } from './schemas.js';
+
+type Kind = 'configType' | 'config' | 'identity' | 'service' | 'postureCheck' | 'servicePolicy' | 'publicKey';
+/** Creation order; deletions go the other way (a policy before the identities it names). */
+const KINDS: Kind[] = ['configType', 'config', 'identity', 'service', 'postureCheck', 'servicePolicy'];
+const RELATED: [side: 'services' | 'postureChecks' | 'identities', type: number][] = [['services', RelatedType.Service], ['postureChecks', RelatedType.PostureCheck], ['identities', RelatedType.Identity]];
+
+interface Entry {
+  kind: Kind;
+  id: string;
+  model: Record<string, unknown>;
+  /** The model as JSON: equal strings, an unchanged entity. */
+  json: string;
+}
+
+export interface Snapshot {
+  /** By kind, then id; each kind's entries in id order. */
+  entries: Map<Kind, Map<string, Entry>>;
+  /** `${policyId}|${relatedType}` -> the ids the policy selects of that kind. */
+  members: Map<string, Set<string>>;
+  /** Policy ids in order, for the full state's policy-then-members runs. */
+  policies: string[];
+}
+
+/** An event as the codec encodes it (schemas.ts Event). */
+export type RdmEvent = Record<string, unknown>;
+
+/** A posture check's own fields, in the router's model (edge_ctrl.proto DataState.PostureCheck). */
+function postureModel(c: RdmPostureCheck): Record<string, unknown> {
+  const d = c.data as Record<string, never>;
+  const base = { id: c.id, name: c.name, typeId: c.typeId };
+  const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+  switch (c.typeId) {
+    case 'MAC':
+      return { ...base, mac: { macAddresses: list(d.macAddresses) } };
+    case 'DOMAIN':
+      return { ...base, domains: { domains: list(d.domains) } };
+    case 'MFA':
+      return { ...base, mfa: { timeoutSeconds: Number(d.timeoutSeconds ?? -1), promptOnWake: !!d.promptOnWake, promptOnUnlock: !!d.promptOnUnlock, ignoreLegacyEndpoints: !!d.ignoreLegacyEndpoints } };
+    case 'OS':
+      return { ...base, osList: { osList: ((d.operatingSystems ?? []) as { type?: string; versions?: string[] }[]).map((o) => ({ osType: String(o.type ?? ''), osVersions: list(o.versions) })) } };
+    case 'PROCESS': {
+      const p = (d.process ?? {}) as { osType?: string; path?: string; hashes?: string[]; signerFingerprint?: string };
+      return { ...base, process: { osType: String(p.osType ?? ''), path: String(p.path ?? ''), hashes: list(p.hashes), fingerprints: p.signerFingerprint ? [p.signerFingerprint] : [] } };
+    }
+    case 'PROCESS_MULTI':
+      return {
+        ...base,
+        processMulti: {
+          semantic: String(d.semantic ?? 'AllOf'),
+          processes: ((d.processes ?? []) as { osType?: string; path?: string; hashes?: string[]; signerFingerprints?: string[] }[]).map((p) => ({ osType: String(p.osType ?? ''), path: String(p.path ?? ''), hashes: list(p.hashes), fingerprints: list(p.signerFingerprints) })),
+        },
+      };
+    default:
+      return base;
+  }
+}
+
+export function buildSnapshot(src: RouterDataModelSource, keys: PublicKeyModel[]): Snapshot {
+  const entries = new Map<Kind, Map<string, Entry>>();
+  const put = (kind: Kind, id: string, model: Record<string, unknown>) => {
+    if (!entries.has(kind)) entries.set(kind, new Map());
+    entries.get(kind)!.set(id, { kind, id, model, json: JSON.stringify(model, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('base64') : v)) });
+  };
+  for (const k of [...KINDS, 'publicKey' as const]) entries.set(k, new Map());
+  for (const t of src.configTypes) put('configType', t.id, { ...t });
+  for (const c of src.configs) put('config', c.id, { ...c });
+  for (const i of src.identities) {
+    put('identity', i.id, {
+      id: i.id,
+      name: i.name,
+      defaultHostingPrecedence: i.defaultHostingPrecedence,
+      defaultHostingCost: i.defaultHostingCost,
+      serviceHostingPrecedences: i.serviceHostingPrecedences,
+      serviceHostingCosts: i.serviceHostingCosts,
+      appDataJson: Buffer.from(i.appDataJson),
+      serviceConfigs: Object.fromEntries(Object.entries(i.serviceConfigs).map(([s, configs]) => [s, { configs }])),
+      disabled: i.disabled,
+    });
+  }
+  for (const s of src.services) put('service', s.id, { ...s });
+  for (const c of src.postureChecks) put('postureCheck', c.id, postureModel(c));
+  const members = new Map<string, Set<string>>();
+  for (const p of src.servicePolicies) {
+    put('servicePolicy', p.id, { id: p.id, name: p.name, policyType: p.policyType });
+    for (const [side, type] of RELATED) members.set(`${p.id}|${type}`, new Set(p[side]));
+  }
+  for (const k of keys) put('publicKey', k.kid, { ...k });
+  return { entries, members, policies: src.servicePolicies.map((p) => p.id) };
+}
+
+const event = (kind: Kind, action: number, model: Record<string, unknown>): RdmEvent => ({ action, [kind]: model, ...(kind === 'publicKey' ? { isSynthetic: true } : {}) });
+const membersEvent = (policyId: string, type: number, ids: string[], add: boolean): RdmEvent => ({ action: Action.Create, servicePolicyChange: { policyId, relatedEntityIds: ids, relatedEntityType: type, add } });
+
+/** The whole model as a DataState's events, in upstream's order. */
+export function fullEvents(s: Snapshot): RdmEvent[] {
+  const out: RdmEvent[] = [];
+  for (const kind of KINDS.slice(0, 5)) for (const e of s.entries.get(kind)!.values()) out.push(event(kind, Action.Create, e.model));
+  for (const id of s.policies) {
+    out.push(event('servicePolicy', Action.Create, s.entries.get('servicePolicy')!.get(id)!.model));
+    for (const [, type] of RELATED) {
+      const ids = [...(s.members.get(`${id}|${type}`) ?? [])];
+      if (ids.length) out.push(membersEvent(id, type, ids, true));
+    }
+  }
+  for (const e of s.entries.get('publicKey')!.values()) out.push(event('publicKey', Action.Create, e.model));
+  return out;
+}
+
+/** What takes a router holding `before` to `after`: creates and updates, members removed then added, deletes. */
+export function changes(before: Snapshot, after: Snapshot): RdmEvent[] {
+  const out: RdmEvent[] = [];
+  for (const kind of [...KINDS, 'publicKey' as const]) {
+    const was = before.entries.get(kind)!;
+    for (const e of after.entries.get(kind)!.values()) {
+      const old = was.get(e.id);
+      if (!old) out.push(event(kind, Action.Create, e.model));
+      else if (old.json !== e.json) out.push(event(kind, Action.Update, e.model));
+    }
+  }
+  const removed: RdmEvent[] = [];
+  const added: RdmEvent[] = [];
+  for (const [key, now] of after.members) {
+    const [policyId, type] = [key.slice(0, key.lastIndexOf('|')), Number(key.slice(key.lastIndexOf('|') + 1))];
+    const was = before.members.get(key) ?? new Set<string>();
+    const gone = [...was].filter((id) => !now.has(id));
+    const fresh = [...now].filter((id) => !was.has(id));
+    if (gone.length) removed.push(membersEvent(policyId, type, gone, false));
+    if (fresh.length) added.push(membersEvent(policyId, type, fresh, true));
+  }
+  out.push(...removed, ...added);
+  for (const kind of [...KINDS].reverse().concat('publicKey')) {
+    const now = after.entries.get(kind)!;
+    for (const e of before.entries.get(kind)!.values()) if (!now.has(e.id)) out.push(event(kind, Action.Delete, e.model));
+  }
+  return out;
+}

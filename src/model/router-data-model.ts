@@ -1,0 +1,144 @@
+// What 2.x routers are told of the network: the router data model's contents (../shared/reference/
+// ctrl-channel-2.x.md section 2.1) as plain data, read from the same tables the APIs write: config types
+// and configs, identities (with their hosting costs and precedences and per-service configs), services,
+// service policies with the services, identities and posture checks they select (policy_members), posture
+// checks, and the certificates routers trust (verified third-party CAs, the controllers'). fabric/rdm/
+// turns this into the DataState and the change sets routers receive; nothing here knows the wire.
+import { fromJson, isSet } from '../store/json.js';
+import type { Ctx } from './context.js';
+
+export const PRECEDENCE_NUMBER: Record<string, number> = { default: 0, required: 1, failed: 2 };
+
+export interface RdmIdentity {
+  id: string;
+  name: string;
+  defaultHostingPrecedence: number;
+  defaultHostingCost: number;
+  serviceHostingPrecedences: Record<string, number>;
+  serviceHostingCosts: Record<string, number>;
+  appDataJson: string;
+  /** Per service: config type id -> config id (the identity's own choices, identity_service_configs). */
+  serviceConfigs: Record<string, Record<string, string>>;
+  disabled: boolean;
+}
+
+export interface RdmService {
+  id: string;
+  name: string;
+  encryptionRequired: boolean;
+  configs: string[];
+}
+
+export interface RdmServicePolicy {
+  id: string;
+  name: string;
+  /** Dial 1, Bind 2 (edge_ctrl_pb.PolicyType). */
+  policyType: number;
+  services: string[];
+  identities: string[];
+  postureChecks: string[];
+}
+
+export interface RdmPostureCheck {
+  id: string;
+  name: string;
+  typeId: string;
+  data: Record<string, unknown>;
+}
+
+export interface RouterDataModelSource {
+  configTypes: { id: string; name: string }[];
+  configs: { id: string; typeId: string; name: string; dataJson: string }[];
+  identities: RdmIdentity[];
+  services: RdmService[];
+  servicePolicies: RdmServicePolicy[];
+  postureChecks: RdmPostureCheck[];
+  /** PEMs: verified third-party CAs (they issue identities' certificates), and every controller's certificate (it signs JWTs). */
+  caPems: string[];
+  controllerPems: string[];
+}
+
+const byId = <T extends { id: string }>(a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** The entity kinds whose changes routers hear of (upstream's store names, as entity changes record them). */
+export const ROUTER_MODEL_ENTITIES = ['identities', 'services', 'servicePolicies', 'configs', 'configTypes', 'postureChecks', 'cas', 'controllers'];
+
+/**
+ * The recorded entity changes (model/events/record.ts: every write records one, in its transaction) of
+ * what routers hear of, made after `since` (ISO time): id and time, read through the audit table's
+ * index on time. The data plane asks this every second to know when to read the model again.
+ */
+export async function routerModelChanges(ctx: Ctx, since: string): Promise<{ id: string; at: string }[]> {
+  return ctx.store.db
+    .selectFrom('auditEvents')
+    .select(['id', 'at'])
+    .where('at', '>', since)
+    .where('namespace', '=', 'entityChange')
+    .where('entityType', 'in', ROUTER_MODEL_ENTITIES)
+    .limit(10_000)
+    .execute();
+}
+
+/** The whole model, each list sorted by id (so two reads of an unchanged store compare equal). */
+export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSource> {
+  const db = ctx.store.db;
+  const now = ctx.clock.now().getTime();
+  const [configTypes, configs, identities, identityConfigs, services, serviceConfigs, policies, members, checks, cas, controllers] = await Promise.all([
+    db.selectFrom('configTypes').select(['id', 'name']).execute(),
+    db.selectFrom('configs').select(['id', 'configTypeId', 'name', 'data']).execute(),
+    db.selectFrom('identities').select(['id', 'name', 'defaultHostingPrecedence', 'defaultHostingCost', 'serviceHostingPrecedences', 'serviceHostingCosts', 'appData', 'disabled', 'disabledUntil']).execute(),
+    db.selectFrom('identityServiceConfigs').select(['identityId', 'serviceId', 'configTypeId', 'configId']).execute(),
+    db.selectFrom('services').select(['id', 'name', 'encryptionRequired']).execute(),
+    db.selectFrom('serviceConfigs').select(['serviceId', 'configId']).execute(),
+    db.selectFrom('servicePolicies').select(['id', 'name', 'type']).execute(),
+    db.selectFrom('policyMembers').select(['policyId', 'side', 'entityId']).where('kind', 'in', ['dial', 'bind']).execute(),
+    db.selectFrom('postureChecks').select(['id', 'name', 'typeId', 'data']).execute(),
+    db.selectFrom('cas').select(['id', 'certPem']).where('isVerified', '=', 1).execute(),
+    db.selectFrom('controllers').select(['id', 'certPem']).execute(),
+  ]);
+
+  const perIdentity = new Map<string, Record<string, Record<string, string>>>();
+  for (const c of identityConfigs) {
+    const m = perIdentity.get(c.identityId) ?? {};
+    (m[c.serviceId] ??= {})[c.configTypeId] = c.configId;
+    perIdentity.set(c.identityId, m);
+  }
+  const configsOf = new Map<string, string[]>();
+  for (const c of serviceConfigs) configsOf.set(c.serviceId, [...(configsOf.get(c.serviceId) ?? []), c.configId]);
+  const sides = new Map<string, { service: string[]; identity: string[]; 'posture-check': string[] }>();
+  for (const m of members) {
+    const s = sides.get(m.policyId) ?? { service: [], identity: [], 'posture-check': [] };
+    if (m.side === 'service' || m.side === 'identity' || m.side === 'posture-check') s[m.side].push(m.entityId);
+    sides.set(m.policyId, s);
+  }
+  const precedences = (json: string) => Object.fromEntries(Object.entries(fromJson<Record<string, string>>(json, {})).map(([k, v]) => [k, PRECEDENCE_NUMBER[v] ?? 0]));
+
+  return {
+    configTypes: configTypes.map((t) => ({ id: t.id, name: t.name })).sort(byId),
+    configs: configs.map((c) => ({ id: c.id, typeId: c.configTypeId, name: c.name, dataJson: c.data })).sort(byId),
+    identities: identities
+      .map((i) => ({
+        id: i.id,
+        name: i.name,
+        defaultHostingPrecedence: PRECEDENCE_NUMBER[i.defaultHostingPrecedence] ?? 0,
+        defaultHostingCost: Number(i.defaultHostingCost) || 0,
+        serviceHostingPrecedences: precedences(i.serviceHostingPrecedences),
+        serviceHostingCosts: fromJson<Record<string, number>>(i.serviceHostingCosts, {}),
+        appDataJson: i.appData || '{}',
+        serviceConfigs: perIdentity.get(i.id) ?? {},
+        disabled: isSet(i.disabled) && (!i.disabledUntil || Date.parse(i.disabledUntil) > now),
+      }))
+      .sort(byId),
+    services: services.map((s) => ({ id: s.id, name: s.name, encryptionRequired: isSet(s.encryptionRequired), configs: (configsOf.get(s.id) ?? []).sort() })).sort(byId),
+    servicePolicies: policies
+      .filter((p) => p.type === 'Dial' || p.type === 'Bind')
+      .map((p) => {
+        const s = sides.get(p.id);
+        return { id: p.id, name: p.name, policyType: p.type === 'Dial' ? 1 : 2, services: (s?.service ?? []).sort(), identities: (s?.identity ?? []).sort(), postureChecks: (s?.['posture-check'] ?? []).sort() };
+      })
+      .sort(byId),
+    postureChecks: checks.map((c) => ({ id: c.id, name: c.name, typeId: c.typeId, data: fromJson<Record<string, unknown>>(c.data, {}) })).sort(byId),
+    caPems: cas.sort(byId).map((c) => c.certPem),
+    controllerPems: controllers.sort(byId).map((c) => c.certPem),
+  };
+}
