@@ -10,6 +10,7 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['GET', 'all:/.well-known/est/cacerts', 'the CA store clients trust before anything else'],
   ['GET', 'all:/network-jwts', 'the network JWT: the controller\'s address under its enrollment signature, no secret'],
   ['GET', '/enumerated-capabilities', 'capabilities, for clients choosing how to log in'],
+  ['GET', '/enumerated-router-capabilities', 'the names of router capabilities, as edge routers show them'],
   ['GET', '/specs', 'the API specifications'],
   ['GET', '/specs/:id', 'the API specifications'],
   ['GET', '/specs/:id/spec', 'the API specifications'],

@@ -63,7 +63,7 @@ describe('authorization matrix', () => {
 
   it('management routes are for admins, but for the groups the specification opens to any caller', () => {
     // Informational, well-known, authentication, MFA, current API session and current identity; and the network JWT, public in upstream (permissions.Always).
-    const open = /^\/edge\/management\/v1(\/|$)(version|\.well-known\/|enumerated-capabilities|specs|network-jwts|authenticate|current-api-session|current-identity|$)/;
+    const open = /^\/edge\/management\/v1(\/|$)(version|\.well-known\/|enumerated-(router-)?capabilities|specs|network-jwts|authenticate|current-api-session|current-identity|$)/;
     const wrong = c.app.routeTable.routes.filter((r) => r.url.startsWith(MGMT) && !open.test(r.url) && r.access !== 'admin').map((r) => `${r.method} ${r.url} (${r.access})`);
     expect(wrong).toEqual([]);
   });

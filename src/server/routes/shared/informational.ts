@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { notFound } from '../../../model/errors.js';
+import { ENUMERATED_ROUTER_CAPABILITIES } from '../../../model/router-capabilities.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, MapOf } from '../../../model/schemas/common.js';
 import { BUILD_DATE, EDGE_API_VERSION, REVISION, VERSION } from '../../../version.js';
 import { ok } from '../../envelope.js';
@@ -64,6 +65,18 @@ export function registerInformational(app: FastifyInstance, ctx: Ctx, specs: Spe
     '/enumerated-capabilities',
     { config: pub, schema: { operationId: 'listEnumeratedCapabilities', tags: ['Informational'], summary: 'Every capability a controller can announce', response: { 200: Envelope(Type.Array(Type.String())) } } },
     async () => ok(ENUMERATED_CAPABILITIES),
+  );
+  app.get(
+    '/enumerated-router-capabilities',
+    {
+      config: pub,
+      schema: {
+        operationId: 'listEnumeratedRouterCapabilities', tags: ['Informational'],
+        summary: 'Every capability a router can announce, as edge routers\' capabilities name them',
+        response: { 200: Envelope(Type.Array(Type.String())) },
+      },
+    },
+    async () => ok(ENUMERATED_ROUTER_CAPABILITIES),
   );
   app.get(
     '/specs',
