@@ -81,7 +81,7 @@ export function addPkiTools(cmd: Command) {
       }
       const der = (k: ReturnType<typeof createPublicKey>) => k.export({ type: 'spki', format: 'der' }).toString('base64');
       if (der(createPublicKey(key)) !== der(ca.publicKey)) throw new CliError(`${keyFile} is not the key of ${opts.ca}: give the CA's own key with --ca-key`);
-      if (key.asymmetricKeyType !== 'rsa') throw new CliError(`the CA key is ${key.asymmetricKeyType?.toUpperCase()}: this command signs with RSA CA keys (those ztc pki create-ca makes); sign with openssl as README's Third-party CAs section shows`);
+      if (key.asymmetricKeyType !== 'rsa') throw new CliError(`the CA key is ${key.asymmetricKeyType?.toUpperCase()}: this command signs with RSA CA keys (those ztc pki create-ca makes); sign with openssl as docs/cli.md's Third-party CAs section shows`);
       if (!/^[A-Za-z0-9._-]{1,64}$/.test(opts.token)) throw new CliError(`--token: '${opts.token}' does not look like a verification token (letters, digits, . _ -)`);
       refuseOverwrite([opts.out], opts.force);
       const { issueCertificate, newRsaKey } = await import('../../model/pki/certs.js');

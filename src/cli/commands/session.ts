@@ -184,7 +184,7 @@ export function loginCommand(): Command {
         if (reply.status === 401 && reply.json?.error?.code === 'INVALID_AUTH') {
           throw new CliError(
             `Login failed: the controller refused username '${opts.username}' with that password [INVALID_AUTH, HTTP 401]: check both (-u NAME). ` +
-              `A lost admin password is reset on the controller's host: ztc admin reset-password -d DATA_DIR (see README, "Lost admin password").`,
+              `A lost admin password is reset on the controller's host: ztc admin reset-password -d DATA_DIR (see docs/operations.md, "Lost admin password").`,
           );
         }
       }
