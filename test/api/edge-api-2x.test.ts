@@ -35,3 +35,21 @@ describe('GET /enumerated-router-capabilities', () => {
     expect(routerCapabilityNames(8)).toEqual([]);
   });
 });
+
+describe('identity detail (2.x fields)', () => {
+  it('has edgeRouterConnectionStatus, interfaces and permissions, in lists, details and the current identity', async () => {
+    const id = await c.user('ident-2x');
+    const user = await c.login('ident-2x', 'password1');
+    const detail = (await mg('GET', `/identities/${id}`)).body.data;
+    // ztc does not learn SDKs' router connections yet: unknown, and not connected as far as it knows.
+    expect(detail).toMatchObject({ edgeRouterConnectionStatus: 'unknown', hasEdgeRouterConnection: false, interfaces: [], permissions: [] });
+    const listed = (await mg('GET', `/identities?filter=${encodeURIComponent('name = "ident-2x"')}`)).body.data[0];
+    expect(listed).toMatchObject({ edgeRouterConnectionStatus: 'unknown', interfaces: [], permissions: [] });
+    for (const base of [CLIENT, MGMT]) {
+      const own = (await c.call('GET', `${base}/current-identity`, { token: user })).body.data;
+      expect(own, base).toMatchObject({ id, edgeRouterConnectionStatus: 'unknown', interfaces: [], permissions: [] });
+    }
+    const ro = await mg('POST', '/identities', { name: 'ident-2x-ro', type: 'User', isAdmin: false, permissions: ['admin_readonly'] });
+    expect((await mg('GET', `/identities/${ro.body.data.id}`)).body.data.permissions).toEqual(['admin_readonly']);
+  });
+});

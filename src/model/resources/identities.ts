@@ -89,11 +89,22 @@ export const identityDetail = Type.Object({
   externalId: Nullable(Type.String()),
   hasApiSession: Type.Boolean(),
   hasEdgeRouterConnection: Type.Boolean(),
+  // 2.x: online, offline or unknown (edgeRouterConnection below); its network interfaces (never reported here).
+  edgeRouterConnectionStatus: Type.Union([Type.Literal('online'), Type.Literal('offline'), Type.Literal('unknown')]),
+  interfaces: Type.Array(Type.Object({}, { additionalProperties: true })),
   disabled: Type.Boolean(),
   // Absent unless the identity is disabled, as upstream (omitempty there).
   disabledAt: Type.Optional(Type.String()),
   disabledUntil: Type.Optional(Type.String()),
 });
+
+/**
+ * Whether the identity is connected to an edge router. Upstream learns it from routers' connect events
+ * and API-session heartbeats; ztc receives neither yet (its routers' SDK connections are not reported
+ * to the store), so it cannot say: never connected as far as hasEdgeRouterConnection goes, and the 2.x
+ * status says that it is unknown rather than that the identity is offline. Both come from here.
+ */
+const edgeRouterConnection = () => ({ hasEdgeRouterConnection: false, edgeRouterConnectionStatus: 'unknown' as const });
 
 async function checkAuthPolicy(tx: Tx, id: string) {
   const found = await tx.selectFrom('authPolicies').select('id').where('id', '=', id).executeTakeFirst();
@@ -211,7 +222,8 @@ export const identities = defineResource({
     sdkInfo: fromJson(r.sdkInfo, {}),
     externalId: r.externalId ?? null,
     hasApiSession: isSet(r.hasApiSession),
-    hasEdgeRouterConnection: false,
+    ...edgeRouterConnection(),
+    interfaces: [],
     disabled: isSet(r.disabled),
     ...(r.disabledAt ? { disabledAt: r.disabledAt } : {}),
     ...(r.disabledUntil ? { disabledUntil: r.disabledUntil } : {}),
