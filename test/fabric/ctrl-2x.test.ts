@@ -4,6 +4,7 @@
 // session JWTs with, the service session as a JWT it verifies on its own, terminators and circuits.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { createHash, X509Certificate } from 'node:crypto';
+import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
@@ -216,3 +217,29 @@ function chainsTo(pem: string, anchors: Buffer[]): boolean {
   const cert = new X509Certificate(pem);
   return anchors.map((d) => new X509Certificate(d)).some((a) => cert.checkIssued(a) && cert.verify(a.publicKey));
 }
+
+describe('a 2.x router: service sessions are JWTs it verifies on its own', () => {
+  it('a Bind session\'s token is a JWT signed by a key of the data model (kid), with upstream\'s claims', async () => {
+    const host = await n.identity('jwt-host', ['jwt-svc-hosts']);
+    const service = await n.service('jwt-svc');
+    const r = await n.c.call('POST', '/edge/client/v1/sessions', { token: host.token, body: { serviceId: service, type: 'Bind' } });
+    expect(r.status).toBe(201);
+    const token: string = r.body.data.token;
+    expect(token.startsWith('ey')).toBe(true);
+    // The keys as a router gets them (a fresh subscription's DataState).
+    const c = await connectRouter2x(ctrlPort, await enrollRouter(n, 'upstream-2x-jwt'));
+    c.p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { subscriptionDurationSeconds: 60, subscriptionId: 'jwt' }));
+    const state = decode(RdmSchemas.DataState, (await c.p.next((f) => f.type === T2.DataState)).body);
+    const apiSessionId = (decode(Schemas.ApiSessionAdded, (await c.p.next((f) => f.type === T.ApiSessionAdded)).body).apiSessions as { token: string; id: string }[]).find((s) => s.token === host.token)!.id;
+    // As the router's pubKeyLookup: the key whose kid the header names, among those for JWTs.
+    const { kid, alg } = decodeProtectedHeader(token);
+    const key = (state.events as Record<string, any>[]).map((e) => e.publicKey).find((k) => k?.kid === kid && k.usages.includes(KeyUsage.JWTValidation));
+    expect(key).toBeTruthy();
+    expect(alg).toBe('RS256');
+    const { payload } = await jwtVerify(token, new X509Certificate(key.data).publicKey, { audience: 'openziti' });
+    expect(payload).toMatchObject({ sub: service, jti: r.body.data.id, z_t: 's', z_st: 'Bind', z_leg: true, z_asid: apiSessionId, z_iid: host.id });
+    expect(String(payload.iss)).toMatch(/^https:\/\//);
+    expect(payload.exp! - payload.iat!).toBeGreaterThan(300 * 86_400);
+    c.p.close();
+  });
+});

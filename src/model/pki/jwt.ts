@@ -34,6 +34,30 @@ export function signEnrollmentJwt(ctx: Ctx, c: { subject: string; token: string;
 
 const header = (ctx: Ctx) => ({ alg: ctx.pki.signingJwk.alg, kid: ctx.pki.signingJwk.kid, typ: 'JWT' });
 
+/** How long a service session JWT is valid: a year, as upstream (the API session bounds it in practice). */
+const SERVICE_SESSION_DAYS = 365;
+
+/**
+ * A service session's token (POST /sessions), as upstream 2.x makes it (ctrl-channel-2.x.md section 3,
+ * common.ServiceAccessClaims): a JWT signed with the key of the controller's server certificate (kid =
+ * its SHA-1), which 2.x routers verify themselves with the key the router data model gives them, then
+ * check z_t "s", z_st Dial or Bind and z_asid against the API session of the connecting SDK. z_leg:
+ * the session is stored (legacy authentication); jti is its id. To everything else (the embedded router,
+ * 1.x routers, SDKs) it is an opaque string, stored hashed like any token.
+ */
+export function signServiceSessionJwt(ctx: Ctx, s: { id: string; apiSessionId: string; identityId: string; serviceId: string; type: 'Dial' | 'Bind' }): Promise<string> {
+  const now = Math.floor(ctx.clock.now().getTime() / 1000);
+  return new SignJWT({ z_asid: s.apiSessionId, z_iid: s.identityId, z_t: 's', z_st: s.type, z_leg: true })
+    .setProtectedHeader(header(ctx))
+    .setIssuer(controllerUrl(ctx))
+    .setSubject(s.serviceId)
+    .setAudience(['openziti'])
+    .setJti(s.id)
+    .setIssuedAt(now)
+    .setExpirationTime(now + SERVICE_SESSION_DAYS * 86_400)
+    .sign(ctx.pki.signingKey);
+}
+
 /** The one-time token a stored enrollment JWT carries. */
 export const tokenOf = (jwt: string): string => String(decodeJwt(jwt).jti ?? '');
 

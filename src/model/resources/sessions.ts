@@ -1,5 +1,6 @@
 // Sessions: an identity's permission, for one API session, to dial or bind one service, with the
-// edge routers it may use. Only the token's hash is stored; the token is shown once, on create.
+// edge routers it may use. The token is a JWT naming them (2.x routers verify it themselves); only its
+// hash and a sealed copy are stored.
 // A session ends with its API session (foreign key, ON DELETE CASCADE).
 import { Type } from 'typebox';
 import { serviceRef } from './service-links.js';
@@ -10,7 +11,8 @@ import { iso } from '../clock.js';
 import type { Ctx, Principal } from '../context.js';
 import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
-import { hashSecret, newId, newSecret } from '../ids.js';
+import { hashSecret, newId } from '../ids.js';
+import { signServiceSessionJwt } from '../pki/jwt.js';
 import { grantsFor, grantsForMany, type Grant } from '../policy/access.js';
 import { checksOfIdentity, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
@@ -188,8 +190,9 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
     throw new ApiError(401, 'INVALID_POSTURE', `The posture checks of every policy granting ${type} on '${service.name}' fail: ${missing.join(', ')}; submit posture responses (POST /posture-response) and try again`);
   }
 
-  const token = newSecret();
   const id = newId();
+  // A JWT 2.x routers verify on their own (pki/jwt.ts); opaque to all else.
+  const token = await signServiceSessionJwt(ctx, { id, apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, type: type as 'Dial' | 'Bind' });
   const at = iso(now);
   const row: Row = { id, createdAt: at, updatedAt: at, tags: JSON.stringify(body.tags ?? {}), apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id, serviceName: service.name, type, token };
   // The session's routers are read while the insert commits (they do not depend on it): on SQLite
