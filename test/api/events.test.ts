@@ -105,6 +105,27 @@ describe('events and the audit', () => {
     expect(JSON.stringify(audit.body)).not.toContain('wrong-password-1');
   });
 
+  it("answer the same by an identity's name as by its id: its changes, enrollment and logins, also once it is deleted", async () => {
+    const made = await call('POST', `${MGMT}/identities`, { token: admin, body: { name: 'dora', type: 'User', isAdmin: false, enrollment: { updb: 'dora-login' } } });
+    const id = made.body.data.id as string;
+    const token = (await call('GET', `${MGMT}/identities/${id}`, { token: admin })).body.data.enrollment.updb.token as string;
+    expect((await call('POST', `${CLIENT}/enroll/updb?token=${token}`, { body: { password: 'dora-pass-1' } })).status).toBe(200);
+    expect((await call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'dora-login', password: 'dora-pass-1' } })).status).toBe(200);
+    expect((await call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'dora-login', password: 'not-her-pass' } })).status).toBe(401);
+    await c.running.ctx.events.flush();
+    const audit = async (entity: string) => (await call('GET', `${MGMT}/audit-events?entity=${entity}`, { token: admin })).body.data as any[];
+    const kinds = (events: any[]) => events.map((e) => `${e.namespace} ${e.eventType ?? e.event_type}${e.entityType ? ` ${e.entityType}` : ''}`).sort();
+    const byId = await audit(id);
+    expect(kinds(byId)).toEqual(expect.arrayContaining(['authentication fail', 'authentication success', 'enrollment success', 'entityChange created identities']));
+    expect(await audit('dora')).toEqual(byId);
+    // Deleted: its name still finds everything its id does (the audit keeps names as they were).
+    expect((await call('DELETE', `${MGMT}/identities/${id}`, { token: admin })).status).toBe(200);
+    await c.running.ctx.events.flush();
+    const deletedById = await audit(id);
+    expect(kinds(deletedById)).toContain('entityChange deleted identities');
+    expect(await audit('dora')).toEqual(deletedById);
+  });
+
   it('record an enrollment refused, with its method and reason and not its token', async () => {
     const bogus = 'not-a-real-enrollment-token';
     expect((await call('POST', `${CLIENT}/enroll/ott?token=${bogus}`, { body: {} })).status).toBeGreaterThanOrEqual(400);

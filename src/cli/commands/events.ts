@@ -99,7 +99,7 @@ export function eventsCommand(): Command {
 
 export function auditCommand(): Command {
   return targetOptions(new Command('audit').usage('[--entity X] [--since 1d] [options]').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery) of the retention window, newest first'))
-    .option('-e, --entity <id-or-name>', 'only events about this entity (an identity\'s include its logins)')
+    .option('-e, --entity <id-or-name>', 'only events about this entity, by id or name alike (an identity\'s include its logins and enrollments)')
     .option('--actor <id-or-name>', 'only what this identity did')
     .option('-s, --since <when>', 'only events since a duration ago (30m, 12h, 1d, 2w) or an ISO-8601 time')
     .option('-t, --type <types>', 'only these types: entityChange, authentication, enrollment, admin', collect, [])

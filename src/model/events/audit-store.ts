@@ -128,7 +128,7 @@ export async function pruneAudit(db: Db, now: Date, retentionDays: number): Prom
 }
 
 export interface AuditQuery {
-  /** An entity's id or name (an identity's also finds its logins). */
+  /** An entity's id or name (an identity's also finds its logins and enrollments, by either). */
   entity?: string;
   /** Only events at or after this time. */
   since?: Date;
@@ -142,7 +142,20 @@ export interface AuditQuery {
 /** Newest first. */
 export async function listAudit(db: Db, q: AuditQuery): Promise<{ events: ZtcEvent[]; totalCount: number }> {
   let base = db.selectFrom('auditEvents');
-  if (q.entity) base = base.where((eb) => eb.or([eb('entityId', '=', q.entity!), eb('entityName', '=', q.entity!)]));
+  if (q.entity) {
+    const entity = q.entity;
+    // By name, the same answer as by id: the events of every entity that name was seen on (logins and
+    // enrollments carry only the identity's id), and of the identity that has it now (its creation may be
+    // older than the retention window, its logins not).
+    base = base.where((eb) =>
+      eb.or([
+        eb('entityId', '=', entity),
+        eb('entityName', '=', entity),
+        eb('entityId', 'in', eb.selectFrom('auditEvents as named').select('named.entityId').where('named.entityName', '=', entity).where('named.entityId', 'is not', null)),
+        eb('entityId', 'in', eb.selectFrom('identities').select('identities.id').where('identities.name', '=', entity)),
+      ]),
+    );
+  }
   if (q.actor) base = base.where((eb) => eb.or([eb('actorId', '=', q.actor!), eb('actorName', '=', q.actor!)]));
   if (q.since) base = base.where('at', '>=', iso(q.since));
   if (q.namespaces?.size) base = base.where('namespace', 'in', [...q.namespaces]);
