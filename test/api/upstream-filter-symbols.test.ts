@@ -56,7 +56,8 @@ describe('meta.filterableFields answers upstream’s symbol names', () => {
   const expected: Record<string, string[]> = {
     identities: ['name', 'roleAttributes', 'externalId', 'type', 'authPolicyId', 'isAdmin', 'isDefaultAdmin'],
     'identity-types': ['name'],
-    authenticators: ['method', 'identity', 'certFingerprint', 'certPem', 'isIssuedByNetwork', 'updbUsername'],
+    // The last five are 2.x's symbols (authenticator_store.go) of the extension-request fields.
+    authenticators: ['method', 'identity', 'certFingerprint', 'certPem', 'isIssuedByNetwork', 'updbUsername', 'isExtendRequested', 'isKeyRollRequested', 'extendRequestedAt', 'lastExtendRolledKeys', 'lastAuthResolvedToRoot'],
     enrollments: ['token', 'identity', 'edgeRouter', 'transitRouter', 'caId'],
     'api-sessions': ['token', 'identity', 'authenticator', 'ipAddress', 'lastActivityAt'],
     sessions: ['token', 'apiSession', 'service', 'type'],
