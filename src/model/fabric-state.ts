@@ -66,8 +66,10 @@ export async function recordCircuits(ctx: Ctx, controllerId: string, added: Circ
 }
 
 /** What a router's hello announced: its link listeners (the Fabric API's listener addresses) and its build. */
-export async function setRouterHello(ctx: Ctx, routerId: string, listeners: { address: string; protocol: string }[], versionInfo: string) {
-  await ctx.store.db.updateTable('routers').set({ linkListeners: JSON.stringify(listeners), versionInfo: versionInfo.slice(0, 512) }).where('id', '=', routerId).execute();
+export async function setRouterHello(ctx: Ctx, routerId: string, listeners: { address: string; protocol: string }[], versionInfo: string, capabilitiesMask?: bigint | null) {
+  // The capability mask (header 1002) when the caller read one: edge routers show it (capabilities, capabilitiesMask).
+  const mask = capabilitiesMask === undefined ? {} : { capabilitiesMask: capabilitiesMask === null ? null : BigInt.asIntN(64, capabilitiesMask).toString() };
+  await ctx.store.db.updateTable('routers').set({ linkListeners: JSON.stringify(listeners), versionInfo: versionInfo.slice(0, 512), ...mask }).where('id', '=', routerId).execute();
 }
 
 export interface RouterCosts {

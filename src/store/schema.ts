@@ -224,6 +224,12 @@ export interface RouterRow extends BaseRow {
   linkListeners: string;
   /** The version header of its last control-channel hello: Version|Revision|BuildDate|OS|Arch. */
   versionInfo: string | null;
+  /** The capability mask its last hello announced (header 1002), as a decimal string; null: none told. */
+  capabilitiesMask: string | null;
+  /** JSON: control-channel listeners a controller may dial it at (address -> groups), as given by an admin. */
+  ctrlChanListeners: string;
+  /** JSON: ids of configs aimed at the router (upstream 2.1's router configs). */
+  configs: string;
 }
 
 export interface LinkRow extends BaseRow {

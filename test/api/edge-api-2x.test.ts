@@ -53,3 +53,54 @@ describe('identity detail (2.x fields)', () => {
     expect((await mg('GET', `/identities/${ro.body.data.id}`)).body.data.permissions).toEqual(['admin_readonly']);
   });
 });
+
+describe('routers (2.x fields)', () => {
+  it('take ctrlChanListeners and configs on create, update and patch, and show them with capabilities, mask, interfaces and version', async () => {
+    const type = (await mg('POST', '/config-types', { name: 'router-cfg-type', schema: {} })).body.data.id;
+    const cfg = (await mg('POST', '/configs', { name: 'router-cfg', configTypeId: type, data: { a: 1 } })).body.data.id;
+    const made = await mg('POST', '/edge-routers', { name: 'er-2x', roleAttributes: ['public'], ctrlChanListeners: { 'tls:ctrl.example:6262': ['default'] }, configs: [cfg] });
+    expect(made.status, made.text).toBe(201);
+    const id = made.body.data.id as string;
+    const detail = (await mg('GET', `/edge-routers/${id}`)).body.data;
+    expect(detail).toMatchObject({ ctrlChanListeners: { 'tls:ctrl.example:6262': ['default'] }, configs: [cfg], interfaces: [], capabilities: [], capabilitiesMask: 0, version: '' });
+    expect((await mg('PATCH', `/edge-routers/${id}`, { configs: [] })).status).toBe(200);
+    expect((await mg('GET', `/edge-routers/${id}`)).body.data).toMatchObject({ configs: [], ctrlChanListeners: { 'tls:ctrl.example:6262': ['default'] } });
+    expect((await mg('PUT', `/edge-routers/${id}`, { name: 'er-2x', roleAttributes: ['public'] })).status).toBe(200);
+    expect((await mg('GET', `/edge-routers/${id}`)).body.data).toMatchObject({ configs: [], ctrlChanListeners: {} });
+    const bad = await mg('PATCH', `/edge-routers/${id}`, { configs: ['no-such-config'] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.cause.field).toBe('configs');
+    // Transit routers and the fabric API too (routerCreate/Detail).
+    const tr = await mg('POST', '/transit-routers', { name: 'tr-2x', ctrlChanListeners: { 'tls:t.example:6262': [] } });
+    expect(tr.status, tr.text).toBe(201);
+    expect((await mg('GET', `/routers/${tr.body.data.id}`)).body.data).toMatchObject({ ctrlChanListeners: { 'tls:t.example:6262': [] }, configs: [], interfaces: [] });
+    expect((await c.call('GET', `/fabric/v1/routers/${tr.body.data.id}`, { token: admin })).body.data.ctrlChanListeners).toEqual({ 'tls:t.example:6262': [] });
+  });
+
+  it('shows what a router announced: its capabilities by name (from the stored mask) and its version, to admins and clients', async () => {
+    const id = (await mg('POST', '/edge-routers', { name: 'er-announced', roleAttributes: ['announced'] })).body.data.id as string;
+    const db = c.opened.ctx.store.db;
+    // As a 2.1 router's hello leaves them (the control channel stores them).
+    await db.updateTable('routers').set({ isVerified: 1, versionInfo: 'v2.1.0|abc|2026-08-21|linux|amd64', capabilitiesMask: '4611686018427388022' }).where('id', '=', id).execute();
+    const names = ['MULTI_CHANNEL', 'CONNECT_V2', 'SERVICE_SUBSCRIPTIONS', 'POSTURE_CHECKS', 'BIND_SUCCESS'];
+    const detail = (await mg('GET', `/edge-routers/${id}`)).body.data;
+    expect(detail).toMatchObject({ capabilities: names, version: 'v2.1.0' });
+    // A JSON number: past 2^53 it is read rounded (here to bit 62 alone); the names above are exact.
+    expect(detail.capabilitiesMask).toBe(2 ** 62);
+    const uid = await c.user('er-client');
+    await mg('PATCH', `/identities/${uid}`, { roleAttributes: ['er-clients'] });
+    await mg('POST', '/edge-router-policies', { name: 'er-announced-erp', semantic: 'AnyOf', identityRoles: ['#er-clients'], edgeRouterRoles: ['#announced'] });
+    const token = await c.login('er-client', 'password1');
+    const mine = (await c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token })).body.data;
+    expect(mine).toEqual([expect.objectContaining({ id, capabilities: names, version: 'v2.1.0' })]);
+    // A service's routers and a session's (the session form) too.
+    const svc = (await mg('POST', '/services', { name: 'er-svc', roleAttributes: ['er-svc'], encryptionRequired: true })).body.data.id;
+    await mg('POST', '/service-policies', { name: 'er-svc-dial', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#er-clients'], serviceRoles: ['#er-svc'] });
+    await mg('POST', '/service-edge-router-policies', { name: 'er-svc-serp', semantic: 'AnyOf', serviceRoles: ['#er-svc'], edgeRouterRoles: ['#announced'] });
+    const viaService = (await c.call('GET', `${CLIENT}/services/${svc}/edge-routers`, { token })).body.data.edgeRouters;
+    expect(viaService).toEqual([expect.objectContaining({ name: 'er-announced', capabilities: names, version: 'v2.1.0' })]);
+    const session = await c.call('POST', `${CLIENT}/sessions`, { token, body: { serviceId: svc, type: 'Dial' } });
+    expect(session.status, session.text).toBe(201);
+    expect(session.body.data.edgeRouters).toEqual([expect.objectContaining({ name: 'er-announced', capabilities: names, version: 'v2.1.0' })]);
+  });
+});

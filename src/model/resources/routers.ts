@@ -7,6 +7,8 @@ import { Type } from 'typebox';
 import type { Db, Tx } from '../../store/db.js';
 import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { iso } from '../clock.js';
+import { invalidField } from '../errors.js';
+import { routerCapabilityNames } from '../router-capabilities.js';
 import type { Ctx } from '../context.js';
 import { hashSecret, newId } from '../ids.js';
 import { recordRowChange } from '../events/record.js';
@@ -31,10 +33,17 @@ export async function insertRouterEnrollment(tx: Tx, ctx: Ctx, routerId: string)
   await recordRowChange(tx, ctx, 'enrollments', 'created', row.id, null, row);
 }
 
+/** 2.x: the control-channel listeners a controller may dial the router at (address -> groups); stored, not dialled. */
+const CtrlChanListeners = MapOf(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 16 }), { maxProperties: 32, description: 'Addresses a controller may dial the router\'s control channel at, each with its groups (upstream 2.0); stored and shown, ztc does not dial routers' });
+/** 2.1: configs aimed at the router (by id); stored and shown, not sent to routers. */
+const RouterConfigs = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100, description: 'Ids of configs for the router (upstream 2.1); stored and shown, not sent to routers' });
+
 const common = {
   cost: Type.Optional(Nullable(Cost)),
   disabled: Type.Optional(Nullable(Type.Boolean())),
   noTraversal: Type.Optional(Nullable(Type.Boolean())),
+  ctrlChanListeners: Type.Optional(Nullable(CtrlChanListeners)),
+  configs: Type.Optional(Nullable(RouterConfigs)),
   tags: Type.Optional(Tags),
 };
 const edgeOnly = {
@@ -56,7 +65,14 @@ const Stamps = {
   unverifiedFingerprint: Nullable(Type.String()),
 };
 
-const routerDetail = Type.Object({ ...baseFields, name: Type.String(), cost: Type.Integer(), disabled: Type.Boolean(), noTraversal: Type.Boolean(), ...Stamps });
+/** 2.x fields every router view of the management API has. */
+const Router2x = {
+  ctrlChanListeners: MapOf(Type.Array(Type.String())),
+  configs: Type.Array(Type.String()),
+  interfaces: Type.Array(Type.Object({}, { additionalProperties: true })),
+};
+
+const routerDetail = Type.Object({ ...baseFields, name: Type.String(), cost: Type.Integer(), disabled: Type.Boolean(), noTraversal: Type.Boolean(), ...Stamps, ...Router2x });
 const edgeRouterDetail = Type.Object({
   ...baseFields,
   name: Type.String(),
@@ -79,6 +95,9 @@ const edgeRouterDetail = Type.Object({
   version: Type.String(),
   revision: Type.String(),
   buildDate: Type.String(),
+  capabilities: Type.Array(Type.String()),
+  capabilitiesMask: Type.Integer(),
+  ...Router2x,
 });
 
 /** The fields of the client views of an edge router (no enrollment or certificate details). */
@@ -92,6 +111,9 @@ export const edgeRouterClientFields = {
   noTraversal: Type.Boolean(),
   supportedProtocols: MapOf(Type.String()),
   syncStatus: Type.String(),
+  // 2.x (commonEdgeRouterProperties): what the router announced it can do, and its version.
+  capabilities: Type.Array(Type.String()),
+  version: Type.String(),
 };
 
 export const edgeRouterClientView = (r: Row) => ({
@@ -104,7 +126,21 @@ export const edgeRouterClientView = (r: Row) => ({
   noTraversal: isSet(r.noTraversal),
   supportedProtocols: fromJson(r.supportedProtocols, {}),
   syncStatus: isSet(r.isVerified) ? 'SYNC_DONE' : 'SYNC_NEW',
+  capabilities: routerCapabilityNames(r.capabilitiesMask),
+  version: versionOf(r).version,
 });
+
+/** The management views' 2.x fields: what an admin gave (ctrlChanListeners, configs); interfaces are never reported here. */
+const router2x = (r: Row) => ({ ctrlChanListeners: fromJson(r.ctrlChanListeners, {}), configs: fromJson<string[]>(r.configs, []), interfaces: [] });
+
+/** The capability mask as a JSON number (int64 upstream; a JS client reads above 2^53 rounded either way). */
+const capabilitiesMaskOf = (r: Row) => {
+  try {
+    return r.capabilitiesMask ? Number(BigInt(r.capabilitiesMask)) : 0;
+  } catch {
+    return 0;
+  }
+};
 
 /**
  * What the router's control-channel hello said of its build (Version|Revision|BuildDate|OS|Arch), kept
@@ -153,8 +189,18 @@ const routerFilterable: Record<string, FieldSpec> = {
   fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
 };
 
-function routerRow(input: Row, mode: WriteMode, edge: boolean): Row {
+async function routerRow(tx: Tx, input: Row, mode: WriteMode, edge: boolean): Promise<Row> {
   const out: Row = {};
+  if (mode !== 'patch' || 'ctrlChanListeners' in input) out.ctrlChanListeners = JSON.stringify(input.ctrlChanListeners ?? {});
+  if (mode !== 'patch' || 'configs' in input) {
+    const ids = [...new Set((input.configs as string[] | null) ?? [])];
+    if (ids.length) {
+      const found = new Set((await tx.selectFrom('configs').select('id').where('id', 'in', ids).execute()).map((c) => c.id));
+      const missing = ids.find((id) => !found.has(id));
+      if (missing) throw invalidField('configs', `no config has the id '${missing}'`, missing);
+    }
+    out.configs = JSON.stringify(ids);
+  }
   if (mode !== 'patch' || 'name' in input) out.name = input.name;
   if (mode !== 'patch' || 'cost' in input) out.cost = input.cost ?? 0;
   if (mode !== 'patch' || 'disabled' in input) out.disabled = bit(input.disabled ?? false);
@@ -219,10 +265,12 @@ export const edgeRouters = defineResource({
     isTunnelerEnabled: isSet(r.isTunnelerEnabled),
     certPem: r.certPem ?? null,
     ...versionOf(r),
+    capabilitiesMask: capabilitiesMaskOf(r),
+    ...router2x(r),
   }),
-  toRow: async (input, mode) => routerRow(input, mode, true),
+  toRow: async (input, mode, tx) => routerRow(tx, input, mode, true),
   hooks: { afterCreate, ...routerIdentityHooks },
-  cli: { columns: ['id', 'name', 'isVerified', 'roleAttributes', 'cost', 'isTunnelerEnabled'] },
+  cli: { columns: ['id', 'name', 'online=isOnline', 'isVerified', 'roleAttributes', 'cost', 'isTunnelerEnabled'] },
 });
 
 export const routers = defineResource({
@@ -243,8 +291,8 @@ export const routers = defineResource({
   filterable: { ...routerFilterable, ...aliases({ isEdge: { column: 'e.is_edge', type: 'boolean', sortable: true }, isVerified: { column: 'e.is_verified', type: 'boolean', sortable: true } }) },
   detailQuery: detailQuery(false),
   // Linked at ./transit-routers/ from both paths, as upstream 1.1.10 answers.
-  toDetail: (r, ctx) => Object.assign(baseDetail('transit-routers', r), { name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx) }),
-  toRow: async (input, mode) => routerRow(input, mode, false),
+  toDetail: (r, ctx) => Object.assign(baseDetail('transit-routers', r), { name: r.name, cost: Number(r.cost), disabled: isSet(r.disabled), noTraversal: isSet(r.noTraversal), ...routerStamps(r, ctx), ...router2x(r) }),
+  toRow: async (input, mode, tx) => routerRow(tx, input, mode, false),
   // An edge router deleted through /routers takes its Router identity along too.
   hooks: { afterCreate, beforeDelete: routerIdentityHooks.beforeDelete },
   cli: { columns: ['id', 'name', 'isVerified', 'cost', 'disabled'] },

@@ -71,7 +71,7 @@ export async function registerFabric(app: FastifyInstance, ctx: Ctx, specs: Spec
         schemas: { detail: FabricRouter },
         toDetail: (r) => Object.assign(baseDetail('routers', r), {
           name: r.name, fingerprint: r.fingerprint || null, connected: isOnline(r), cost: Number(r.cost), noTraversal: isSet(r.noTraversal), disabled: isSet(r.disabled),
-          listenerAddresses: fromJson<{ address: string; protocol: string }[]>(r.linkListeners, []), ctrlChanListeners: {}, interfaces: [],
+          listenerAddresses: fromJson<{ address: string; protocol: string }[]>(r.linkListeners, []), ctrlChanListeners: fromJson(r.ctrlChanListeners, {}), interfaces: [],
         }),
       };
       const fabricTerminators: ResourceDecl = {

@@ -25,6 +25,7 @@ import { nameStatistics } from './0028-name-statistics.js';
 import { signerTargetToken } from './0029-signer-target-token.js';
 import { revocations } from './0030-revocations.js';
 import { authenticatorExtendRequests } from './0031-authenticator-extend-requests.js';
+import { router2xFields } from './0033-router-2x-fields.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -52,5 +53,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0029-signer-target-token': signerTargetToken(),
     '0030-revocations': revocations(),
     '0031-authenticator-extend-requests': authenticatorExtendRequests(),
+    '0033-router-2x-fields': router2xFields(),
   };
 }

@@ -90,7 +90,7 @@ const clientEdgeRouters: ResourceDecl = defineResource({
   detailQuery: (db) =>
     db
       .selectFrom('routers as e')
-      .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified', 'e.onlineUntil'])
+      .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified', 'e.onlineUntil', 'e.versionInfo', 'e.capabilitiesMask'])
       .where('e.isEdge', '=', 1)
       // As upstream (current_identity_router.go): only routers that finished enrollment; SDKs would try the others.
       .where('e.isVerified', '=', 1) as never,
