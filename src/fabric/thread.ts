@@ -22,6 +22,8 @@ export type FromRouter =
   | { log: { level: 'info' | 'warn' | 'debug'; o: object; msg: string } }
   | { closed: true }
   | { stats: DataPlaneStats }
+  /** Every identity with an SDK connected to one of this data plane's routers, when that changed. */
+  | { connected: string[] }
   | { event: ZtcEvent };
 
 /** What the data plane reports to the main thread every few seconds, for the metrics (server/metrics.ts). */
@@ -66,7 +68,7 @@ function workerUrl(): URL | string {
 /** The longest the data plane's thread may take to close (its listeners, its store) before it is ended. */
 const CLOSE_MS = 5000;
 
-export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void }): Promise<RunningFabric> {
+export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void; connected?: (identityIds: string[]) => void }): Promise<RunningFabric> {
   const sqliteAddon = sqliteAddonFile();
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
@@ -75,6 +77,7 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
     let alive = true;
     worker.on('message', (m: FromRouter) => {
       if ('stats' in m) o.stats?.(m.stats);
+      else if ('connected' in m) o.connected?.(m.connected);
       else if ('event' in m) o.events?.(m.event);
       else if ('progress' in m) o.progress?.(m.progress);
       else if ('log' in m) o.log[m.log.level](m.log.o, m.log.msg);

@@ -26,6 +26,8 @@ const data = workerData as RouterWorkerData;
 const RELAY_NICE = niceFrom(process.env.ZTC_RELAY_NICE);
 // ZTC_STATS_MS: how often the data plane reports its counters to the metrics (default 5 s).
 const STATS_MS = Math.max(100, Number(process.env.ZTC_STATS_MS ?? 5000) || 5000);
+/** How often the connected identities are looked at (and sent when they changed). */
+const CONNECTED_MS = 1000;
 const post = (m: FromRouter) => parentPort!.postMessage(m);
 const level = (l: 'info' | 'warn' | 'debug') => (o: object, msg: string) => post({ log: { level: l, o, msg } });
 
@@ -79,6 +81,17 @@ try {
     ctrl?.accessChanged();
   });
   access.start();
+  // Which identities have SDKs connected to this data plane's routers (identity details' status), sent
+  // when that changed: the embedded router's connections, and what upstream routers report.
+  let connected = new Set<string>();
+  const connections = setInterval(() => {
+    const now = new Set<string>(ctrl?.connectedIdentities());
+    for (const c of router?.fabric.conns ?? []) now.add(c.apiSession.identityId);
+    if (now.size === connected.size && [...now].every((id) => connected.has(id))) return;
+    connected = now;
+    post({ connected: [...now] });
+  }, CONNECTED_MS);
+  connections.unref();
   // Counters for the main thread's metrics: a few numbers every few seconds, nothing per packet.
   let dialsReported = 0;
   const stats = setInterval(() => {
@@ -102,6 +115,8 @@ try {
   parentPort!.on('message', (m: 'close') => {
     if (m !== 'close') return;
     clearInterval(stats);
+    clearInterval(connections);
+    post({ connected: [] });
     access.stop();
     void (async () => {
       await ctrl?.stop();

@@ -24,6 +24,7 @@ import { lockDataDir } from './serve-lock.js';
 import { startFabricThread, type DataPlaneStats, type RunningFabric } from '../fabric/thread.js';
 import { startOpsListener } from './ops-listener.js';
 import type http from 'node:http';
+import { setEdgeConnections } from '../model/edge-connections.js';
 
 export interface Opened {
   ctx: Ctx;
@@ -101,6 +102,8 @@ export async function startController(config: Config, o: { clock?: Clock; progre
         stats: (s: DataPlaneStats) => app?.metrics?.dataPlaneStats(s),
         // Its events (routers, links, circuits, terminators) reach this process's file and live stream.
         events: (e) => ctx.events.emit(e, true),
+        // Which identities are connected to its routers (identity details' hasEdgeRouterConnection).
+        connected: (ids) => setEdgeConnections(ctx, ids),
       })
     : undefined;
   // Caught here, thrown below, so a failed start is never an unhandled rejection.

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
-import { capable, connectRouter2x, enrollRouter, fp, i32, KeyUsage, RdmSchemas, T, T2, type EnrolledRouter } from '../peers/ctrl-router.js';
-import type { EdgePeer } from '../peers/edge-sdk.js';
+import { bytesMap, capable, connectRouter2x, enrollRouter, fp, i32, KeyUsage, RdmSchemas, readBytesMap, strings, T, T2, type EnrolledRouter } from '../peers/ctrl-router.js';
+import { le32, type EdgePeer } from '../peers/edge-sdk.js';
 
 let n: TestNetwork;
 let ctrlPort: number;
@@ -240,6 +240,97 @@ describe('a 2.x router: service sessions are JWTs it verifies on its own', () =>
     expect(payload).toMatchObject({ sub: service, jti: r.body.data.id, z_t: 's', z_st: 'Bind', z_leg: true, z_asid: apiSessionId, z_iid: host.id });
     expect(String(payload.iss)).toMatch(/^https:\/\//);
     expect(payload.exp! - payload.iat!).toBeGreaterThan(300 * 86_400);
+    c.p.close();
+  });
+});
+
+describe('a 2.x router: terminators, circuits and connect events', () => {
+  let p: EdgePeer;
+  let r2: EnrolledRouter;
+  let host: Member;
+  let client: Member;
+  let service: string;
+  let terminatorId: string;
+
+  beforeAll(async () => {
+    r2 = await enrollRouter(n, 'upstream-2x-d');
+    service = await n.service('circ-2x', { encryptionRequired: true });
+    host = await n.identity('circ-host', ['circ-2x-hosts']);
+    client = await n.identity('circ-client', ['circ-2x-clients']);
+    p = (await connectRouter2x(ctrlPort, r2)).p;
+  }, 60_000);
+
+  it('CreateTerminatorV2 with the JWT Bind session: stored and confirmed; UpdateTerminator changes its cost', async () => {
+    const bind = await n.session(host, service, 'Bind');
+    expect(bind.startsWith('ey')).toBe(true);
+    terminatorId = 'term-' + Math.random().toString(36).slice(2);
+    const r = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: terminatorId, sessionToken: bind, apiSessionToken: host.token, fingerprints: [fp(host.cert)], peerData: { 1003: Buffer.alloc(32, 7) }, cost: 2 })));
+    expect(r.type).toBe(T.CreateTerminatorV2Response);
+    expect(decode(Schemas.CreateTerminatorV2Response, r.body)).toMatchObject({ terminatorId });
+    expect(decode(Schemas.CreateTerminatorV2Response, r.body).result ?? 0).toBe(0);
+    expect((await n.api('GET', `/terminators/${terminatorId}`)).body.data).toMatchObject({ routerId: r2.id, binding: 'edge', address: terminatorId, cost: 2 });
+
+    const u = await p.replyTo(p.send(20209, [], encode(Schemas.UpdateTerminatorRequest, { sessionToken: bind, fingerprints: [fp(host.cert)], terminatorId, cost: 7, updateCost: true, precedence: 1, updatePrecedence: true })));
+    expect(u.type).toBe(20210);
+    expect((await n.api('GET', `/terminators/${terminatorId}`)).body.data).toMatchObject({ cost: 7, precedence: 'required' });
+    // Another identity's Bind session cannot touch it.
+    const other = await n.identity('circ-host-2', ['circ-2x-hosts']);
+    const theirs = await n.session(other, service, 'Bind');
+    const refused = await p.replyTo(p.send(20209, [], encode(Schemas.UpdateTerminatorRequest, { sessionToken: theirs, fingerprints: [fp(host.cert)], terminatorId, cost: 1, updateCost: true })));
+    expect(refused.type).toBe(T.Error);
+  });
+
+  it('CreateCircuitV2 with the JWT Dial session (headers only): Route, RouteResult, the answer; a Fault ends it', async () => {
+    const dial = await n.session(client, service, 'Dial');
+    const dialerKey = Buffer.alloc(32, 8);
+    // A 2.x router adds the dialer's identity id and name (1115, 1116) to the peer data.
+    const seq = p.send(T.CreateCircuitV2, [[11, Buffer.from(dial)], [12, strings([fp(client.cert)])], [14, Buffer.from(client.token)], [10, bytesMap([[1003, dialerKey], [1115, Buffer.from(client.id)], [1116, Buffer.from(client.name)]])]]);
+    const route = await p.next((f) => f.type === T.Route);
+    const r = decode(Schemas.Route, route.body);
+    expect(r.egress).toMatchObject({ binding: 'edge', destination: terminatorId });
+    expect(r.egress.peerData['1003']).toEqual(dialerKey);
+    expect(r.egress.peerData['1008'].toString()).toBe('circ-client');
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(r.circuitId));
+    const answer = await p.replyTo(seq);
+    expect(answer.type).toBe(T.CreateCircuitV2Response);
+    expect(answer.headers.get(11)!.toString()).toBe(r.circuitId);
+    expect(readBytesMap(answer.headers.get(10)!).get(1003)).toEqual(Buffer.alloc(32, 7));
+    p.send(T.Fault, [], encode(Schemas.Fault, { subject: 1, id: r.circuitId }));
+    expect(decode(Schemas.Unroute, (await p.next((f) => f.type === T.Unroute)).body)).toMatchObject({ circuitId: r.circuitId, now: true });
+    // A Bind session cannot dial.
+    const bind = await n.session(host, service, 'Bind');
+    const wrong = await p.replyTo(p.send(T.CreateCircuitV2, [[11, Buffer.from(bind)], [12, strings([fp(host.cert)])], [10, bytesMap([[1003, dialerKey]])]]));
+    expect(wrong.type).toBe(T.Error);
+    expect(wrong.body.toString()).toMatch(/incorrect session type/);
+  });
+
+  it('RemoveTerminators takes it away', async () => {
+    const r = await p.replyTo(p.send(T.RemoveTerminators, [], encode(Schemas.RemoveTerminatorsRequest, { terminatorIds: [terminatorId] })));
+    expect(r.headers.get(2)).toEqual(Buffer.from([1]));
+    expect((await n.api('GET', `/terminators/${terminatorId}`)).status).toBe(404);
+  });
+
+  it('ConnectEvents: the identity shows connected to an edge router (hasEdgeRouterConnection, online) until it leaves or the router goes', async () => {
+    const status = async () => {
+      const d = (await n.api('GET', `/identities/${client.id}`)).body.data;
+      return { has: d.hasEdgeRouterConnection, status: d.edgeRouterConnectionStatus };
+    };
+    expect(await status()).toEqual({ has: false, status: 'unknown' });
+    const at = BigInt(Date.now());
+    p.send(T2.ConnectEvents, [], encode(RdmSchemas.ConnectEvents, { fullState: true, events: [{ identityId: client.id, isConnected: true, connectTimes: [{ connectTime: at, srcAddr: '127.0.0.1:50000', dstAddr: '127.0.0.1:3022' }] }] }));
+    await expect.poll(status, { timeout: 4000 }).toEqual({ has: true, status: 'online' });
+    p.send(T2.ConnectEvents, [], encode(RdmSchemas.ConnectEvents, { events: [{ identityId: client.id, isConnected: false }] }));
+    await expect.poll(status, { timeout: 4000 }).toEqual({ has: false, status: 'unknown' });
+    p.send(T2.ConnectEvents, [], encode(RdmSchemas.ConnectEvents, { events: [{ identityId: client.id, isConnected: true }] }));
+    await expect.poll(status, { timeout: 4000 }).toEqual({ has: true, status: 'online' });
+    p.close();
+    await expect.poll(status, { timeout: 4000 }).toEqual({ has: false, status: 'unknown' });
+  });
+
+  it('an API-session heartbeat (all a 1.x router reports) shows the identity connected too', async () => {
+    const c = await connectRouter2x(ctrlPort, await enrollRouter(n, 'upstream-2x-e'));
+    c.p.send(20203, [], encode(Schemas.ApiSessionHeartbeat, { tokens: [host.token] }));
+    await expect.poll(async () => (await n.api('GET', `/identities/${host.id}`)).body.data.hasEdgeRouterConnection, { timeout: 4000 }).toBe(true);
     c.p.close();
   });
 });

@@ -54,6 +54,8 @@ const PEER_WAIT_MS = 5000;
  */
 const HEARD_MS = 5000;
 const PROBE_MS = 3000;
+/** How long an API-session heartbeat (every 60 s from upstream routers) counts its identity as connected. */
+const HEARTBEAT_TTL_MS = 150_000;
 /** Refused second connections of one router are logged once per this long (upstream's routerConnectChurnLimit). */
 const DUPLICATE_LOG_MS = 60_000;
 
@@ -79,6 +81,10 @@ export class CtrlServer {
   private probes = new WeakMap<RouterConn, Promise<boolean>>();
   /** Per router id: the episode of refused second connections (when it was logged, how many since). */
   private duplicates = new Map<string, { loggedAt: number; refused: number }>();
+  /** Per router: the identities whose SDKs its ConnectEvents say are connected to it (2.x routers). */
+  private connectedTo = new Map<string, Set<string>>();
+  /** Identities whose API sessions a router's heartbeat named (1.x routers send no ConnectEvents), until when. */
+  private heartbeatsUntil = new Map<string, number>();
   /** The grouped channels (2.x routers) open here, one underlay each (channel/grouped.ts). */
   private groups = new UnderlayGroups();
   server?: tls.Server;
@@ -183,6 +189,7 @@ export class CtrlServer {
         // Replaced by a newer connection: that one carries on.
         if (this.routers.get(routerId) !== conn) return;
         this.routers.delete(routerId);
+        this.connectedTo.delete(routerId);
         routerEvent(this.ctx, routerId, false);
         // The router may connect again while this runs (a reroute waits up to ROUTE_TIMEOUT_MS for its
         // routers): the new connection's lease and its Healthy announcement stand, so each step after an
@@ -239,6 +246,42 @@ export class CtrlServer {
       .catch(() => {});
     await this.fullSync(conn);
     if (conn.hello.v2) await this.rdm.sendKeys(conn).catch((e) => this.log.warn({ err: String(e), router: router.name }, 'ctrl: could not send the public keys'));
+  }
+
+  /**
+   * ConnectEvents (2.x routers): identities whose SDKs connected to or left the router; with fullState,
+   * every identity connected there now. The router's own id is not an identity of ours (upstream skips it).
+   */
+  connectEvents(conn: RouterConn, body: { events: { identityId?: string; isConnected?: boolean }[]; fullState?: boolean }) {
+    if (conn.closed || this.routers.get(conn.routerId) !== conn) return;
+    let set = this.connectedTo.get(conn.routerId);
+    if (!set || body.fullState) this.connectedTo.set(conn.routerId, (set = new Set()));
+    for (const e of body.events) {
+      if (!e.identityId || e.identityId === conn.routerId) continue;
+      if (e.isConnected) set.add(e.identityId);
+      else if (!body.fullState) set.delete(e.identityId);
+    }
+  }
+
+  /** ApiSessionHeartbeat: the identities of these API sessions have SDKs connected to a router, for the next HEARTBEAT_TTL_MS. */
+  heartbeat(tokens: string[]) {
+    const until = Date.now() + HEARTBEAT_TTL_MS;
+    for (const id of this.idsOfTokens(tokens)) {
+      const identityId = this.known.get(id)?.identityId;
+      if (identityId) this.heartbeatsUntil.set(identityId, until);
+    }
+  }
+
+  /** Every identity connected to a router of this controller, as far as its routers say. */
+  connectedIdentities(): Set<string> {
+    const out = new Set<string>();
+    for (const set of this.connectedTo.values()) for (const id of set) out.add(id);
+    const now = Date.now();
+    for (const [id, until] of this.heartbeatsUntil) {
+      if (until < now) this.heartbeatsUntil.delete(id);
+      else out.add(id);
+    }
+    return out;
   }
 
   /** RequestClientReSync: the router lost track of its API sessions (a chunk missing); it is sent them all again. */

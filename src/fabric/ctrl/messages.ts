@@ -28,6 +28,9 @@ export const CtrlType = {
   CreateCircuitResponse: 20206,
   CreateTerminatorRequest: 20207,
   CreateTerminatorResponse: 20208,
+  /** An SDK's UpdateBind (cost, precedence), from a router. */
+  UpdateTerminatorRequest: 20209,
+  UpdateTerminatorResponse: 20210,
   CreateTerminatorV2Request: 20216,
   CreateTerminatorV2Response: 20217,
   CreateCircuitV2Request: 20218,
@@ -163,6 +166,16 @@ export const Schemas = {
   },
   CreateCircuitResponse: { circuitId: { n: 1, type: 'string' }, address: { n: 2, type: 'string' }, peerData: { n: 3, type: { map: ['uint32', 'bytes'] } }, tags: { n: 4, type: { map: ['string', 'string'] } } },
   CreateTerminatorV2Response: { terminatorId: { n: 1, type: 'string' }, result: { n: 2, type: 'enum' }, msg: { n: 3, type: 'string' } },
+  UpdateTerminatorRequest: {
+    sessionToken: { n: 1, type: 'string' },
+    fingerprints: { n: 2, type: 'string', repeated: true },
+    terminatorId: { n: 3, type: 'string' },
+    cost: { n: 4, type: 'uint32' },
+    precedence: { n: 5, type: 'enum' },
+    updatePrecedence: { n: 6, type: 'bool' },
+    updateCost: { n: 7, type: 'bool' },
+    apiSessionToken: { n: 8, type: 'string' },
+  },
   /** Certificate renewal (edge_ctrl.proto): the request, the new certificates, and their verification. */
   EnrollmentExtendRouterRequest: { clientCertCsr: { n: 1, type: 'string' }, serverCertCsr: { n: 2, type: 'string' }, requireVerification: { n: 3, type: 'bool' } },
   EnrollmentCertsResponse: { clientCertPem: { n: 1, type: 'string' }, serverCertPem: { n: 2, type: 'string' }, caCertsPem: { n: 3, type: 'string' } },

@@ -4,7 +4,7 @@
 // every router on it, and a new path for circuits whose link fails.
 import { randomUUID } from 'node:crypto';
 import { putLink, removeLinks, routerCosts, setLinkLatency, type RouterCosts } from '../../model/fabric-state.js';
-import { addTerminator, removeTerminators, type SessionUse } from '../../model/data-plane.js';
+import { addTerminator, removeTerminators, updateTerminator, type SessionUse } from '../../model/data-plane.js';
 import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
 import { EdgeError } from '../channel/messages.js';
@@ -121,6 +121,15 @@ export class RouterNetwork {
     });
     await removeTerminators(this.ctx, gone).catch(() => {});
     return gone;
+  }
+
+  /** An SDK's UpdateBind: the terminator's cost or precedence, here and in the store. */
+  async updateTerminator(id: string, o: { cost?: number; precedence?: Precedence }) {
+    const t = this.terminators.get(id);
+    if (!t) return;
+    if (o.cost !== undefined) t.cost = o.cost;
+    if (o.precedence) t.precedence = o.precedence;
+    await updateTerminator(this.ctx, id, { cost: t.cost, precedence: t.precedence });
   }
 
   terminatorsOf(routerId: string): string[] {

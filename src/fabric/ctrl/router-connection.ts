@@ -134,8 +134,13 @@ export class RouterConn {
       case CtrlType.ApiSessionHeartbeat: {
         const { tokens } = decode(Schemas.ApiSessionHeartbeat, m.body);
         void touchApiSessions(this.ctx, this.server.idsOfTokens(tokens as string[])).catch(() => {});
+        this.server.heartbeat(tokens as string[]);
         return;
       }
+      case CtrlType.ConnectEvents:
+        return this.server.connectEvents(this, decode(Schemas.ConnectEvents, m.body) as { events: { identityId?: string; isConnected?: boolean }[]; fullState?: boolean });
+      case CtrlType.UpdateTerminatorRequest:
+        return void this.updateTerminator(m).catch(failed('terminator update'));
       default:
         // The reconnecting dialer's probe (-33), traces, newer types: dropped, as upstream drops what it does not know.
         return;
@@ -209,6 +214,25 @@ export class RouterConn {
       answer(TerminatorResult.Success);
     } catch (e) {
       answer(e instanceof Refused && e.code !== EdgeError.Internal ? TerminatorResult.FailedInvalidSession : TerminatorResult.FailedOther, (e as Error).message);
+    }
+  }
+
+  /**
+   * UpdateTerminatorRequest (an SDK's UpdateBind: a new cost or precedence): the Bind session's checks,
+   * then the terminator, which must be this router's and the session's service's, changes. Answered with
+   * an empty UpdateTerminatorResponse, or an Error saying why.
+   */
+  private async updateTerminator(m: Message) {
+    const req = decode(Schemas.UpdateTerminatorRequest, m.body);
+    try {
+      const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId);
+      const t = this.network.terminators.get(String(req.terminatorId ?? ''));
+      if (!t || t.routerId !== this.routerId || t.serviceId !== s.serviceId) throw new Refused(`invalid terminator: no terminator '${String(req.terminatorId ?? '')}' of this session's service on this router`, EdgeError.InvalidTerminator);
+      if (req.updateCost && Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.InvalidCost);
+      await this.network.updateTerminator(t.id, { ...(req.updateCost ? { cost: Number(req.cost ?? 0) } : {}), ...(req.updatePrecedence ? { precedence: PRECEDENCE[Number(req.precedence ?? 0)] ?? 'default' } : {}) });
+      this.channel.reply(m, message(CtrlType.UpdateTerminatorResponse, []));
+    } catch (e) {
+      this.refuse(m, (e as Error).message, e instanceof Refused ? e.code : EdgeError.Internal);
     }
   }
 

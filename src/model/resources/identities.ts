@@ -18,6 +18,7 @@ import { identityLinks } from './identity-links.js';
 import { checkRouterIdentityDelete, checkRouterIdentityRename } from './router-identity-guard.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 import { Permissions } from '../permissions.js';
+import { edgeRouterConnection } from '../edge-connections.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
@@ -98,13 +99,10 @@ export const identityDetail = Type.Object({
   disabledUntil: Type.Optional(Type.String()),
 });
 
-/**
- * Whether the identity is connected to an edge router. Upstream learns it from routers' connect events
- * and API-session heartbeats; ztc receives neither yet (its routers' SDK connections are not reported
- * to the store), so it cannot say: never connected as far as hasEdgeRouterConnection goes, and the 2.x
- * status says that it is unknown rather than that the identity is offline. Both come from here.
- */
-const edgeRouterConnection = () => ({ hasEdgeRouterConnection: false, edgeRouterConnectionStatus: 'unknown' as const });
+// Whether the identity is connected to an edge router (hasEdgeRouterConnection and the 2.x status):
+// model/edge-connections.ts, from what this controller's data plane reports (its embedded router's SDK
+// connections, 2.x routers' ConnectEvents, 1.x routers' API-session heartbeats). Online when connected
+// here; otherwise unknown rather than offline (another controller sharing the store may hold it).
 
 async function checkAuthPolicy(tx: Tx, id: string) {
   const found = await tx.selectFrom('authPolicies').select('id').where('id', '=', id).executeTakeFirst();
@@ -222,7 +220,7 @@ export const identities = defineResource({
     sdkInfo: fromJson(r.sdkInfo, {}),
     externalId: r.externalId ?? null,
     hasApiSession: isSet(r.hasApiSession),
-    ...edgeRouterConnection(),
+    ...edgeRouterConnection(ctx, r.id),
     interfaces: [],
     disabled: isSet(r.disabled),
     ...(r.disabledAt ? { disabledAt: r.disabledAt } : {}),
