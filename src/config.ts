@@ -84,6 +84,22 @@ export interface Config {
   eventsFileKeep: number;
   /** Days the stored audit (entity changes, logins, enrollments, admin recovery) is kept. */
   auditRetentionDays: number;
+  /**
+   * Serve the OIDC provider under /oidc and offer it in /version (OIDC_AUTH, edge-oidc): current SDKs,
+   * the ziti CLI and ZAC then log in through it. Off: they use legacy zt-session logins.
+   */
+  oidc: boolean;
+  /** Lifetime of OIDC access tokens (upstream: 30 min). */
+  oidcAccessTokenMinutes: number;
+  /** Lifetime of OIDC refresh tokens, and so of a JWT API session nobody refreshes (upstream: 24 h). */
+  oidcRefreshTokenMinutes: number;
+  /** Lifetime of OIDC ID tokens (upstream: 30 min). */
+  oidcIdTokenMinutes: number;
+  /**
+   * Redirect URIs OIDC clients may use beside the defaults (openziti://auth/callback and
+   * http(s)://localhost|127.0.0.1:PORT/auth/callback): each matched exactly, `:*` standing for any port.
+   */
+  oidcRedirectUris: string[];
 }
 
 export const defaults = (): Config => ({
@@ -121,6 +137,11 @@ export const defaults = (): Config => ({
   eventsFileMaxMb: 100,
   eventsFileKeep: 5,
   auditRetentionDays: 90,
+  oidc: true,
+  oidcAccessTokenMinutes: 30,
+  oidcRefreshTokenMinutes: 24 * 60,
+  oidcIdTokenMinutes: 30,
+  oidcRedirectUris: [],
 });
 
 type Raw = Partial<Record<keyof Config, unknown>>;
@@ -160,6 +181,11 @@ const ENV: Record<keyof Config, string> = {
   eventsFileMaxMb: 'ZTC_EVENTS_FILE_MAX_MB',
   eventsFileKeep: 'ZTC_EVENTS_FILE_KEEP',
   auditRetentionDays: 'ZTC_AUDIT_RETENTION_DAYS',
+  oidc: 'ZTC_OIDC',
+  oidcAccessTokenMinutes: 'ZTC_OIDC_ACCESS_TOKEN_MINUTES',
+  oidcRefreshTokenMinutes: 'ZTC_OIDC_REFRESH_TOKEN_MINUTES',
+  oidcIdTokenMinutes: 'ZTC_OIDC_ID_TOKEN_MINUTES',
+  oidcRedirectUris: 'ZTC_OIDC_REDIRECT_URIS',
 };
 
 import { ConfigError } from './config-error.js';
@@ -247,6 +273,19 @@ function apiAddressOf(text: string): string {
   return url.host;
 }
 
+/** A configured OIDC redirect URI: an absolute URI without a fragment (matched exactly; `:*` is any port). */
+function redirectUriSetting(text: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(text.replace(/:\*(?=\/|$)/, ''));
+  } catch {
+    url = undefined;
+  }
+  if (!url || url.hash || url.username || url.password || /\*/.test(text.replace(/:\*(?=\/|$)/, ''))) {
+    throw new ConfigError(`oidcRedirectUris: '${text}' must be an absolute URI such as http://127.0.0.1:*/auth/callback or myapp://callback (no fragment; '*' only as the port)`);
+  }
+}
+
 /** The https URL clients reach the APIs at: apiAddress, or the first host name and the port served. */
 export function advertisedApiUrl(config: Pick<Config, 'apiAddress' | 'hostnames' | 'port'>): string {
   return `https://${config.apiAddress || `${config.hostnames[0] ?? 'localhost'}:${config.port}`}`;
@@ -299,6 +338,8 @@ export function loadConfig(flags: Raw & { config?: string }, env: NodeJS.Process
   if (cfg.eventsFile) cfg.eventsFile = path.resolve(cfg.dataDir, cfg.eventsFile);
   if (cfg.eventsFileMaxMb < 1) throw new ConfigError('eventsFileMaxMb must be at least 1');
   if (cfg.auditRetentionDays < 1) throw new ConfigError('auditRetentionDays must be at least 1');
+  for (const k of ['oidcAccessTokenMinutes', 'oidcRefreshTokenMinutes', 'oidcIdTokenMinutes'] as const) if (cfg[k] < 1) throw new ConfigError(`${k} must be at least 1`);
+  for (const u of cfg.oidcRedirectUris) redirectUriSetting(u);
   if (cfg.adminPasswordFile) cfg.adminPassword = readPasswordFile(cfg.adminPasswordFile, cfg.adminPassword);
   return cfg;
 }

@@ -6,6 +6,8 @@ import { isSet } from '../store/json.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { hashSecret } from './ids.js';
+import { checkAccessToken } from './auth/oidc/bearer.js';
+import { looksLikeJwt } from './auth/oidc/tokens.js';
 import { sharedEdgeRouters, grantsFor } from './policy/access.js';
 
 const timeoutMs = (ctx: Ctx) => ctx.config.sessionTimeoutMinutes * 60_000;
@@ -36,11 +38,12 @@ interface LiveRow {
   isMfaComplete: number;
   disabled: number;
   disabledUntil: string | null;
+  expiresAt: string | null;
 }
 
-/** A live API session: not idle past its timeout, MFA done when required, its identity not disabled. */
+/** A live API session: not idle past its timeout (a JWT API session: not past its expiresAt), MFA done when required, its identity not disabled. */
 function live(ctx: Ctx, r: LiveRow, now = ctx.clock.now().getTime()): boolean {
-  if (now - Date.parse(r.lastActivityAt) > timeoutMs(ctx)) return false;
+  if (r.expiresAt ? Date.parse(r.expiresAt) <= now : now - Date.parse(r.lastActivityAt) > timeoutMs(ctx)) return false;
   if (isSet(r.isMfaRequired) && !isSet(r.isMfaComplete)) return false;
   if (isSet(r.disabled) && (!r.disabledUntil || Date.parse(r.disabledUntil) > now)) return false;
   return true;
@@ -50,11 +53,19 @@ const apiSessions = (ctx: Ctx) =>
   ctx.store.db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
-    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil']);
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt']);
 
 /** The API session an SDK's hello names (header 1002), or null when it is unknown or no longer live. */
 export async function apiSessionForEdge(ctx: Ctx, token: string): Promise<EdgeApiSession | null> {
-  const row = (await apiSessions(ctx).where('s.tokenHash', '=', hashSecret(token)).executeTakeFirst()) as LiveRow | undefined;
+  // An OIDC access token (a JWT API session): verified and checked against revocations, then its session by id.
+  let byId: string | undefined;
+  if (looksLikeJwt(token)) {
+    const claims = await checkAccessToken(ctx, token).catch(() => undefined);
+    if (!claims) return null;
+    byId = claims.z_asid;
+  }
+  const q = apiSessions(ctx);
+  const row = (await (byId ? q.where('s.id', '=', byId) : q.where('s.tokenHash', '=', hashSecret(token))).executeTakeFirst()) as LiveRow | undefined;
   if (!row || !live(ctx, row)) return null;
   return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
 }
@@ -266,7 +277,7 @@ export async function apiSessionsForRouters(ctx: Ctx, after?: string, ids?: stri
   let q = ctx.store.db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
-    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.tokenSealed', 's.createdAt'])
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt', 's.tokenSealed', 's.createdAt'])
     .where('s.tokenSealed', 'is not', null);
   if (after) q = q.where('s.createdAt', '>', after);
   if (ids) q = q.where('s.id', 'in', ids.length ? ids : ['']);

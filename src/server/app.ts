@@ -38,6 +38,7 @@ import { registerNetworkJwts } from './routes/shared/network-jwts.js';
 import { registerFabric } from './routes/fabric.js';
 import { registerHealth } from './health.js';
 import { registerEnrollmentEvents } from './enrollment-events.js';
+import { registerOidc } from './routes/oidc/index.js';
 
 export interface AppOptions {
   https?: FastifyServerOptions['https' & keyof FastifyServerOptions] | Record<string, unknown>;
@@ -160,6 +161,8 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerVersionRoutes(app, ctx);
   registerNetworkJwts(app, ctx);
   const mounts = new Set(opts.apis ?? ['client', 'management', 'fabric', 'docs']);
+  // The OIDC provider beside the client API (as upstream's edge-oidc binding): off with --no-oidc.
+  if (ctx.config.oidc !== false && mounts.has('client')) await registerOidc(app, ctx);
   if (mounts.has('client')) await registerApi(app, ctx, specs, 'client');
   if (mounts.has('management')) await registerApi(app, ctx, specs, 'management');
   if (mounts.has('fabric')) await registerFabric(app, ctx, specs);

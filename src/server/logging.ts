@@ -7,9 +7,10 @@ import type { Writable } from 'node:stream';
  * Query parameters whose value is a secret, by name (decoded, any case, `_` or `-`): the API session
  * (`zt-session`, `session-token`, `session`), one-time and OAuth tokens (`token`, `access_token`,
  * `id_token`, `refresh_token`, `jwt`), passwords, secrets, keys and codes (`code`, `otp`,
- * `mfa-validation-code`, `client_secret`, `api-key`), and an `authorization` put in the URL.
+ * `mfa-validation-code`, `client_secret`, `api-key`), OAuth's (`code`, `code_verifier`, `refresh_token`,
+ * `subject_token`, `id_token_hint`, `client_assertion`), and an `authorization` put in the URL.
  */
-const SECRET_PARAM = /token|session|passw|secret|jwt|authoriz|api[-_]?key|(?:^|[-_])(?:code|otp|key)$/i;
+const SECRET_PARAM = /token|session|passw|secret|jwt|authoriz|api[-_]?key|verifier|assertion|(?:^|[-_])(?:code|otp|key)$/i;
 /** A filter that compares a secret field (a session's or enrollment's token) carries it as a literal. */
 const SECRET_FIELD = /token|jti|password|secret/i;
 

@@ -36,6 +36,29 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['GET', 'root:/health-checks/live', 'liveness for probes'],
   ['GET', 'root:/zac', 'the admin console\'s static files (it logs in through the API like any client)'],
   ['GET', 'root:/zac/*', 'the admin console\'s static files'],
+  // The OIDC provider (routes/oidc/): logging in is how one gets credentials; each step checks its own
+  // (the authorization request's id, the password, the TLS certificate, the code with its PKCE verifier,
+  // a refresh or access token).
+  ['GET', 'root:/.well-known/openid-configuration', 'OIDC discovery: the provider\'s endpoints'],
+  ['GET', 'root:/oidc/.well-known/openid-configuration', 'OIDC discovery'],
+  ['GET', 'root:/oidc/keys', 'the public keys tokens are signed with'],
+  ['GET', 'root:/oidc/authorize', 'starting an OIDC login'],
+  ['POST', 'root:/oidc/authorize', 'starting an OIDC login'],
+  ['GET', 'root:/oidc/authorize/callback', 'a finished OIDC login\'s code (PKCE binds it to its requester)'],
+  ...['password', 'username', 'cert', 'ext-jwt'].flatMap((m): [string, string, string][] => [['GET', `root:/oidc/login/${m}`, 'the OIDC login page'], ['POST', `root:/oidc/login/${m}`, 'logging in through OIDC']]),
+  ['GET', 'root:/oidc/login/auth-queries', 'what an OIDC login still owes'],
+  ['POST', 'root:/oidc/login/totp', 'an OIDC login\'s TOTP code'],
+  ['POST', 'root:/oidc/login/totp/enroll', 'enrolling TOTP during an OIDC login that requires it'],
+  ['DELETE', 'root:/oidc/login/totp/enroll', 'enrolling TOTP during an OIDC login'],
+  ['POST', 'root:/oidc/login/totp/enroll/verify', 'enrolling TOTP during an OIDC login'],
+  ['POST', 'root:/oidc/oauth/token', 'OIDC tokens for a code, a refresh token or an exchange'],
+  ['POST', 'root:/oidc/oauth/introspect', 'whether a token is live'],
+  ['GET', 'root:/oidc/userinfo', 'who an access token is (checks the token)'],
+  ['POST', 'root:/oidc/userinfo', 'who an access token is (checks the token)'],
+  ['POST', 'root:/oidc/revoke', 'revoking a token one holds'],
+  ['GET', 'root:/oidc/end_session', 'logging out (an ID token hint names the session)'],
+  ['POST', 'root:/oidc/end_session', 'logging out'],
+  ['GET', 'root:/oidc/logged-out', 'the page after logging out'],
 ];
 
 export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(

@@ -159,6 +159,39 @@ export interface ApiSessionRow extends BaseRow {
   isMfaComplete: number;
   isCertExtendable: number;
   lastActivityAt: string;
+  /** A JWT API session (OIDC) ends here, at its latest refresh token's expiry; null: a legacy one, ended by idleness. */
+  expiresAt: string | null;
+}
+
+/** An OIDC authorization request, from /oidc/authorize until its code is exchanged (model/auth/oidc/). */
+export interface OidcAuthRequestRow {
+  id: string;
+  createdAt: string;
+  expiresAt: string;
+  clientId: string;
+  redirectUri: string;
+  state: string;
+  nonce: string;
+  codeChallenge: string;
+  remoteAddress: string;
+  requestedMethod: string;
+  identityId: string | null;
+  authenticatorId: string | null;
+  authTime: string | null;
+  certFingerprint: string | null;
+  sdkInfo: string | null;
+  envInfo: string | null;
+  csrPem: string | null;
+  codeHash: string | null;
+  codeExpiresAt: string | null;
+  codeUsedAt: string | null;
+  apiSessionId: string | null;
+  scopes: string;
+  configTypes: string;
+  amr: string;
+  totpRequired: number;
+  totpEnrolled: number;
+  isCertExtendable: number;
 }
 
 export interface EntityRoleAttributeRow {
@@ -415,6 +448,7 @@ export interface Database {
   identities: IdentityRow;
   authenticators: AuthenticatorRow;
   apiSessions: ApiSessionRow;
+  oidcAuthRequests: OidcAuthRequestRow;
   apiTokens: ApiTokenRow;
   revocations: RevocationRow;
   auditEvents: AuditEventRow;

@@ -63,9 +63,12 @@ describe('built-in config types under upstream ids', () => {
         await tx.updateTable('configTypes').set({ name }).where('id', '=', name).execute();
       }
       // As a database of then: neither 0010 nor the later migrations ran (their tables and columns go too).
-      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames', '0014-fabric-state', '0020-identity-permissions', '0021-api-tokens', '0022-audit-events', '0025-import-journal', '0026-name-trigrams', '0027-import-finished', '0028-name-statistics', '0029-signer-target-token', '0030-revocations', '0031-authenticator-extend-requests', '0033-router-2x-fields')`.execute(tx);
+      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames', '0014-fabric-state', '0020-identity-permissions', '0021-api-tokens', '0022-audit-events', '0025-import-journal', '0026-name-trigrams', '0027-import-finished', '0028-name-statistics', '0029-signer-target-token', '0030-revocations', '0031-authenticator-extend-requests', '0032-oidc', '0033-router-2x-fields')`.execute(tx);
       for (const table of ['links', 'circuits', 'api_tokens', 'audit_events', 'import_journal', 'import_runs', 'revocations']) await sql`drop table ${sql.table(table)}`.execute(tx);
       await sql`drop index api_sessions_created_at`.execute(tx);
+      await sql`drop table oidc_auth_requests`.execute(tx);
+      await sql`drop index api_sessions_expires_at`.execute(tx);
+      await sql`alter table api_sessions drop column expires_at`.execute(tx);
       if (first.config.db) for (const index of ['identities_name_trgm', 'identities_lower_name_trgm']) await sql`drop index ${sql.id(index)}`.execute(tx);
       await sql`alter table routers drop column link_listeners`.execute(tx);
       await sql`alter table routers drop column version_info`.execute(tx);

@@ -52,6 +52,7 @@ export function serverOptions(cmd: Command): Command {
     .option('--audit-retention-days <n>', 'days the stored audit (ztc audit) is kept (env ZTC_AUDIT_RETENTION_DAYS; default 90)')
     .option('--cors-origins <origins>', 'comma-separated web origins allowed to call the APIs from a browser, e.g. https://console.example.com (env ZTC_CORS_ORIGINS; default none)')
     .option('--jwks-private-hosts <hosts>', 'comma-separated hosts of external JWT signers\' JWKS endpoints that may be on loopback, private or link-local addresses (env ZTC_JWKS_PRIVATE_HOSTS; default none)')
+    .option('--no-oidc', 'do not serve the OIDC provider at /oidc nor offer it in /version: clients log in the legacy way (env ZTC_OIDC=false; config oidc: false)')
     .option('--import-body-limit-mb <n>', 'largest model document POST /import (ztc import) accepts, in MiB (env ZTC_IMPORT_BODY_LIMIT_MB; default 64)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'text: one short line per request (default on a terminal); json: pino JSON lines (default otherwise; env ZTC_LOG_FORMAT)').choices(['text', 'json']));
@@ -94,6 +95,8 @@ export function configFromOptions(opts: Record<string, string | undefined>, over
     eventsFileMaxMb: opts.eventsFileMaxMb,
     eventsFileKeep: opts.eventsFileKeep,
     auditRetentionDays: opts.auditRetentionDays,
+    // commander sets oidc=true unless --no-oidc: only the "no" is the user's.
+    oidc: (opts as Record<string, unknown>).oidc === false ? false : undefined,
   });
   return { ...config, ...overrides };
 }

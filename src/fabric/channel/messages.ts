@@ -28,6 +28,10 @@ export const ContentType = {
   ConnInspectRequest: 60798,
   ConnInspectResponse: 60799,
   BindSuccess: 60800,
+  /** A JWT API session's SDK hands its refreshed access token to the router (2.x numbering; replies 60801/60802). */
+  UpdateTokenSuccess: 60801,
+  UpdateTokenFailure: 60802,
+  UpdateToken: 60803,
 } as const;
 
 export const Header = {

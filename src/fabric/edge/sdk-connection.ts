@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EdgeApiSession, EdgeSession } from '../../model/data-plane.js';
 import { apiSessionForEdge } from '../../model/data-plane.js';
+import { looksLikeJwt } from '../../model/auth/oidc/tokens.js';
 import { newId } from '../../model/ids.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, message, readBool, readUint, str, u32, type Message } from '../channel/codec.js';
@@ -80,6 +81,8 @@ export class EdgeConn {
         return this.onStateClosed(m);
       case ContentType.TraceRoute:
         return this.onTraceRoute(m);
+      case ContentType.UpdateToken:
+        return void this.onUpdateToken(m).catch((e) => this.fabric.log.warn({ err: String(e) }, 'edge: token update failed unexpectedly'));
       default:
         // HealthEvent, UpdateToken, PostureResponse, a stray reply, newer types: dropped, as upstream does.
         return;
@@ -105,6 +108,23 @@ export class EdgeConn {
 
   private refuse(to: Message, connId: number, text: string) {
     this.channel.reply(to, message(ContentType.StateClosed, [[Header.ConnId, u32(connId)], [Header.Seq, u32(0)]], str(text)));
+  }
+
+  /**
+   * An SDK whose hello carried an OIDC access token sends each refreshed one (upstream router
+   * listener.go processTokenUpdate): accepted when it is valid and names the same API session; otherwise
+   * refused and the channel closed, as upstream does. The API session's liveness is judged by the data
+   * plane's sweep either way.
+   */
+  private async onUpdateToken(m: Message) {
+    const token = m.body.toString('utf8');
+    const s = looksLikeJwt(token) ? await apiSessionForEdge(this.fabric.ctx, token) : null;
+    if (!s || s.id !== this.apiSession.id) {
+      this.channel.reply(m, message(ContentType.UpdateTokenFailure, [], str(s ? 'invalid token, API session id does not match' : 'invalid token, could not be parsed or verified')));
+      setTimeout(() => this.channel.close(), 100).unref();
+      return;
+    }
+    this.channel.reply(m, message(ContentType.UpdateTokenSuccess, []));
   }
 
   /** The checks of section 6 for a Dial or Bind token presented on this channel. */

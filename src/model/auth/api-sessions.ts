@@ -28,8 +28,10 @@ const touchEvery = (ctx: Ctx) => Math.min(60_000, timeoutMs(ctx) / 10);
 
 export async function createApiSession(
   ctx: Ctx,
-  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean; isCertExtendable?: boolean },
+  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean; isMfaComplete?: boolean; isCertExtendable?: boolean; expiresAt?: Date },
 ) {
+  // A JWT API session (OIDC, expiresAt given) is carried by its signed tokens: its row's token is a random
+  // value nobody is told, and routers are not handed one (they check the JWTs themselves).
   const token = newSecret();
   const now = iso(ctx.clock.now());
   const id = newId();
@@ -42,15 +44,16 @@ export async function createApiSession(
       tags: '{}',
       tokenHash: hashSecret(token),
       // Upstream routers need the token itself (they look SDKs' hellos up by it): sealed, never in clear.
-      tokenSealed: ctx.sealer.seal(token),
+      tokenSealed: o.expiresAt ? null : ctx.sealer.seal(token),
       identityId: o.identityId,
       authenticatorId: o.authenticatorId,
       ipAddress: o.ipAddress,
       configTypes: JSON.stringify(o.configTypes),
       isMfaRequired: o.isMfaRequired ? 1 : 0,
-      isMfaComplete: 0,
+      isMfaComplete: o.isMfaComplete ? 1 : 0,
       isCertExtendable: o.isCertExtendable ? 1 : 0,
       lastActivityAt: now,
+      expiresAt: o.expiresAt ? iso(o.expiresAt) : null,
     })
     .execute();
   return { id, token };
@@ -59,7 +62,7 @@ export async function createApiSession(
 // The API session's own columns and its identity's, each under a `session` prefix, for a statement that
 // reads something else with the session by its token hash (one wait on PostgreSQL instead of two): the
 // current identity, a client's service by name, the service-updates poll.
-const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt'] as const;
+const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt', 'expiresAt'] as const;
 const IDENTITY_COLUMNS = { identityName: 'name', isAdmin: 'isAdmin', permissions: 'permissions', disabled: 'disabled', disabledUntil: 'disabledUntil' } as const;
 const prefixed = (c: string) => `session${c[0].toUpperCase()}${c.slice(1)}`;
 
@@ -104,7 +107,7 @@ export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSe
   if (!row) throw unauthorized();
   const now = ctx.clock.now();
   const last = Date.parse(row.lastActivityAt);
-  if (now.getTime() - last > timeoutMs(ctx)) {
+  if (hasExpired(ctx, row, now.getTime())) {
     await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
     apiSessionEnded(ctx, row, 'expired');
     throw unauthorized('The API session has expired: authenticate again');
@@ -124,6 +127,10 @@ export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSe
   return row;
 }
 
+/** A legacy session ends after the idle timeout; a JWT API session at its expiresAt (its tokens' lifetime). */
+export const hasExpired = (ctx: Ctx, row: { lastActivityAt: string; expiresAt?: string | null }, now = ctx.clock.now().getTime()) =>
+  row.expiresAt ? Date.parse(row.expiresAt) <= now : now - Date.parse(row.lastActivityAt) > timeoutMs(ctx);
+
 export async function deleteApiSession(ctx: Ctx, id: string) {
   await ctx.store.db.deleteFrom('apiSessions').where('id', '=', id).execute();
 }
@@ -138,7 +145,11 @@ export const PARTIAL_SESSION_MS = 5 * 60_000;
 export async function expireApiSessions(ctx: Ctx) {
   const now = ctx.clock.now().getTime();
   const cutoff = iso(new Date(now - timeoutMs(ctx)));
-  const idle = await ctx.store.db.deleteFrom('apiSessions').where('lastActivityAt', '<', cutoff).returning(['id', 'identityId']).execute();
+  const idle = await ctx.store.db
+    .deleteFrom('apiSessions')
+    .where((eb) => eb.or([eb.and([eb('expiresAt', 'is', null), eb('lastActivityAt', '<', cutoff)]), eb('expiresAt', '<=', iso(new Date(now)))]))
+    .returning(['id', 'identityId', 'expiresAt'])
+    .execute();
   const partial = await ctx.store.db
     .deleteFrom('apiSessions')
     .where('isMfaRequired', '=', 1)
@@ -150,6 +161,8 @@ export async function expireApiSessions(ctx: Ctx) {
   for (const s of partial) apiSessionEnded(ctx, s, 'mfa-not-given');
   // The same sweep forgets revocations past their expiry (nothing they name can still be valid).
   await pruneRevocations(ctx);
+  // ... and OIDC authorization requests past their lifetime (model/auth/oidc/requests.ts).
+  await ctx.store.db.deleteFrom('oidcAuthRequests').where('expiresAt', '<', iso(new Date(now))).execute();
   return idle.length + partial.length;
 }
 
@@ -169,7 +182,7 @@ export const NO_CERT_STATE: CertState = { isCertExtendRequested: false, isCertKe
  * the request's time is it. `cert`: what the session says of its certificate (an extension asked for).
  */
 export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string, own = false, cert: CertState = NO_CERT_STATE) {
-  const expiresAt = new Date(Date.parse(s.lastActivityAt) + timeoutMs(ctx));
+  const expiresAt = s.expiresAt ? new Date(s.expiresAt) : new Date(Date.parse(s.lastActivityAt) + timeoutMs(ctx));
   return {
     id: s.id,
     _links: selfLink('api-sessions', s.id),

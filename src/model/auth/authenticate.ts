@@ -22,17 +22,32 @@ export interface AuthenticateInput {
 
 export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
 
-export async function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[] = [], authorization?: string) {
-  if (method === 'password') return authenticatePassword(ctx, input, ipAddress);
-  if (method === 'cert') return authenticateCert(ctx, input, ipAddress, presented);
-  if (method === 'ext-jwt') return authenticateExtJwt(ctx, authorization, input, ipAddress);
+/** What a primary method proved: whose credential it was. */
+export interface PrimaryAuth {
+  identityId: string;
+  authenticatorId: string;
+  ipAddress: string;
+  input: AuthenticateInput;
+  isCertExtendable?: boolean;
+}
+
+/** What follows a primary method that succeeded: a legacy API session (openSession), or an OIDC request's step. */
+export type Finish<T> = (ctx: Ctx, o: PrimaryAuth) => Promise<T>;
+
+// The legacy login (an API session) last: ReturnType<typeof authenticate> names it.
+export function authenticate<T>(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[], authorization: string | undefined, finish: Finish<T>): Promise<T>;
+export function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented?: X509Certificate[], authorization?: string): ReturnType<typeof openSession>;
+export async function authenticate<T>(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[] = [], authorization?: string, finish: Finish<T> = openSession as never) {
+  if (method === 'password') return authenticatePassword(ctx, input, ipAddress, finish);
+  if (method === 'cert') return authenticateCert(ctx, input, ipAddress, presented, finish);
+  if (method === 'ext-jwt') return authenticateExtJwt(ctx, authorization, input, ipAddress, finish);
   if ((AUTH_METHODS as readonly string[]).includes(method)) {
     throw new ApiError(400, 'INVALID_AUTH_METHOD', `The authentication method '${method}' is not enabled on this controller yet; use method=password`);
   }
   throw new ApiError(400, 'INVALID_AUTH_METHOD', `Unknown authentication method '${method}': use password, cert or ext-jwt`);
 }
 
-async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddress: string) {
+async function authenticatePassword<T>(ctx: Ctx, input: AuthenticateInput, ipAddress: string, finish: Finish<T>) {
   if (typeof input.username !== 'string' || typeof input.password !== 'string') {
     throw new ApiError(400, 'COULD_NOT_VALIDATE', 'The password method needs username and password', {
       field: input.username === undefined ? 'username' : 'password',
@@ -66,7 +81,7 @@ async function authenticatePassword(ctx: Ctx, input: AuthenticateInput, ipAddres
   if (row.failedAttempts || row.lockedUntil) {
     await ctx.store.db.updateTable('authenticators').set({ failedAttempts: 0, lockedUntil: null }).where('id', '=', row.id).execute();
   }
-  return openSession(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input });
+  return finish(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input });
 }
 
 /** Count a failed password; at maxAttempts the authenticator locks (lockoutDurationMinutes 0: until the identity is enabled). */
@@ -89,19 +104,8 @@ async function recordFailure(ctx: Ctx, authenticatorId: string, updb: AuthPolicy
  * After a primary method succeeded: refuse disabled identities, decide whether MFA is still owed
  * (verified TOTP, or a policy that requires it), and open the API session.
  */
-export async function openSession(ctx: Ctx, o: { identityId: string; authenticatorId: string; ipAddress: string; input: AuthenticateInput; isCertExtendable?: boolean }) {
-  const identity = await ctx.store.db
-    .selectFrom('identities as i')
-    .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
-    .leftJoin('mfa as m', 'm.identityId', 'i.id')
-    .select(['i.disabled', 'i.disabledUntil', 'p.secondaryJson', 'm.isVerified as mfaVerified'])
-    .where('i.id', '=', o.identityId)
-    .executeTakeFirst();
-  if (!identity) throw invalidAuth();
-  const now = ctx.clock.now().getTime();
-  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw invalidAuth();
-  const secondary = JSON.parse(identity.secondaryJson || '{}') as AuthPolicy['secondary'];
-  const isMfaRequired = isSet(identity.mfaVerified) || !!secondary.requireTotp;
+export async function openSession(ctx: Ctx, o: PrimaryAuth) {
+  const { isMfaRequired } = await loginState(ctx, o.identityId);
   await recordClientInfo(ctx, o.identityId, o.input);
   const { token } = await createApiSession(ctx, {
     identityId: o.identityId,
@@ -114,8 +118,27 @@ export async function openSession(ctx: Ctx, o: { identityId: string; authenticat
   return { token, session: await resolveSession(ctx, token) };
 }
 
+/**
+ * Whether the identity may log in now (not disabled: else 401), and what its login still owes: MFA when
+ * it has verified TOTP or its auth policy requires TOTP.
+ */
+export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaRequired: boolean; isTotpEnrolled: boolean }> {
+  const identity = await ctx.store.db
+    .selectFrom('identities as i')
+    .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
+    .leftJoin('mfa as m', 'm.identityId', 'i.id')
+    .select(['i.disabled', 'i.disabledUntil', 'p.secondaryJson', 'm.isVerified as mfaVerified'])
+    .where('i.id', '=', identityId)
+    .executeTakeFirst();
+  if (!identity) throw invalidAuth();
+  const now = ctx.clock.now().getTime();
+  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw invalidAuth();
+  const secondary = JSON.parse(identity.secondaryJson || '{}') as AuthPolicy['secondary'];
+  return { isMfaRequired: isSet(identity.mfaVerified) || !!secondary.requireTotp, isTotpEnrolled: isSet(identity.mfaVerified) };
+}
+
 /** The certificate presented on the TLS connection (the handshake proved its key) matched to a cert authenticator. */
-async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[]) {
+async function authenticateCert<T>(ctx: Ctx, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[], finish: Finish<T>) {
   const leaf = presented[0];
   if (!leaf) throw new ApiError(401, 'INVALID_AUTH', 'The cert method needs a client certificate presented on the TLS connection');
   const row = await ctx.store.db
@@ -142,10 +165,10 @@ async function authenticateCert(ctx: Ctx, input: AuthenticateInput, ipAddress: s
   } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem), now)) {
     throw invalidAuth();
   }
-  return openSession(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input, isCertExtendable: isSet(row.isIssuedByNetwork) });
+  return finish(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input, isCertExtendable: isSet(row.isIssuedByNetwork) });
 }
 
-async function recordClientInfo(ctx: Ctx, identityId: string, input: AuthenticateInput) {
+export async function recordClientInfo(ctx: Ctx, identityId: string, input: AuthenticateInput) {
   if (!input.envInfo && !input.sdkInfo) return;
   await ctx.store.db
     .updateTable('identities')

@@ -5,8 +5,7 @@ import { ApiError, invalidAuth } from '../errors.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
 import { fromJson, isSet } from '../../store/json.js';
 import type { ExternalJwtSignerRow } from '../../store/schema.js';
-import type { AuthenticateInput } from './authenticate.js';
-import { openSession } from './authenticate.js';
+import type { AuthenticateInput, Finish } from './authenticate.js';
 import { keySet, remoteKeys } from './jwks-cache.js';
 
 /** How far the signer's clock may be ahead or behind ours when checking exp and nbf. */
@@ -18,7 +17,7 @@ function keyOf(ctx: Ctx, signer: ExternalJwtSignerRow, alg: string): Promise<Awa
   return remoteKeys(signer.jwksEndpoint!, ctx.config.jwksPrivateHosts);
 }
 
-export async function authenticateExtJwt(ctx: Ctx, authorization: string | undefined, input: AuthenticateInput, ipAddress: string) {
+export async function authenticateExtJwt<T>(ctx: Ctx, authorization: string | undefined, input: AuthenticateInput, ipAddress: string, finish: Finish<T>) {
   const token = authorization && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : '';
   if (!token) throw new ApiError(401, 'INVALID_AUTH', 'The ext-jwt method needs the JWT in the Authorization header (Bearer)');
   let iss: string;
@@ -62,7 +61,7 @@ export async function authenticateExtJwt(ctx: Ctx, authorization: string | undef
     if (!identity) throw invalidAuth();
     const extJwt = fromJson<AuthPolicy['primary']>(identity.primaryJson, {} as AuthPolicy['primary']).extJwt;
     if (!extJwt?.allowed || (extJwt.allowedSigners?.length && !extJwt.allowedSigners.includes(signer.id))) throw invalidAuth();
-    return openSession(ctx, { identityId: identity.id, authenticatorId: signer.id, ipAddress, input });
+    return finish(ctx, { identityId: identity.id, authenticatorId: signer.id, ipAddress, input });
   }
   throw invalidAuth();
 }

@@ -8,11 +8,16 @@ import type { ApiSessionEvent, AuthenticationEvent, EnrollmentEvent, SessionEven
 const methodName = (m: string) => (m === 'password' ? 'updb' : m);
 
 export function loginSucceeded(ctx: Ctx, method: string, s: { id: string; identityId: string; authenticatorId: string; ipAddress: string }) {
+  authenticationSucceeded(ctx, method, s);
+  apiSessionCreated(ctx, s);
+}
+
+/** A primary method succeeded (an OIDC login's API session opens later, when its code is exchanged). */
+export function authenticationSucceeded(ctx: Ctx, method: string, s: { identityId: string; authenticatorId: string; ipAddress: string }) {
   ctx.events.emit(ctx.events.stamp<AuthenticationEvent>({
     namespace: 'authentication', event_type: 'success', type: methodName(method), authenticator_id: s.authenticatorId,
     identity_id: s.identityId, remote_address: s.ipAddress, success: true, reason: '',
   }));
-  apiSessionCreated(ctx, s);
 }
 
 /** A refused login: the reason is the answer's message (never the credentials); the identity when it is known. */
@@ -26,12 +31,12 @@ export function loginFailed(ctx: Ctx, method: string, err: unknown, remoteAddres
   }));
 }
 
-export function apiSessionCreated(ctx: Ctx, s: { id: string; identityId: string; ipAddress: string }) {
-  ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'created', id: s.id, type: 'legacy', identity_id: s.identityId, ip_address: s.ipAddress }));
+export function apiSessionCreated(ctx: Ctx, s: { id: string; identityId: string; ipAddress: string }, eventType: 'created' | 'refreshed' | 'exchanged' = 'created', type: ApiSessionEvent['type'] = 'legacy') {
+  ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: eventType, id: s.id, type, identity_id: s.identityId, ip_address: s.ipAddress }));
 }
 
-export function apiSessionEnded(ctx: Ctx, s: { id: string; identityId: string }, reason: string) {
-  ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: s.id, type: 'legacy', identity_id: s.identityId, reason }));
+export function apiSessionEnded(ctx: Ctx, s: { id: string; identityId: string; expiresAt?: string | null }, reason: string) {
+  ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: s.id, type: s.expiresAt ? 'jwt' : 'legacy', identity_id: s.identityId, reason }));
 }
 
 export function sessionEvent(ctx: Ctx, eventType: SessionEvent['event_type'], s: { id: string; type: string; apiSessionId: string; identityId: string; serviceId: string }) {
@@ -54,4 +59,4 @@ export const sessionDeleted = (ctx: Ctx, row: Record<string, unknown>): SessionE
   });
 
 export const apiSessionDeleted = (ctx: Ctx, row: Record<string, unknown>, reason = 'deleted'): ApiSessionEvent =>
-  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: 'legacy', identity_id: String(row.identityId ?? ''), reason });
+  ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: String(row.id), type: row.expiresAt ? 'jwt' : 'legacy', identity_id: String(row.identityId ?? ''), reason });

@@ -51,9 +51,11 @@ export interface EntityChangeEvent extends Base {
 
 export interface ApiSessionEvent extends Base {
   namespace: 'edge.apiSessions';
-  event_type: 'created' | 'deleted';
+  /** refreshed, exchanged: a JWT API session's tokens renewed at /oidc/oauth/token (upstream's names). */
+  event_type: 'created' | 'deleted' | 'refreshed' | 'exchanged';
   id: string;
-  type: 'legacy';
+  /** legacy: a zt-session token; jwt: opened through the OIDC provider (upstream's ApiSessionTypeJwt). */
+  type: 'legacy' | 'jwt';
   identity_id: string;
   ip_address?: string;
   /** Why it ended (ztc's addition): logout, expired, deleted, mfa-failed, identity-disabled. */

@@ -3,6 +3,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { resolveSession, type SessionWithIdentity } from '../../model/auth/api-sessions.js';
 import { resolveApiToken } from '../../model/auth/api-tokens.js';
+import { resolveJwtSession } from '../../model/auth/oidc/bearer.js';
+import { looksLikeJwt } from '../../model/auth/oidc/tokens.js';
 import { API_TOKEN_PREFIX } from '../../model/resources/api-tokens.js';
 import type { Ctx, Principal } from '../../model/context.js';
 import { ApiError, unauthorized } from '../../model/errors.js';
@@ -73,11 +75,17 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
       if (access === 'admin') assertAdmin(request.principal, request.method);
       return;
     }
-    const tokenHash = hashSecret(token);
-    const withSession = request.routeOptions.config?.withSession;
-    const both = withSession ? await withSession(ctx, tokenHash, request).catch(() => undefined) : undefined;
-    const s = await resolveSession(ctx, token, tokenHash, both?.session);
-    if (both) request.prefetched = both.rest;
+    let s: SessionWithIdentity;
+    if (looksLikeJwt(token)) {
+      // An OIDC access token: verified, then its API session read by id and judged as any (oidc/bearer.ts).
+      s = await resolveJwtSession(ctx, token);
+    } else {
+      const tokenHash = hashSecret(token);
+      const withSession = request.routeOptions.config?.withSession;
+      const both = withSession ? await withSession(ctx, tokenHash, request).catch(() => undefined) : undefined;
+      s = await resolveSession(ctx, token, tokenHash, both?.session);
+      if (both) request.prefetched = both.rest;
+    }
     request.apiSession = s;
     const isAdmin = isSet(s.isAdmin);
     request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin, readOnlyAdmin: !isAdmin && hasPermission(s.permissions, ADMIN_READONLY), apiSessionId: s.id, token };

@@ -7,7 +7,8 @@ import type { Config } from '../../config.js';
 import { ApiError } from '../../model/errors.js';
 import { SlidingWindowStore } from './sliding-window.js';
 
-const isAuthentication = (url: string) => /\/(authenticate|enroll)(\/|$)/.test(url);
+// Logging in, by the legacy API or through the OIDC provider (its authorize, login and token steps).
+const isAuthentication = (url: string) => /\/(authenticate|enroll)(\/|$)|^\/oidc\/(authorize|login|oauth|revoke|end_session)(\/|$)/.test(url);
 
 export async function registerRateLimits(app: FastifyInstance, config: Config) {
   // Runs before the plugin's own onRoute hook, so every route's limit is set when it reads it.
@@ -21,7 +22,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config) {
       rateLimit: {
         max,
         timeWindow: 60_000,
-        keyGenerator: auth ? (req: FastifyRequest) => `ip:${req.ip}` : (req: FastifyRequest) => String(req.headers['zt-session'] ?? `ip:${req.ip}`),
+        keyGenerator: auth ? (req: FastifyRequest) => `ip:${req.ip}` : (req: FastifyRequest) => String(req.headers['zt-session'] ?? req.headers.authorization ?? `ip:${req.ip}`),
       },
     } as never;
   });

@@ -26,6 +26,7 @@ import { signerTargetToken } from './0029-signer-target-token.js';
 import { revocations } from './0030-revocations.js';
 import { authenticatorExtendRequests } from './0031-authenticator-extend-requests.js';
 import { router2xFields } from './0033-router-2x-fields.js';
+import { oidc } from './0032-oidc.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -53,6 +54,7 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0029-signer-target-token': signerTargetToken(),
     '0030-revocations': revocations(),
     '0031-authenticator-extend-requests': authenticatorExtendRequests(),
+    '0032-oidc': oidc(),
     '0033-router-2x-fields': router2xFields(),
   };
 }

@@ -1,13 +1,11 @@
 // Short-lived certificates bound to the calling API session (they end with it).
-import { X509Certificate } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { listResource, writeTx } from '../../../model/crud.js';
 import { recordRowChange } from '../../../model/events/record.js';
 import { ApiError, notFound, unauthorized } from '../../../model/errors.js';
-import { newId } from '../../../model/ids.js';
-import { signClientCsr } from '../../../model/pki/client-certs.js';
+import { issueSessionCertificate, SESSION_CERT_HOURS } from '../../../model/auth/session-certificates.js';
 import { aliases, baseFilterable, defineResource, selfLink } from '../../../model/resource.js';
 import { baseFields, Empty, Envelope, IdParams, ListEnvelope, ListQuery } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
@@ -16,7 +14,7 @@ import { actorCtx } from '../../actor.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
 
-export const SESSION_CERT_HOURS = 12;
+export { SESSION_CERT_HOURS };
 
 const detail = Type.Object({ ...baseFields, certificate: Type.String(), fingerprint: Type.String(), subject: Type.String(), validFrom: Type.String(), validTo: Type.String() });
 
@@ -74,16 +72,7 @@ export function registerSessionCertificates(app: FastifyInstance, ctx: Ctx) {
     },
     async (req, reply) => {
       const sid = sessionId(req);
-      const { pem, fingerprint } = await signClientCsr(ctx, (req.body as { csr: string }).csr, req.apiSession!.identityId, { hours: SESSION_CERT_HOURS });
-      const x = new X509Certificate(pem);
-      const id = newId();
-      const now = ctx.clock.now().toISOString();
-      const row = { id, createdAt: now, updatedAt: now, tags: '{}', apiSessionId: sid, certPem: pem, fingerprint, subject: x.subject.replace(/\n/g, ','), validFrom: new Date(x.validFrom).toISOString(), validTo: new Date(x.validTo).toISOString() };
-      const c = actorCtx(ctx, req);
-      await writeTx(c, async (tx) => {
-        await tx.insertInto('apiSessionCertificates').values(row).execute();
-        await recordRowChange(tx, c, 'apiSessionCertificates', 'created', id, null, row);
-      });
+      const { id, pem } = await issueSessionCertificate(actorCtx(ctx, req), { apiSessionId: sid, identityId: req.apiSession!.identityId, csrPem: (req.body as { csr: string }).csr });
       reply.code(201);
       return ok({ id, _links: selfLink('current-api-session/certificates', id), certificate: pem, cas: ctx.pki.caBundlePem });
     },

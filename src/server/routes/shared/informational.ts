@@ -9,13 +9,16 @@ import { BUILD_DATE, EDGE_API_VERSION, REVISION, VERSION } from '../../../versio
 import { ok } from '../../envelope.js';
 import type { SpecRegistry } from '../../specs.js';
 
-import { API_PATHS } from '../../api-paths.js';
+import { API_PATHS, FABRIC_PATH } from '../../api-paths.js';
 export { API_PATHS };
 
-/** Every capability value the Edge API defines; the version answer lists those we have (none yet). */
-const ENUMERATED_CAPABILITIES = ['OIDC_AUTH', 'HA_CONTROLLER'];
+/** Where the health checks answer (server/health.ts); upstream names /health-checks/v1 but answers here too. */
+const HEALTH_CHECKS_PATH = '/health-checks';
 
-const ApiVersion = Type.Object({ apiBaseUrls: Type.Array(Type.String()), path: Type.String(), version: Type.String() });
+/** Every capability value the Edge API defines; the version answer lists those we have. */
+const ENUMERATED_CAPABILITIES = ['OIDC_AUTH', 'HA_CONTROLLER', 'OIDC_AUTH_WITH_CSR'];
+
+const ApiVersion = Type.Object({ apiBaseUrls: Type.Array(Type.String()), path: Type.String(), version: Type.Optional(Type.String()) });
 const VersionInfo = Type.Object({
   version: Type.String(),
   revision: Type.String(),
@@ -30,13 +33,22 @@ const pub = { access: 'public' as const };
 export function versionInfo(ctx: Ctx) {
   const urls = (path: string) => [...new Set(ctx.config.hostnames.concat('localhost'))].map((h) => `https://${h}:${ctx.config.port}${path}`);
   const api = (path: string) => ({ v1: { apiBaseUrls: urls(path), path, version: EDGE_API_VERSION } });
+  // Upstream 2.x gives no version for its APIs; the Edge APIs keep theirs (1.x clients read it).
+  const other = (path: string) => ({ v1: { apiBaseUrls: urls(path), path } });
   return {
     version: `v${VERSION}`,
     revision: REVISION,
     buildDate: BUILD_DATE,
     runtimeVersion: process.version,
-    capabilities: [] as string[],
-    apiVersions: { edge: api(API_PATHS.client), 'edge-client': api(API_PATHS.client), 'edge-management': api(API_PATHS.management) },
+    // The OIDC provider only when it is on (routes/oidc/): clients that see OIDC_AUTH log in through it.
+    // Never HA_CONTROLLER: it switches the C SDK 1.1-1.9.4 to flows and controller lists ztc does not serve.
+    capabilities: ctx.config.oidc === false ? [] : ['OIDC_AUTH', 'OIDC_AUTH_WITH_CSR'],
+    apiVersions: {
+      edge: api(API_PATHS.client), 'edge-client': api(API_PATHS.client), 'edge-management': api(API_PATHS.management),
+      // The other APIs this controller serves, as 2.x lists them (ZAC reads fabric to look for HA peers).
+      fabric: other(FABRIC_PATH), 'health-checks': other(HEALTH_CHECKS_PATH),
+      ...(ctx.config.oidc === false ? {} : { 'edge-oidc': api('/oidc') }),
+    },
   };
 }
 
