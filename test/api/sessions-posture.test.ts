@@ -192,6 +192,9 @@ describe('posture', () => {
     const q = (await c.call('GET', `${CLIENT}/services/${svc}`, { token })).body.data.postureQueries[0].postureQueries[0];
     expect(q).toMatchObject({ queryType: 'MFA', isPassing: true, timeout: 600 });
     expect(q.timeoutRemaining).toBeGreaterThan(590);
+    // 2.x's fields: what the check asks again after, and when it runs out.
+    expect(q).toMatchObject({ promptOnWake: true, promptOnUnlock: false });
+    expect(Date.parse(q.timeoutAt)).toBe(c.clock.now().getTime() + q.timeoutRemaining * 1000);
     // A wake asks for MFA again; the answer names the service whose timer ran out.
     c.clock.advance(1000);
     const woke = await c.call('POST', `${CLIENT}/posture-response`, { token, body: { id: 'state', typeId: 'ENDPOINT_STATE', woken: true } });

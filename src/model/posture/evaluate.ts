@@ -261,6 +261,9 @@ export function postureQueries(grants: Grant[], checks: Map<string, Check[]>, re
         isPassing: o.isPassing,
         timeout: o.timeout,
         timeoutRemaining: o.timeoutRemaining,
+        // 2.x: when a timed check runs out, and what an MFA check asks again after (upstream's service_api_model.go).
+        ...(o.timeoutRemaining >= 0 ? { timeoutAt: iso(new Date(now.getTime() + o.timeoutRemaining * 1000)) } : {}),
+        ...(c.typeId === 'MFA' ? { promptOnWake: !!c.data.promptOnWake, promptOnUnlock: !!c.data.promptOnUnlock } : {}),
         ...(c.typeId === 'PROCESS' ? { process: { osType: c.data.process.osType, path: c.data.process.path } } : {}),
         ...(c.typeId === 'PROCESS_MULTI' ? { processes: (c.data.processes as { osType: string; path: string }[]).map((p) => ({ osType: p.osType, path: p.path })) } : {}),
       };
