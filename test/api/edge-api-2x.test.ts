@@ -104,3 +104,22 @@ describe('routers (2.x fields)', () => {
     expect(session.body.data.edgeRouters).toEqual([expect.objectContaining({ name: 'er-announced', capabilities: names, version: 'v2.1.0' })]);
   });
 });
+
+describe('GET /version as 2.x clients read it', () => {
+  it('lists every API ztc serves under upstream 2.x keys: edge-client, edge-management, fabric, health-checks and the legacy edge', async () => {
+    for (const url of ['/version', `${CLIENT}/version`, `${MGMT}/version`]) {
+      const v = (await c.call('GET', url)).body.data;
+      expect(Object.keys(v.apiVersions), url).toEqual(expect.arrayContaining(['edge', 'edge-client', 'edge-management', 'fabric', 'health-checks']));
+      expect(v.apiVersions.fabric.v1.path).toBe('/fabric/v1');
+      expect(v.apiVersions.fabric.v1.apiBaseUrls[0]).toMatch(/^https:\/\/.+\/fabric\/v1$/);
+      expect(v.apiVersions['health-checks'].v1.path).toBe('/health-checks');
+      // The legacy key is the client API's, as upstream copies it.
+      expect(v.apiVersions.edge).toEqual(v.apiVersions['edge-client']);
+      // Never HA_CONTROLLER: ztc's controllers share a database, not a raft cluster.
+      expect(v.capabilities).not.toContain('HA_CONTROLLER');
+    }
+    // What each advertised path answers.
+    expect((await c.call('GET', '/health-checks')).status).toBe(200);
+    expect((await c.call('GET', '/fabric/v1/routers', { token: admin })).status).toBe(200);
+  });
+});
