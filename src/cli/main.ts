@@ -56,8 +56,11 @@ export async function program(argv: string[]): Promise<Command> {
 /** Options every command takes, also accepted before the command (`ztc --profile lab service list`, as kubectl's). */
 const GLOBAL_WITH_VALUE = new Set(['--profile', '-o', '--output', '-d', '--data-dir']);
 
-/** Move global options given before the command to its end, where the command's parser finds them. */
-export function hoistGlobalOptions(argv: string[]): string[] {
+/**
+ * Move global options given before the command to its end, where the command's parser finds them.
+ * `moved` says where they start (argv.length when none moved).
+ */
+export function hoistGlobalOptions(argv: string[]): { argv: string[]; moved: number } {
   const [node, script, ...args] = argv;
   const moved: string[] = [];
   const rest: string[] = [];
@@ -72,8 +75,40 @@ export function hoistGlobalOptions(argv: string[]): string[] {
     moved.push(a);
     if (!a.includes('=') && i + 1 < args.length) moved.push(args[++i]);
   }
-  if (!moved.length || i >= args.length) return argv;
-  return [node, script, ...rest, ...args.slice(i), ...moved];
+  if (!moved.length || i >= args.length) return { argv, moved: argv.length };
+  const front = [node, script, ...rest, ...args.slice(i)];
+  return { argv: [...front, ...moved], moved: front.length };
+}
+
+/** The command these arguments run (`identity list` in `ztc identity list --all`): the deepest one named. */
+function commandOf(p: Command, args: string[]): Command {
+  let cmd = p;
+  for (const a of args) {
+    if (a.startsWith('-')) continue;
+    const sub = cmd.commands.find((c) => c.name() === a || c.aliases().includes(a));
+    if (!sub) break;
+    cmd = sub;
+  }
+  return cmd;
+}
+
+/**
+ * Global options moved behind a command that has no such option are left out: `ztc --profile pg enroll
+ * x.jwt` enrolls (enroll uses no profile), as kubectl's global flags apply where they mean something.
+ */
+function keepKnownGlobals(p: Command, argv: string[], moved: number): string[] {
+  if (moved >= argv.length) return argv;
+  const cmd = commandOf(p, argv.slice(2, moved));
+  const takes = (flag: string) => cmd.options.some((o) => o.long === flag || o.short === flag);
+  const kept: string[] = [];
+  const tail = argv.slice(moved);
+  for (let i = 0; i < tail.length; i++) {
+    const name = tail[i].split('=')[0];
+    const value = tail[i].includes('=') ? [] : tail.slice(i + 1, i + 2);
+    if (takes(name)) kept.push(tail[i], ...value);
+    i += value.length;
+  }
+  return [...argv.slice(0, moved), ...kept];
 }
 
 export async function main(argv = process.argv) {
@@ -84,13 +119,16 @@ export async function main(argv = process.argv) {
   });
   // Called by the completion scripts on every TAB: no command tree, no help, never an error.
   if (argv[2] === '__names') return (await import('./complete-names.js')).printNames(argv[3]);
-  argv = hoistGlobalOptions(argv);
+  const hoisted = hoistGlobalOptions(argv);
+  argv = hoisted.argv;
   try {
-    await (await program(argv)).parseAsync(argv);
+    const p = await program(argv);
+    argv = keepKnownGlobals(p, argv, hoisted.moved);
+    await p.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.unknownOption' && argv.some((a) => a === '--filter' || a.startsWith('--filter='))) {
-        process.stderr.write(`hint: a filter is the list's argument, not an option: ztc ${argv[2] ?? 'identity'} list 'type = "Default"' (see docs/filters.md)\n`);
+        process.stderr.write(`hint: filters are for lists: ztc ${argv[2] ?? 'identity'} list --filter 'type = "Default"' (or the filter as its argument; see docs/filters.md)\n`);
       }
       process.exit(err.exitCode);
     }

@@ -23,7 +23,7 @@ export const COMMANDS: CommandEntry[] = [
   {
     name: 'quickstart',
     usage: '[options]',
-    description: 'start a controller (first run: new data dir, admin, sample identity and its enrollment JWT) and log this CLI in',
+    description: 'start a controller with a demo network that carries traffic (an echo service and its policies, a host and a device identity with their enrollment JWTs) and log this CLI in',
     load: async () => (await import('./commands/quickstart.js')).quickstartCommand(),
   },
   { name: 'login', usage: '[options] [url]', description: 'log in to a controller and save the session as a profile (the controller CA is pinned)', load: async () => (await import('./commands/session.js')).loginCommand() },
@@ -65,6 +65,12 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'token', description: 'API tokens for automation: long-lived, revocable, admin or read-only; shown once when created', load: async () => (await import('./commands/token.js')).tokenCommand() },
   { name: 'events', usage: '--follow [--type T] [options]', description: 'follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, routers, links, circuits, terminators', load: async () => (await import('./commands/events.js')).eventsCommand() },
   { name: 'audit', usage: '[--entity X] [--since 1d] [options]', description: 'who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery) of the retention window, newest first', load: async () => (await import('./commands/events.js')).auditCommand() },
+  {
+    name: 'metrics',
+    usage: '[options] [name...]',
+    description: "the controller's Prometheus metrics: requests, logins, enrollments, sessions, the data plane (those whose names start with NAME...)",
+    load: async () => (await import('./commands/metrics.js')).metricsCommand(),
+  },
   { name: 'mfa', description: 'TOTP MFA of the logged-in identity', load: async () => (await import('./commands/mfa.js')).mfaCommand() },
   { name: 'config-type', description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)', load: resource('config-types') },
   { name: 'config', description: 'Configs: data of a config type that services carry to tunnelers and SDKs', load: resource('configs') },

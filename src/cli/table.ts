@@ -1,9 +1,15 @@
 // The table and field views for people: plain padded text (no rendering library, so a command
 // starts in a few tens of milliseconds). Cells are cut with '…' to fit the terminal.
 
-/** The value at a dotted path ('primary.updb.allowed'), or undefined. */
+/**
+ * The value at a dotted path ('primary.updb.allowed'), or undefined. Through a list, each item's
+ * ('listenerAddresses.address': every listener's address).
+ */
 export const at = (row: unknown, path: string): unknown =>
-  path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), row);
+  path.split('.').reduce<unknown>((v, k) => {
+    if (Array.isArray(v) && !/^\d+$/.test(k)) return v.map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>)[k] : undefined)).filter((x) => x !== undefined);
+    return v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+  }, row);
 
 /**
  * A column as a resource declares it: `path`, `label=path`, alternatives `label=a|b` (the first

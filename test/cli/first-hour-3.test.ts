@@ -41,4 +41,72 @@ describe('the first hour, third pass', () => {
     expect(byName.code, byName.stderr).toBe(0);
     expect(byName.stdout).toBe(byId.stdout);
   });
+
+  it('takes a global --profile (and -o, -d) before a command that has no use for it, such as enroll', async () => {
+    const jwt = path.join(cli.home, 'pg-device.jwt');
+    expect((await ztc('identity', 'create', 'pg-device', '-o', jwt)).code).toBe(0);
+    const enrolled = await ztc('--profile', 'default', 'enroll', jwt, '--out', path.join(cli.home, 'pg-device.json'));
+    expect(enrolled.code, enrolled.stderr).toBe(0);
+    expect(enrolled.stdout).toMatch(/enrolled: identity file written to/);
+    // Commands that take them still get them, from before the command too.
+    const listed = await ztc('--profile', 'default', '-o', 'json', 'identity', 'list');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).some((i: { name: string }) => i.name === 'pg-device')).toBe(true);
+    const noProfile = await ztc('--profile', 'nowhere', 'identity', 'list');
+    expect(noProfile.code).not.toBe(0);
+    expect(noProfile.stderr).toMatch(/nowhere/);
+  });
+
+  it('reads the metrics: ztc metrics, and ztc api GET /metrics as the controller serves them', async () => {
+    await ztc('identity', 'list');
+    const all = await ztc('metrics');
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toMatch(/^ztc_http_requests_total\{.*\}\s+\d+$/m);
+    expect(all.stdout).not.toMatch(/^# /m);
+    const logins = await ztc('metrics', 'ztc_logins');
+    expect(logins.code, logins.stderr).toBe(0);
+    expect(logins.stdout).toMatch(/^ztc_logins_total\{method=password, outcome=success\}\s+[1-9]\d*$/m);
+    expect(logins.stdout.split('\n').filter(Boolean).every((l) => l.startsWith('ztc_logins'))).toBe(true);
+    const json = JSON.parse((await ztc('metrics', 'ztc_logins_total', '-o', 'json')).stdout) as { name: string; labels: Record<string, string>; value: number }[];
+    expect(json.find((s) => s.labels.outcome === 'success')).toMatchObject({ name: 'ztc_logins_total', labels: { method: 'password' } });
+    const raw = await ztc('metrics', '--raw', 'ztc_logins_total');
+    expect(raw.stdout).toMatch(/^# TYPE ztc_logins_total counter$/m);
+    const api = await ztc('api', 'GET', '/metrics');
+    expect(api.code, api.stderr).toBe(0);
+    expect(api.stdout).toMatch(/^# HELP ztc_http_requests_total /m);
+    const health = await ztc('api', 'GET', '/health-checks', '-o', 'json');
+    expect(health.code, health.stderr).toBe(0);
+    expect(JSON.parse(health.stdout).healthy).toBe(true);
+    const local = await ztc('metrics', '-d', running.ctx.config.dataDir);
+    expect(local.code).not.toBe(0);
+    expect(local.stderr).toMatch(/counted by the running controller/);
+  });
+
+  it('shows whether each edge router is online in ztc edge-router list', async () => {
+    expect((await ztc('edge-router', 'create', 'er-offline')).code).toBe(0);
+    const r = await ztc('edge-router', 'list');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+ONLINE\s+IS VERIFIED/);
+    expect(r.stdout).toMatch(/\ser-offline\s+false\s+false/);
+  });
+
+  it('takes --filter on a list, as upstream\'s CLI does', async () => {
+    const byOption = await ztc('identity', 'list', '--filter', 'name = "pg-device"', '-o', 'json');
+    expect(byOption.code, byOption.stderr).toBe(0);
+    expect(JSON.parse(byOption.stdout).map((i: { name: string }) => i.name)).toEqual(['pg-device']);
+    const byArgument = await ztc('identity', 'list', 'name = "pg-device"', '-o', 'json');
+    expect(byArgument.stdout).toBe(byOption.stdout);
+    const table = await ztc('identity', 'list', '--filter=name contains "pg-"');
+    expect(table.stdout).toMatch(/pg-device/);
+    const both = await ztc('identity', 'list', 'name = "a"', '--filter', 'name = "b"');
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toMatch(/Two filters: give it once/);
+  });
+
+  it('says in quickstart --help what it makes', async () => {
+    const help = await ztc('quickstart', '--help');
+    expect(help.stdout.replace(/\s+/g, ' ')).toMatch(/demo network that carries traffic \(an echo service and its policies, a host and a device identity/);
+    expect(help.stdout).not.toMatch(/sample identity/);
+    expect((await ztc('--help')).stdout).toMatch(/quickstart .*demo network/);
+  });
 });

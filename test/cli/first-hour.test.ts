@@ -1,6 +1,6 @@
 // Stumbles of a newcomer's first hour (../shared/reports/newcomer-2026-11-24.md), through the built CLI:
 // boolean flags never save a silent false, global options go before the command too, a --filter
-// says filters are the list's argument, and a stopped controller is named as such.
+// where no list is says where filters go, and a stopped controller is named as such.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -104,10 +104,10 @@ describe('the first hour', () => {
     expect(local.stderr).toMatch(/holds no controller \(no pki\/ in it\)/);
   });
 
-  it('says that a filter is the list\'s argument when given --filter', async () => {
-    const r = await ztc('identity', 'list', '--filter', 'type = "Device"');
+  it('says that filters are for lists when a command that is not one is given --filter', async () => {
+    const r = await ztc('identity', 'get', 'x', '--filter', 'type = "Device"');
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/a filter is the list's argument, not an option/);
+    expect(r.stderr).toMatch(/hint: filters are for lists: ztc identity list --filter/);
   });
 
   it('names a controller that does not answer, without a stray "?"', async () => {

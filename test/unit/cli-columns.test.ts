@@ -46,6 +46,14 @@ describe('table columns of the resource declarations', () => {
     expect(out[2]).toMatch(/^p2\s+ana-laptop$/);
   });
 
+  it("show a field of every item of a list: a router's listener addresses", () => {
+    const rows = [{ id: 'r1', listenerAddresses: [{ address: 'tls:a.example:6004', protocol: 'tls' }, { address: 'tls:b.example:6004', protocol: 'tls' }] }, { id: 'r2', listenerAddresses: [] }];
+    const out = renderTable(rows, ['id', 'listeners=listenerAddresses.address'], 200).split('\n');
+    expect(out[0]).toMatch(/^ID\s+LISTENERS$/);
+    expect(out[1]).toMatch(/^r1\s+tls:a\.example:6004, tls:b\.example:6004$/);
+    expect(out[2]).toMatch(/^r2\s*$/);
+  });
+
   it('cut long cells to the terminal width with …', () => {
     const rows = [{ id: 'a1', name: 'x'.repeat(50), roleAttributes: ['one', 'two', 'three', 'four', 'five', 'six'] }];
     const out = renderTable(rows, ['id', 'name', 'roleAttributes'], 40).split('\n');

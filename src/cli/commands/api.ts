@@ -27,7 +27,8 @@ export function apiCommand(): Command {
           throw new CliError(`--body is not JSON: ${(e as Error).message}`);
         }
       }
-      const own = ['/edge/', `${FABRIC_PATH}/`, '/.well-known/'].some((p) => path.startsWith(p)) || path === '/version' || path === FABRIC_PATH;
+      // Paths of their own, outside the management API: the other APIs, and the controller's root routes.
+      const own = ['/edge/', `${FABRIC_PATH}/`, '/.well-known/', '/health-checks'].some((p) => path.startsWith(p)) || ['/version', '/metrics', FABRIC_PATH].includes(path);
       const full = own ? path : `${API_PATHS.management}${path.startsWith('/') ? '' : '/'}${path}`;
       const reply = await withTransport(opts, async (t) => {
         let r = await t.request(m, full, body);
@@ -39,10 +40,13 @@ export function apiCommand(): Command {
           const id = await resolveRef(t, named[1], ref).catch(() => undefined);
           if (id && id !== ref) r = await t.request(m, `${API_PATHS.management}/${named[1]}/${encodeURIComponent(id)}${named[3]}`, body);
         }
-        return expectOk(r, `${m} ${full}`);
+        const ok = expectOk(r, `${m} ${full}`);
+        // An answer that is not JSON (/metrics is Prometheus' text format) is printed as it came.
+        return { json: ok, text: r.json === undefined && r.text ? r.text : undefined };
       });
+      if (reply.text !== undefined) return void process.stdout.write(reply.text.endsWith('\n') ? reply.text : `${reply.text}\n`);
       const format = parseFormat(opts.output);
-      const data = reply?.data;
+      const data = reply.json?.data;
       if (format === 'table' && Array.isArray(data) && data.every((x) => typeof x !== 'object' || x === null)) {
         process.stdout.write(data.map(String).join('\n') + (data.length ? '\n' : ''));
         return;

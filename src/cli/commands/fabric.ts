@@ -9,7 +9,7 @@ const FABRIC = '/fabric/v1';
 export async function fabricCommand(): Promise<Command> {
   const cmd = new Command('fabric').description('routers, links, circuits and terminators as the routers report them (the Fabric API)');
   const kinds: [string, string[], string][] = [
-    ['routers', ['id', 'name', 'connected', 'cost', 'noTraversal', 'listenerAddresses.address'], 'every router, whether connected to a controller, and the link listeners it announced'],
+    ['routers', ['id', 'name', 'connected', 'cost', 'noTraversal', 'listeners=listenerAddresses.address'], 'every router, whether connected to a controller, and the link listeners it announced'],
     ['links', (await cliResource('links')).columns, 'links between routers: who dialed whom, over what, at what cost'],
     ['circuits', (await cliResource('circuits')).columns, 'circuits in progress: service, client, and the routers and links they cross'],
     ['terminators', (await cliResource('terminators')).columns, 'where services leave the network: router, binding, address'],

@@ -26,8 +26,8 @@ const NETWORK: [path: string, body: Record<string, unknown>][] = [
 ];
 
 export function quickstartCommand(): Command {
-  return serverOptions(new Command('quickstart').description('start a controller (first run: new data dir, admin, sample identity and its enrollment JWT) and log this CLI in'))
-    .option('--no-sample', 'do not create the sample identity')
+  return serverOptions(new Command('quickstart').description('start a controller with a demo network that carries traffic (an echo service and its policies, a host and a device identity with their enrollment JWTs) and log this CLI in'))
+    .option('--no-sample', 'make the policies and the echo service, but not the two demo identities')
     .action(async (all: Record<string, string | undefined> & { sample?: boolean }) => {
       const { sample, ...opts } = all;
       // Request logs would bury the instructions: warnings and errors only, unless asked.

@@ -262,12 +262,15 @@ export async function resolveId(t: Transport, decl: CliResource, ref: string): P
 /** `list [filter]` for a resource at `base`: a page as a table, or every row as JSON/YAML for scripts. */
 export function listCommand(command: Command, decl: Pick<CliResource, 'plural' | 'columns'>, base: string): Command {
   return targetOptions(command)
-    .argument('[filter]', 'filter expression')
+    .argument('[filter]', 'filter expression, e.g. \'name contains "web"\' (docs/filters.md)')
+    .option('--filter <expr>', 'the filter expression as an option, as upstream\'s CLI takes it')
     .option('--limit <n>', 'this many rows (the table shows 10 unless asked; -o json|yaml: all unless asked)')
     .option('--offset <n>', 'skip this many')
     .option('--all', 'every matching row, in the table too')
-    .action(async (filter: string | undefined, opts: CommonOpts & { limit?: string; offset?: string; all?: boolean }) => {
+    .action(async (argument: string | undefined, opts: CommonOpts & { filter?: string; limit?: string; offset?: string; all?: boolean }) => {
       const format = parseFormat(opts.output);
+      if (argument !== undefined && opts.filter !== undefined && argument !== opts.filter) throw new CliError('Two filters: give it once, as the argument or as --filter');
+      const filter = argument ?? opts.filter;
       // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
       const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
       const page = (offset: number, limit?: string) => {
