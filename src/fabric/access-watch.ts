@@ -9,7 +9,7 @@
 // 0.4-1.2 s.
 import { accessMarkers } from '../model/changes.js';
 import type { Ctx } from '../model/context.js';
-import { enforceAccess, type Revocation } from '../model/policy/enforce.js';
+import { findRevocations, revokeSessions, type Revocation } from '../model/policy/enforce.js';
 import type { FabricLog } from './fabric.js';
 
 /** How often the markers are looked at. */
@@ -31,6 +31,11 @@ export class AccessWatch {
     readonly log: FabricLog,
     /** Called after every pass that found a change or revoked something: the data plane looks again now. */
     readonly changed: (revoked: Revocation[]) => void,
+    /**
+     * Called with what is about to be revoked, before the deletions commit: the data plane's own
+     * sweep may see the sessions gone before `changed` is called, and must already know why.
+     */
+    readonly revoking: (list: Revocation[]) => void = () => {},
   ) {}
 
   start() {
@@ -54,7 +59,9 @@ export class AccessWatch {
       const posture = grants || at.services !== this.seen?.services || Date.now() - this.postureAt >= POSTURE_MS;
       if (!grants && !posture) return;
       const started = Date.now();
-      const revoked = await enforceAccess(this.ctx, { posture: true, grants });
+      const found = await findRevocations(this.ctx, { posture: true, grants });
+      if (found.length) this.revoking(found);
+      const revoked = await revokeSessions(this.ctx, found);
       this.seen = { access: grants ? at.access : (this.seen?.access ?? ''), services: at.services };
       this.postureAt = Date.now();
       if (grants) [this.grantsAt, this.grantsMs] = [Date.now(), Date.now() - started];

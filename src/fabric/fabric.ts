@@ -94,14 +94,26 @@ export class Fabric {
     this.dials.failed++;
   }
 
-  /** Why sessions this controller revoked ended, for the ends the next sweep tells (then forgotten). */
-  private revoked = new Map<string, string>();
+  /** Why sessions this controller is revoking end (told to SDKs by the sweep that ends them), with when. */
+  private revoked = new Map<string, { reason: string; at: number }>();
+
+  /** Sessions about to be revoked here: their ends will say why. Kept a minute at most. */
+  revoking(list: { id: string; reason: string }[]) {
+    const now = Date.now();
+    for (const [id, r] of this.revoked) if (now - r.at > 60_000) this.revoked.delete(id);
+    for (const r of list) this.revoked.set(r.id, { reason: r.reason, at: now });
+  }
 
   /** Access changed somewhere (access-watch.ts): look now, edge-router access included. */
-  accessChanged(revoked: { id: string; reason: string }[] = []) {
-    for (const r of revoked) this.revoked.set(r.id, r.reason);
+  accessChanged() {
     this.routerCheck = true;
     void this.sweep();
+  }
+
+  /** Why a session ended, when it was revoked here; `fallback` otherwise. */
+  private endReason(sessionId: string, fallback: string): string {
+    const r = this.revoked.get(sessionId);
+    return r?.reason ?? fallback;
   }
 
   /**
@@ -135,10 +147,9 @@ export class Fabric {
           c.channel.close();
           continue;
         }
-        for (const id of new Set(c.sessionIds())) if (id && checked.has(id) && !live.sessions.has(id)) c.endSession(id, this.revoked.get(id) ?? 'session closed');
+        for (const id of new Set(c.sessionIds())) if (id && checked.has(id) && !live.sessions.has(id)) c.endSession(id, this.endReason(id, 'session closed'));
       }
-      for (const t of terminators) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, this.revoked.get(t.sessionId) ?? 'session ended');
-      this.revoked.clear();
+      for (const t of terminators) if (!live.sessions.has(t.sessionId)) await this.removeTerminator(t, this.endReason(t.sessionId, 'session ended'));
       if (routerCheck) await this.checkRouterAccess(conns.filter((c) => !c.closed), terminators.filter((t) => this.terminators.get(t.id)));
     } catch (e) {
       if (routerCheck) this.routerCheck = true;

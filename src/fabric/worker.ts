@@ -76,10 +76,15 @@ try {
     });
   }
   // Access taken away (a policy, a role attribute, a posture check...) ends the traffic it granted.
-  const access = new AccessWatch(ctx, log, (revoked) => {
-    router?.fabric.accessChanged(revoked);
-    ctrl?.accessChanged();
-  });
+  const access = new AccessWatch(
+    ctx,
+    log,
+    () => {
+      router?.fabric.accessChanged();
+      ctrl?.accessChanged();
+    },
+    (list) => router?.fabric.revoking(list),
+  );
   access.start();
   // Which identities have SDKs connected to this data plane's routers (identity details' status), sent
   // when that changed: the embedded router's connections, and what upstream routers report.

@@ -141,5 +141,5 @@ describe('the C SDK through the embedded edge router', () => {
       host.kill('SIGKILL');
       holder.kill('SIGKILL');
     }
-  }, 120_000);
+  }, 180_000);
 });

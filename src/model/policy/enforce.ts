@@ -127,11 +127,10 @@ export async function revokeSessions(ctx: Ctx, list: Revocation[]): Promise<Revo
   return done;
 }
 
-/** Both questions, then the deletions: what one enforcement pass does. */
-export async function enforceAccess(ctx: Ctx, o: { posture: boolean; grants?: boolean }): Promise<Revocation[]> {
+/** What one enforcement pass would revoke: sessions without a grant (when asked) and failing posture. */
+export async function findRevocations(ctx: Ctx, o: { posture: boolean; grants?: boolean }): Promise<Revocation[]> {
   const lost = o.grants === false ? [] : await sessionsWithoutGrant(ctx);
   const posture = o.posture ? await sessionsFailingPosture(ctx) : [];
   const seen = new Set(lost.map((r) => r.id));
-  return revokeSessions(ctx, [...lost, ...posture.filter((r) => !seen.has(r.id))]);
+  return [...lost, ...posture.filter((r) => !seen.has(r.id))];
 }
-
