@@ -15,6 +15,8 @@ export const CtrlType = {
   VerifyRouter: 1036,
   RemoveTerminatorsRequest: 1038,
   PeerStateChanges: 1050,
+  /** 2.x: the router's network interfaces, answered with a Result. */
+  UpdateRouterInterfaces: 1052,
   ServerHello: 20000,
   ClientHello: 20001,
   Error: 20002,

@@ -134,9 +134,14 @@ export class RouterConn {
       case CtrlType.ApiSessionHeartbeat: {
         const { tokens } = decode(Schemas.ApiSessionHeartbeat, m.body);
         void touchApiSessions(this.ctx, this.server.idsOfTokens(tokens as string[])).catch(() => {});
-        this.server.heartbeat(tokens as string[]);
+        // 2.x routers say who is connected in ConnectEvents (a heartbeat would keep one that left online for minutes).
+        if (!this.hello.v2) this.server.heartbeat(tokens as string[]);
         return;
       }
+      case CtrlType.UpdateRouterInterfaces:
+        // A 2.x router's network interfaces: acknowledged (it reports again until one is), not kept.
+        this.channel.reply(m, message(ContentType.Result, [[Header.ResultSuccess, bool(true)]]));
+        return;
       case CtrlType.ConnectEvents:
         return this.server.connectEvents(this, decode(Schemas.ConnectEvents, m.body) as { events: { identityId?: string; isConnected?: boolean }[]; fullState?: boolean });
       case CtrlType.UpdateTerminatorRequest:

@@ -6,9 +6,10 @@
 // difference goes to every subscribed router as one change set with the next index. A router that subscribes gets a full DataState unless it
 // already holds our latest index on our timeline (a renewal; or a reconnect within this process), or
 // the change sets since its index (kept for the last LOG_SIZE changes). Every message to a subscribed
-// router carries its subscription id (1026): the router drops any other. The index counts from 1 in
-// each process, on a timeline of its own: a router holding another controller's or an earlier run's
-// model is sent a full one. Our index goes to every 2.x router every 30 s when it advanced.
+// router carries its subscription id (1026): the router drops any other. Each process has a timeline of
+// its own (its index starts from the clock and counts changes): a router holding another controller's
+// or an earlier run's model is sent a full one. Our index goes to every 2.x router every 30 s when it
+// advanced.
 import { randomUUID } from 'node:crypto';
 import type { Ctx } from '../../model/context.js';
 import { readRouterDataModel, routerModelChanges } from '../../model/router-data-model.js';
@@ -162,7 +163,9 @@ export class RouterDataModelSender {
     const before = this.snapshot;
     this.snapshot = next;
     if (!before) {
-      this.index = 1n;
+      // From the clock in ms: a later run's index is past an earlier one's (each change adds one), so a
+      // router's index never steps back when this controller restarts (its timeline changes anyway).
+      this.index = BigInt(Date.now());
       return;
     }
     const diff = changes(before, next);
