@@ -5,6 +5,7 @@ import type { Ctx } from '../../../model/context.js';
 import {
   completeMfaLogin, deleteMfa, getMfa, mfaDetail, mfaNotFound, qrCodePng, recoveryCodesOf, regenerateRecoveryCodes, startMfa, verifyMfa,
 } from '../../../model/auth/mfa.js';
+import { createTotpToken } from '../../../model/auth/totp-token.js';
 import { selfLink } from '../../../model/resource.js';
 import { baseFields, CreateLocation, Empty, Envelope } from '../../../model/schemas/common.js';
 import { isSet } from '../../../store/json.js';
@@ -31,6 +32,21 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
       const p = principalOf(req);
       await completeMfaLogin(actorCtx(ctx, req), p.identityId, p.apiSessionId, (req.body as { code: string }).code);
       return empty();
+    },
+  );
+  app.post(
+    '/current-api-session/totp-token',
+    {
+      config: { access: 'session' as const },
+      schema: {
+        operationId: 'createTotpToken', tags: ['Current API Session', 'MFA'],
+        summary: 'A signed token proving a TOTP code of the caller\'s MFA was checked now, for MFA posture checks of an OIDC API session (Authorization: Bearer access token)',
+        body: Code, response: { 200: Envelope(Type.Object({ token: Type.String(), issuedAt: Type.String({ format: 'date-time' }) })), ...errors(400, 401, 404, 409, 429) },
+      },
+    },
+    async (req) => {
+      const p = principalOf(req);
+      return ok(await createTotpToken(actorCtx(ctx, req), { identityId: p.identityId, token: p.token }, (req.body as { code: string }).code));
     },
   );
   app.get(
