@@ -13,6 +13,12 @@ export interface Profile {
   relogin?: string;
   /** The identity logged in with MFA: logging in again needs --mfa-code. */
   mfa?: boolean;
+  /** An OIDC login (the token is its access token, a JWT): the refresh token that renews it, single use. */
+  refreshToken?: string;
+  /** When the access token expires (ISO): renewed a minute before. */
+  expiresAt?: string;
+  /** The certificate a certificate login's tokens are bound to, to present when renewing them. */
+  tlsFiles?: { identity?: string; cert?: string; key?: string };
 }
 
 interface ProfileFile {

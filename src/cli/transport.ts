@@ -83,6 +83,9 @@ export function httpsCall(
   });
 }
 
+/** How a token is presented: an OIDC access token (a JWT) as Authorization: Bearer, as upstream takes it; others in zt-session. */
+export const authHeader = (token: string): Record<string, string> => (/^ey[\w-]*\.[\w-]+\.[\w-]+$/.test(token) ? { authorization: `Bearer ${token}` } : { 'zt-session': token });
+
 /** What to type to log in again, set when a remote transport opens (for the hint on a 401). */
 let loginAgain = 'ztc login URL -u USER';
 
@@ -97,17 +100,26 @@ let tokenProfile = false;
 
 export class RemoteTransport implements Transport {
   readonly describe: string;
-  constructor(private profile: Profile, name?: string) {
+  constructor(private profile: Profile, private name?: string) {
     this.describe = profile.url;
     loginAgain = reloginCommand(profile, name);
     profileName = name ?? currentProfileName();
     tokenProfile = profile.token.startsWith(API_TOKEN_PREFIX);
   }
-  request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { 'zt-session': this.profile.token, ...headers } });
+  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    await this.fresh();
+    return httpsCall(this.profile.url + path, { method, body, caPem: this.profile.caPem, headers: { ...authHeader(this.profile.token), ...headers } });
   }
-  download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
-    return httpsCall(this.profile.url + p, { caPem: this.profile.caPem, headers: { accept, 'zt-session': this.profile.token }, sink });
+  async download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
+    await this.fresh();
+    return httpsCall(this.profile.url + p, { caPem: this.profile.caPem, headers: { accept, ...authHeader(this.profile.token) }, sink });
+  }
+  /** An OIDC login's access token about to expire is renewed with its refresh token (and saved) first. */
+  private async fresh() {
+    const p = this.profile;
+    if (!p.refreshToken || !p.expiresAt || Date.parse(p.expiresAt) - Date.now() > 60_000) return;
+    const { refreshProfile } = await import('./commands/session.js');
+    this.profile = await refreshProfile(p, this.name);
   }
   async close() {}
 }

@@ -5,8 +5,9 @@ import { Command } from 'commander';
 import forge from 'node-forge';
 import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { ask, askSecret } from '../prompt.js';
-import { forgetToken, listProfiles, loadProfile, missingProfile, saveProfile, type Profile } from '../profile.js';
-import { CliError, expectOk, httpsCall, openTransport } from '../transport.js';
+import { currentProfileName, forgetToken, listProfiles, loadProfile, missingProfile, saveProfile, type Profile } from '../profile.js';
+import { authHeader, CliError, expectOk, httpsCall, openTransport } from '../transport.js';
+import { claims, isJwt, offersOidc, oidcLogin, refreshTokens } from '../oidc-login.js';
 
 /** The certificates of a base64 PKCS#7 bundle, as PEM. */
 export function certsFromPkcs7(b64: string): string[] {
@@ -28,6 +29,8 @@ interface LoginOpts {
   profile: string;
   use?: boolean;
   tokenFile?: string;
+  token?: string;
+  legacy?: boolean;
 }
 
 /** An identity file written by `ztc enroll` (or an OpenZiti SDK): its controller, key, certificate and CA. */
@@ -154,11 +157,13 @@ export function loginCommand(): Command {
     .option('--identity <file>', 'log in with an identity file written by `ztc enroll`')
     .option('--ext-jwt <token>', 'log in with a JWT from an external identity provider (a configured external JWT signer)')
     .option('--token-file <file>', 'use an API token (ztc token create) read from the first line of this file: no session to renew, it works until it expires or is revoked')
+    .option('--token <token>', 'use a session token you already hold: an OIDC access token (a JWT, sent as Authorization: Bearer) or a legacy zt-session token')
+    .option('--legacy', 'log in the legacy way (POST /authenticate, a zt-session token) even when the controller offers OIDC')
     .option('-y, --yes', 'trust the controller CA without asking')
     .option('--profile <name>', 'profile name to save under', 'default')
     .option('--use', 'make this the current profile (a new name does not take over otherwise, unless none is current)')
     .action(async (url: string | undefined, opts: LoginOpts) => {
-      const ways = [opts.identity && '--identity', (opts.cert || opts.key) && '--cert/--key', opts.extJwt && '--ext-jwt', opts.password && '--password', opts.tokenFile && '--token-file'].filter(Boolean);
+      const ways = [opts.identity && '--identity', (opts.cert || opts.key) && '--cert/--key', opts.extJwt && '--ext-jwt', opts.password && '--password', opts.tokenFile && '--token-file', opts.token && '--token'].filter(Boolean);
       if (ways.length > 1) throw new CliError(`Choose one way to log in: ${ways.join(' or ')}`);
       if (!!opts.cert !== !!opts.key) throw new CliError('--cert and --key go together: the certificate and its private key');
       const fromFile = opts.identity ? readIdentityFile(opts.identity) : undefined;
@@ -168,6 +173,9 @@ export function loginCommand(): Command {
       const caPem = fromFile && !url ? fromFile.caPem : await pinControllerCa(base, opts.yes, pinnedCa(base, opts.profile));
       const tls = fromFile ? { cert: fromFile.cert, key: fromFile.key } : opts.cert ? { cert: fs.readFileSync(opts.cert, 'utf8'), key: fs.readFileSync(opts.key!, 'utf8') } : {};
       if (opts.tokenFile) return void (await saveTokenLogin(base, caPem, opts));
+      if (opts.token) return void (await saveSessionToken(base, caPem, opts));
+      // As upstream's CLI since 2.0: the controller's OIDC provider when /version offers it, else legacy.
+      if (!opts.legacy && (await offersOidc(base, caPem))) return void (await loginOidc(base, caPem, tls, opts));
       const authUrl = `${base}/edge/management/v1/authenticate`;
       let reply;
       let relogin: string | undefined;
@@ -201,6 +209,79 @@ export function loginCommand(): Command {
       process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
       process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
     });
+}
+
+/** The command that logs this profile in again (saved with it, for the hint after a 401). */
+function reloginOf(base: string, opts: LoginOpts): string | undefined {
+  if (opts.identity) return `ztc login --identity ${opts.identity}`;
+  if (opts.cert) return `ztc login ${base} --cert ${opts.cert} --key ${opts.key}`;
+  if (opts.extJwt) return `ztc login ${base} --ext-jwt TOKEN`;
+  return undefined;
+}
+
+/** End the session a profile held before a new login (a re-login leaves no session behind it). */
+async function endPrevious(base: string, profile: string, token: string) {
+  const previous = loadProfile(profile);
+  if (previous?.token && previous.token !== token && baseUrl(previous.url) === base) {
+    await httpsCall(`${base}/edge/management/v1/current-api-session`, { method: 'DELETE', caPem: previous.caPem, headers: authHeader(previous.token), timeoutMs: 5_000 }).catch(() => undefined);
+  }
+}
+
+function saved(base: string, who: string, opts: LoginOpts, current: string) {
+  process.stdout.write(`logged in to ${base} as ${who} (profile ${opts.profile})\n`);
+  process.stdout.write(current === opts.profile ? `current profile: ${current}\n` : `current profile is still '${current}': ztc profile use ${opts.profile}, or --profile ${opts.profile} on a command\n`);
+}
+
+/** The OIDC login (oidc-login.ts): password, certificate or external JWT; the profile keeps the access and refresh tokens. */
+async function loginOidc(base: string, caPem: string, tls: { cert?: string; key?: string }, opts: LoginOpts) {
+  const method = tls.cert ? 'cert' : opts.extJwt ? 'ext-jwt' : 'password';
+  let password: string | undefined;
+  if (method === 'password') {
+    password = opts.password ?? process.env.ZTC_PASSWORD ?? (process.stdin.isTTY ? await askSecret('Password: ') : undefined);
+    if (!password) throw new CliError('No password: pass -p, set ZTC_PASSWORD, or run in a terminal to be asked');
+  }
+  const t = await oidcLogin(base, caPem, { method, username: opts.username, password, tls, extJwt: opts.extJwt, mfaCode: opts.mfaCode });
+  const who = method === 'password' ? opts.username : (t.identityName ?? 'identity');
+  await endPrevious(base, opts.profile, t.accessToken);
+  const mfa = Array.isArray(claims(t.accessToken).amr) && (claims(t.accessToken).amr as string[]).includes('totp');
+  const tlsFiles = opts.identity ? { identity: opts.identity } : opts.cert ? { cert: opts.cert, key: opts.key } : undefined;
+  const relogin = reloginOf(base, opts);
+  const current = saveProfile(
+    opts.profile,
+    { url: base, username: who, token: t.accessToken, caPem, refreshToken: t.refreshToken, expiresAt: t.expiresAt, ...(tlsFiles ? { tlsFiles } : {}), ...(relogin ? { relogin } : {}), ...(mfa ? { mfa } : {}) },
+    opts.use,
+  );
+  saved(base, who, opts, current);
+}
+
+/** A session token given on the command line (an OIDC access token, or a legacy one): checked, then saved. */
+async function saveSessionToken(base: string, caPem: string, opts: LoginOpts) {
+  const token = opts.token!.trim();
+  const checked = await httpsCall(`${base}/edge/management/v1/current-identity`, { caPem, headers: authHeader(token) });
+  if (checked.status === 401) throw new CliError(`The controller refused the token: ${checked.json?.error?.message ?? 'HTTP 401'}`);
+  const me = expectOk(checked, 'Checking the token')?.data as { name: string };
+  const exp = isJwt(token) ? Number(claims(token).exp) : NaN;
+  const current = saveProfile(opts.profile, { url: base, username: me.name, token, caPem, ...(Number.isFinite(exp) ? { expiresAt: new Date(exp * 1000).toISOString() } : {}) }, opts.use);
+  saved(base, me.name, opts, current);
+}
+
+/**
+ * Renew an OIDC profile's access token with its refresh token (a certificate login presents its
+ * certificate again: its tokens are bound to it) and save it; the profile as it was when refused.
+ */
+export async function refreshProfile(p: Profile, name?: string): Promise<Profile> {
+  let tls: { cert?: string; key?: string } = {};
+  try {
+    if (p.tlsFiles?.identity) tls = readIdentityFile(p.tlsFiles.identity);
+    else if (p.tlsFiles?.cert && p.tlsFiles.key) tls = { cert: fs.readFileSync(p.tlsFiles.cert, 'utf8'), key: fs.readFileSync(p.tlsFiles.key, 'utf8') };
+  } catch {
+    // The files moved: the renewal is refused, and the 401 that follows says how to log in again.
+  }
+  const t = await refreshTokens(p.url, p.caPem, p.refreshToken!, { cert: tls.cert, key: tls.key });
+  if (!t) return p;
+  const next: Profile = { ...p, token: t.accessToken, refreshToken: t.refreshToken ?? p.refreshToken, expiresAt: t.expiresAt };
+  saveProfile(name ?? currentProfileName() ?? 'default', next);
+  return next;
 }
 
 /** An API token instead of a login: checked against the controller, then saved as the profile's token. */
