@@ -2,6 +2,7 @@
 // both SDK flows, refresh and exchange, JWT API sessions on both APIs, and what must fail.
 import { X509Certificate } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
+import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT, MGMT } from '../helpers/controller.js';
 import { ecCsr } from '../helpers/certs.js';
@@ -172,6 +173,85 @@ describe('the C SDK flow (cert, openziti client, refresh_token grant)', () => {
     const bad = await oidc.cCert(dev, { csrPem: 'not a csr' });
     expect(bad.login.status).toBe(400);
     expect(bad.login.body.error.code).toBe('COULD_NOT_VALIDATE');
+  });
+});
+
+describe('TOTP during the login', () => {
+  const code = (secret: string) => generate({ secret, epoch: Math.floor(c.clock.now().getTime() / 1000) });
+  const secretOf = (url: string) => new URL(url).searchParams.get('secret')!;
+
+  it('an identity with verified TOTP: totp-required with its auth query, then the code (Go SDK: JSON), then the code flow', async () => {
+    await user('oidc-mfa');
+    const legacy = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'oidc-mfa', password: 'password-1' } })).body.data.token;
+    expect((await c.call('POST', `${CLIENT}/current-identity/mfa`, { token: legacy })).status).toBe(201);
+    const secret = secretOf((await c.call('GET', `${CLIENT}/current-identity/mfa`, { token: legacy })).body.data.provisioningUrl);
+    expect((await c.call('POST', `${CLIENT}/current-identity/mfa/verify`, { token: legacy, body: { code: await code(secret) } })).status).toBe(200);
+    c.clock.advance(30_000);
+
+    const s = await oidc.goStart();
+    const login = await oidc.goLogin('password', s.id, { username: 'oidc-mfa', password: 'password-1' });
+    expect(login.status).toBe(200);
+    expect(login.headers['totp-required']).toBe('true');
+    expect(login.body.authQueries).toEqual([expect.objectContaining({ typeId: 'TOTP', isTotpEnrolled: true, httpMethod: 'POST' })]);
+    // No code for a login that owes TOTP.
+    const early = await c.call('GET', `/oidc/authorize/callback?id=${encodeURIComponent(s.id)}`);
+    expect(String(early.headers.location)).toMatch(/error=access_denied/);
+    expect((await c.call('GET', `/oidc/login/auth-queries?id=${encodeURIComponent(s.id)}`)).headers['totp-required']).toBe('true');
+    const wrong = await c.call('POST', '/oidc/login/totp', { body: { id: s.id, code: '000000' } });
+    expect(wrong.status).toBe(400);
+    const right = await c.call('POST', '/oidc/login/totp', { body: { id: s.id, code: await code(secret) } });
+    const t = await oidc.goToken(await oidc.codeFrom(right, s.state), s.pk);
+    expect(t.status, t.text).toBe(200);
+    expect(claimsOf(t.body.access_token).amr).toEqual(['password', 'totp']);
+    const session = await c.call('GET', `${CLIENT}/current-api-session`, { bearer: t.body.access_token });
+    expect(session.body.data).toMatchObject({ isMfaRequired: true, isMfaComplete: true });
+  });
+
+  it('five wrong codes end the login (C SDK: form)', async () => {
+    await user('oidc-mfa-guess');
+    const legacy = (await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'oidc-mfa-guess', password: 'password-1' } })).body.data.token;
+    await c.call('POST', `${CLIENT}/current-identity/mfa`, { token: legacy });
+    const secret = secretOf((await c.call('GET', `${CLIENT}/current-identity/mfa`, { token: legacy })).body.data.provisioningUrl);
+    await c.call('POST', `${CLIENT}/current-identity/mfa/verify`, { token: legacy, body: { code: await code(secret) } });
+    c.clock.advance(30_000);
+    const s = await oidc.goStart();
+    expect((await oidc.goLogin('password', s.id, { username: 'oidc-mfa-guess', password: 'password-1' })).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const r = await c.call('POST', '/oidc/login/totp', { body: form({ id: s.id, code: '111111' }), contentType: 'application/x-www-form-urlencoded' });
+      expect(r.status).toBe(400);
+    }
+    const late = await c.call('POST', '/oidc/login/totp', { body: form({ id: s.id, code: await code(secret) }), contentType: 'application/x-www-form-urlencoded' });
+    expect(late.status).toBe(401);
+  });
+
+  it('a policy that requires TOTP of an identity without it: enroll during the login, verify, then the code', async () => {
+    const policy = await mgmt('POST', '/auth-policies', {
+      name: 'totp-required',
+      primary: { cert: { allowed: true, allowExpiredCerts: false }, extJwt: { allowed: false, allowedSigners: [] }, updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 0, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false } },
+      secondary: { requireTotp: true },
+    });
+    expect(policy.status, policy.text).toBe(201);
+    const id = await user('oidc-enroll');
+    expect((await mgmt('PATCH', `/identities/${id}`, { authPolicyId: policy.body.data.id })).status).toBe(200);
+    const s = await oidc.goStart();
+    const login = await oidc.goLogin('password', s.id, { username: 'oidc-enroll', password: 'password-1' });
+    expect(login.headers['totp-required']).toBe('true');
+    expect(login.body.authQueries[0]).toMatchObject({ typeId: 'TOTP', isTotpEnrolled: false });
+    const started = await c.call('POST', '/oidc/login/totp/enroll', { body: { id: s.id } });
+    expect(started.status, started.text).toBe(201);
+    expect(started.body.provisioningUrl).toMatch(/^otpauth:\/\/totp\//);
+    expect(started.body.recoveryCodes).toHaveLength(20);
+    const secret = secretOf(started.body.provisioningUrl);
+    const verified = await c.call('POST', '/oidc/login/totp/enroll/verify', { body: { id: s.id, code: await code(secret) } });
+    const t = await oidc.goToken(await oidc.codeFrom(verified, s.state), s.pk);
+    expect(t.status, t.text).toBe(200);
+    expect(claimsOf(t.body.access_token).amr).toContain('totp');
+    // The enrollment is the identity's now: a legacy login asks for its code too.
+    const legacy = await c.call('POST', `${CLIENT}/authenticate?method=password`, { body: { username: 'oidc-enroll', password: 'password-1' } });
+    expect(legacy.body.data.isMfaRequired).toBe(true);
+    // Enrolling needs a login first.
+    const other = await oidc.goStart();
+    expect((await c.call('POST', '/oidc/login/totp/enroll', { body: { id: other.id } })).status).toBe(401);
   });
 });
 
