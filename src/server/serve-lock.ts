@@ -47,3 +47,13 @@ export function lockDataDir(dataDir: string): () => void {
   }
   throw new DataDirBusy(`Could not take ${file}: remove it if no ztc serve is running`);
 }
+
+/** The pid of another live process serving this data dir (its lock), if one does. */
+export function servingPid(dataDir: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dataDir, 'serve.lock'), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}

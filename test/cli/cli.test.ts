@@ -295,7 +295,7 @@ describe('ztc quickstart', () => {
       expect(listed.stdout).toMatch(/quickstart-device\s+Default/);
       // The printed next steps carry bytes: enroll both demo identities, host the echo, dial it (the C SDK).
       expect(out).toMatch(/edge router\s+tls:\/\/localhost:\d+/);
-      const steps = out.split('\n').filter((l) => /^  (ztc enroll|python3 \S+echo-demo\.py)/.test(l)).map((l) => l.trim().replace(/ &$/, ''));
+      const steps = out.split('\n').filter((l) => /^  (\S*ztc enroll|python3 \S+echo-demo\.py)/.test(l)).map((l) => l.trim().replace(/ &$/, ''));
       expect(steps).toHaveLength(4);
       for (const step of steps.slice(0, 2)) {
         const enrolled = await run(...step.split(' ').slice(1));

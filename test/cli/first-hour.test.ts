@@ -168,12 +168,12 @@ describe('the first hour', () => {
     } finally {
       child.kill('SIGTERM');
     }
-    expect(out).toContain("(current profile: quickstart, was: default; back with: ztc profile use default)");
+    expect(out).toMatch(/\(current profile: quickstart, was: default; back with: \S*ztc profile use default\)/);
     expect(out).toMatch(/admin\s+admin \(password below\)/);
     expect(out).not.toMatch(/password as given/);
     expect(out).toMatch(/│ admin password for 'admin': \S+ {3}\(generated; shown only this once\) │/);
     expect(out).toContain('Admin: admin, with the generated password in the box above (shown only this once)');
-    const hint = /start again with: ztc serve (.*)$/m.exec(out)![1];
+    const hint = /start again with: \S*ztc serve (.*)$/m.exec(out)![1];
     for (const flag of [`-d ${dir}`, '--port 0', '--bind 127.0.0.1', '--hostnames localhost', '--no-router', '--no-ctrl']) expect(hint).toContain(flag);
   }, 60_000);
 
