@@ -8,7 +8,7 @@ import type { Ctx } from '../model/context.js';
 import { ApiError } from '../model/errors.js';
 import { enrollmentEvent } from '../model/events/emit.js';
 
-const METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'trott', 'extend/router', 'challenge']);
+const METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'trott', 'extend/router', 'challenge', 'token']);
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -136,7 +136,7 @@ export class Metrics {
   }
 }
 
-const ENROLL_METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'trott', 'extend/router', 'challenge']);
+const ENROLL_METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'trott', 'extend/router', 'challenge', 'token']);
 
 function outcome(status: number): string {
   if (status < 300) return 'success';

@@ -20,6 +20,7 @@ const PUBLIC: [method: string, path: string, why: string][] = [
   ['POST', 'client:/enroll', 'enrollment: the one-time token or the certificate is the credential'],
   ['POST', 'client:/enroll/ott', 'enrollment'],
   ['POST', 'client:/enroll/updb', 'enrollment'],
+  ['POST', 'client:/enroll/token', 'enrollment by an external identity provider\'s JWT: the JWT, checked by its signer, is the credential'],
   ['POST', 'client:/enroll/ottca', 'enrollment'],
   ['POST', 'client:/enroll/ca', 'enrollment'],
   ['POST', 'client:/enroll/erott', 'router enrollment'],

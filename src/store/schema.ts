@@ -111,6 +111,11 @@ export interface ExternalJwtSignerRow extends BaseRow {
   targetToken: string;
   enrollNameClaimsSelector: string;
   enrollAttributeClaimsSelector: string;
+  /** Its JWTs may enroll new identities (POST /enroll/token) that get a certificate (cert) or log in with its JWTs (token). */
+  enrollToCertEnabled: number;
+  enrollToTokenEnabled: number;
+  /** The auth policy of identities it enrolls; null: the default one. */
+  enrollAuthPolicyId: string | null;
 }
 
 export interface CaRow extends BaseRow {

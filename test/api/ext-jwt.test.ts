@@ -201,14 +201,20 @@ describe('2.x signer fields', () => {
     expect(expectError(await mg('PATCH', `/external-jwt-signers/${sid}`, { enrollNameClaimsSelector: '/a~2b' }), 400, 'COULD_NOT_VALIDATE').cause.field).toBe('enrollNameClaimsSelector');
   });
 
-  it('enrolment by JWT: false is taken (ZAC and the 2.x CLI send it), true is refused, the auth policy id ignored', async () => {
-    const off = await mg('POST', '/external-jwt-signers', { ...base('enroll-off'), enrollToCertEnabled: false, enrollToTokenEnabled: false, enrollAuthPolicyId: 'default' });
+  it('enrolment by JWT: enrollToCertEnabled, enrollToTokenEnabled and enrollAuthPolicyId are stored and shown (an unknown policy refused)', async () => {
+    const off = await mg('POST', '/external-jwt-signers', { ...base('enroll-off'), enrollToCertEnabled: false, enrollToTokenEnabled: false, enrollAuthPolicyId: '' });
     expect(off.status, off.text).toBe(201);
-    expect((await mg('GET', `/external-jwt-signers/${off.body.data.id}`)).body.data.enrollAuthPolicyId).toBeUndefined();
-    for (const k of ['enrollToCertEnabled', 'enrollToTokenEnabled']) {
-      const e = expectError(await mg('POST', '/external-jwt-signers', { ...base(`enroll-${k}`), [k]: true }), 400, 'INVALID_FIELD');
-      expect(e.cause.field).toBe(k);
-      expect(e.message).toMatch(/does not enroll identities by an external JWT/);
-    }
+    expect((await mg('GET', `/external-jwt-signers/${off.body.data.id}`)).body.data).toMatchObject({ enrollToCertEnabled: false, enrollToTokenEnabled: false, enrollAuthPolicyId: '' });
+    const on = await mg('POST', '/external-jwt-signers', { ...base('enroll-on'), enrollToCertEnabled: true, enrollToTokenEnabled: true, enrollAuthPolicyId: 'default' });
+    expect(on.status, on.text).toBe(201);
+    expect((await mg('GET', `/external-jwt-signers/${on.body.data.id}`)).body.data).toMatchObject({ enrollToCertEnabled: true, enrollToTokenEnabled: true, enrollAuthPolicyId: 'default' });
+    expect((await mg('GET', `/external-jwt-signers?filter=${encodeURIComponent('enrollToTokenEnabled = true')}`)).body.data.map((x: { id: string }) => x.id)).toEqual([on.body.data.id]);
+    const pub = (await c.call('GET', `${CLIENT}/external-jwt-signers`)).body.data.find((x: { id: string }) => x.id === on.body.data.id);
+    expect(pub).toMatchObject({ enrollToCertEnabled: true, enrollToTokenEnabled: true });
+    expect(pub.enrollAuthPolicyId).toBeUndefined();
+    expect((await mg('PATCH', `/external-jwt-signers/${on.body.data.id}`, { enrollToCertEnabled: false })).status).toBe(200);
+    expect((await mg('GET', `/external-jwt-signers/${on.body.data.id}`)).body.data).toMatchObject({ enrollToCertEnabled: false, enrollToTokenEnabled: true });
+    const e = expectError(await mg('POST', '/external-jwt-signers', { ...base('enroll-bad-policy'), enrollAuthPolicyId: 'no-such-policy' }), 400, 'INVALID_FIELD');
+    expect(e.cause.field).toBe('enrollAuthPolicyId');
   });
 });

@@ -76,8 +76,8 @@ describe('meta.filterableFields answers upstream’s symbol names', () => {
       'primary.updb.requireSpecialChar', 'primary.updb.requireNumberChar', 'primary.updb.requireMixedCase', 'primary.updb.maxAttempts',
       'primary.extJwt.allowed', 'secondary.requireTotp', 'secondary.requireExtJwtSigner',
     ],
-    // The last three are 2.x's symbols (external_jwt_signer_store.go) of the fields ztc stores since.
-    'external-jwt-signers': ['name', 'fingerprint', 'kid', 'issuer', 'certPem', 'commonName', 'claimsProperty', 'audience', 'clientId', 'scopes', 'notAfter', 'notBefore', 'enabled', 'useExternalId', 'targetToken', 'enrollNameClaimsSelector', 'enrollAttributeClaimsSelector'],
+    // The last six are 2.x's symbols (external_jwt_signer_store.go) of the fields ztc stores since.
+    'external-jwt-signers': ['name', 'fingerprint', 'kid', 'issuer', 'certPem', 'commonName', 'claimsProperty', 'audience', 'clientId', 'scopes', 'notAfter', 'notBefore', 'enabled', 'useExternalId', 'targetToken', 'enrollNameClaimsSelector', 'enrollAttributeClaimsSelector', 'enrollToCertEnabled', 'enrollToTokenEnabled', 'enrollAuthPolicyId'],
     'service-policies': ['name', 'type', 'semantic', 'identityRoles', 'serviceRoles', 'postureCheckRoles', 'identities', 'services'],
     'edge-router-policies': ['name', 'semantic', 'identityRoles', 'edgeRouterRoles'],
     'service-edge-router-policies': ['name', 'semantic', 'serviceRoles', 'edgeRouterRoles'],

@@ -53,7 +53,8 @@ export async function takeEnrollment(tx: Tx, ctx: Ctx, token: unknown, methods: 
   return row;
 }
 
-async function addCertAuthenticator(tx: Tx, ctx: Ctx, identityId: string, pem: string, o: { network: boolean; caId?: string | null }) {
+/** A certificate authenticator for the identity (409 when the certificate or the method is taken). */
+export async function addCertAuthenticator(tx: Tx, ctx: Ctx, identityId: string, pem: string, o: { network: boolean; caId?: string | null }) {
   const fingerprint = fingerprintOf(pem);
   const inUse = await tx.selectFrom('authenticators').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
   if (inUse) throw conflict('CERT_IN_USE', 'This certificate is already bound to an authenticator');

@@ -106,6 +106,9 @@ export const authPolicies = defineResource({
       // first, so the default policy in use answers 409 as upstream's does.
       const users = await tx.selectFrom('identities').select('id').where('authPolicyId', '=', existing.id).orderBy('id').limit(100).execute();
       if (users.length) throw referencedBy('authPolicy', 'identity', users.map((u) => u.id), 'authPolicyId');
+      // As upstream's foreign key: an external JWT signer enrolls identities into it (enrollAuthPolicyId).
+      const signers = await tx.selectFrom('externalJwtSigners').select('id').where('enrollAuthPolicyId', '=', existing.id).orderBy('id').limit(100).execute();
+      if (signers.length) throw referencedBy('authPolicy', 'externalJwtSigner', signers.map((s) => s.id), 'enrollAuthPolicyId');
       if (isSet(existing.isSystem)) throw cannotDelete('The default auth policy cannot be deleted; edit it instead');
     },
   },

@@ -6,7 +6,7 @@ import { bit, fromJson, isSet, sortedSet, toJson } from '../../store/json.js';
 import { isInternalAddress } from '../auth/jwks-fetch.js';
 import { endSessionsOf } from '../auth/revoke.js';
 import type { Ctx } from '../context.js';
-import { ApiError, couldNotValidate, referencedBy } from '../errors.js';
+import { ApiError, couldNotValidate, invalidField, referencedBy } from '../errors.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
@@ -29,9 +29,10 @@ const fields = {
   targetToken: Type.Optional(Nullable(TargetToken)),
   enrollNameClaimsSelector: Type.Optional(Nullable(ClaimsSelector)),
   enrollAttributeClaimsSelector: Type.Optional(Nullable(ClaimsSelector)),
-  // Upstream 2.x enrols identities by a signer's JWT (POST /enroll/token); ztc does not, so only false is taken.
-  enrollToCertEnabled: Type.Optional(Nullable(Type.Boolean({ description: 'Only false: ztc does not enroll identities by external JWT' }))),
-  enrollToTokenEnabled: Type.Optional(Nullable(Type.Boolean({ description: 'Only false: ztc does not enroll identities by external JWT' }))),
+  // Enrolment by the signer's JWT (POST /enroll/token): to a certificate (with a CSR) or to logging in with its JWTs.
+  enrollToCertEnabled: Type.Optional(Nullable(Type.Boolean({ description: 'Its JWTs may enroll new identities that get a certificate (POST /enroll/token with a CSR)' }))),
+  enrollToTokenEnabled: Type.Optional(Nullable(Type.Boolean({ description: 'Its JWTs may enroll new identities that then log in with its JWTs (POST /enroll/token without a CSR)' }))),
+  enrollAuthPolicyId: Type.Optional(Nullable(Type.String({ maxLength: 64, description: 'The auth policy of the identities it enrolls (default: the default policy)' }))),
   tags: Type.Optional(Tags),
 };
 export const signerCreate = Type.Object(
@@ -57,6 +58,7 @@ export const signerDetail = Type.Object({
   kid: OptionalText, claimsProperty: OptionalText, useExternalId: Type.Boolean(), clientId: OptionalText, externalAuthUrl: OptionalText, scopes: Scopes,
   fingerprint: OptionalText, commonName: Type.String(), notBefore: Type.String(), notAfter: Type.String(),
   targetToken: Type.String(), enrollNameClaimsSelector: Type.String(), enrollAttributeClaimsSelector: Type.String(), enrollToCertEnabled: Type.Boolean(), enrollToTokenEnabled: Type.Boolean(),
+  enrollAuthPolicyId: Type.String(),
 });
 /**
  * What the client API shows: enough to start a login with the external provider. clientId is left out
@@ -118,8 +120,12 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx, ctx: Ctx, existing?: R
   if (has('targetToken')) out.targetToken = input.targetToken ?? 'ACCESS';
   if (has('enrollNameClaimsSelector')) out.enrollNameClaimsSelector = claimsSelector('enrollNameClaimsSelector', input.enrollNameClaimsSelector) || '/sub';
   if (has('enrollAttributeClaimsSelector')) out.enrollAttributeClaimsSelector = claimsSelector('enrollAttributeClaimsSelector', input.enrollAttributeClaimsSelector);
-  for (const k of ['enrollToCertEnabled', 'enrollToTokenEnabled']) {
-    if (input[k] === true) throw new ApiError(400, 'INVALID_FIELD', `${k} cannot be true: ztc does not enroll identities by an external JWT (POST /enroll/token); create them and log in with method ext-jwt`, { field: k, reason: 'not supported', value: true });
+  if (has('enrollToCertEnabled')) out.enrollToCertEnabled = bit(input.enrollToCertEnabled);
+  if (has('enrollToTokenEnabled')) out.enrollToTokenEnabled = bit(input.enrollToTokenEnabled);
+  if (has('enrollAuthPolicyId')) {
+    const policy = input.enrollAuthPolicyId || null;
+    if (policy && !(await tx.selectFrom('authPolicies').select('id').where('id', '=', policy).executeTakeFirst())) throw invalidField('enrollAuthPolicyId', `no auth policy has the id '${policy}'`, policy);
+    out.enrollAuthPolicyId = policy;
   }
   if (input.jwksEndpoint) {
     checkUrl('jwksEndpoint', input.jwksEndpoint);
@@ -170,9 +176,7 @@ export const externalJwtSigners = defineResource({
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'External JWT signers: identity providers whose JWTs may log identities in (method ext-jwt)',
   schemas: { detail: signerDetail, create: signerCreate, update: signerCreate, patch: signerPatch },
-  blankAsNull: ['audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'clientId', 'externalAuthUrl'],
-  // Upstream 2.x's enrolment by JWT names this auth policy; ztc does not enroll that way (enrollTo*Enabled only false).
-  ignored: { enrollAuthPolicyId: Type.String({ maxLength: 255 }) },
+  blankAsNull: ['audience', 'certPem', 'jwksEndpoint', 'kid', 'claimsProperty', 'clientId', 'externalAuthUrl', 'enrollAuthPolicyId'],
   filterable: {
     ...baseFilterable,
     ...Object.fromEntries(
@@ -182,13 +186,16 @@ export const externalJwtSigners = defineResource({
     notBefore: { column: 'e.not_before', type: 'datetime', sortable: true },
     enabled: { column: 'e.enabled', type: 'boolean', sortable: true },
     useExternalId: { column: 'e.use_external_id', type: 'boolean', sortable: true },
+    enrollToCertEnabled: { column: 'e.enroll_to_cert_enabled', type: 'boolean', sortable: true },
+    enrollToTokenEnabled: { column: 'e.enroll_to_token_enabled', type: 'boolean', sortable: true },
+    enrollAuthPolicyId: { column: 'e.enroll_auth_policy_id', type: 'string', sortable: true },
   },
   toDetail: (r) => Object.assign(baseDetail('external-jwt-signers', r), {
     name: r.name, enabled: isSet(r.enabled), issuer: r.issuer, audience: opt(r.audience), certPem: opt(r.certPem), jwksEndpoint: opt(r.jwksEndpoint), kid: opt(r.kid),
     claimsProperty: opt(r.claimsProperty), useExternalId: isSet(r.useExternalId), clientId: opt(r.clientId), externalAuthUrl: opt(r.externalAuthUrl), scopes: scopesOf(r.scopes),
     fingerprint: opt(r.fingerprint), commonName: r.commonName ?? '', notBefore: r.notBefore || GO_ZERO_TIME, notAfter: r.notAfter || GO_ZERO_TIME,
     targetToken: r.targetToken || 'ACCESS', enrollNameClaimsSelector: r.enrollNameClaimsSelector || '/sub', enrollAttributeClaimsSelector: r.enrollAttributeClaimsSelector ?? '',
-    enrollToCertEnabled: false, enrollToTokenEnabled: false,
+    enrollToCertEnabled: isSet(r.enrollToCertEnabled), enrollToTokenEnabled: isSet(r.enrollToTokenEnabled), enrollAuthPolicyId: r.enrollAuthPolicyId ?? '',
   }),
   toRow,
   hooks: {

@@ -26,6 +26,7 @@ import { signerTargetToken } from './0029-signer-target-token.js';
 import { revocations } from './0030-revocations.js';
 import { authenticatorExtendRequests } from './0031-authenticator-extend-requests.js';
 import { router2xFields } from './0033-router-2x-fields.js';
+import { signerEnrollment } from './0034-signer-enrollment.js';
 import { oidc } from './0032-oidc.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
@@ -56,5 +57,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0031-authenticator-extend-requests': authenticatorExtendRequests(),
     '0032-oidc': oidc(),
     '0033-router-2x-fields': router2xFields(),
+    '0034-signer-enrollment': signerEnrollment(),
   };
 }

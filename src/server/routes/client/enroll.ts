@@ -7,6 +7,8 @@ import { enrollCtx } from '../../enrollment-events.js';
 import { ApiError } from '../../../model/errors.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { enrollCa, enrollOtt, enrollOttCa, enrollUpdb } from '../../../model/pki/enroll.js';
+import { enrollByToken } from '../../../model/pki/enroll-token.js';
+import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
 import { enrollRouter, extendRouter } from '../../../model/pki/router-enroll.js';
 import { Empty, Envelope, Password } from '../../../model/schemas/common.js';
 import { errors } from '../../crud.js';
@@ -118,6 +120,24 @@ export function registerEnroll(app: FastifyInstance, ctx: Ctx) {
       },
     },
     async (req, reply) => sendCerts(reply, await enrollOtt(enrollCtx(ctx, req), tokenOf(req), csrOf(req.body)), wantsPem(req.headers.accept, false)),
+  );
+
+  app.post(
+    '/enroll/token',
+    {
+      config: { ...pub, ...IGNORES_UNKNOWN_FIELDS },
+      schema: {
+        operationId: 'enrollToken', tags,
+        summary: 'Enroll a new identity with an external identity provider\'s JWT (Authorization: Bearer), through the external JWT signer that issued it (or the one ziti-token-issuer-id names): with clientCsr it gets a certificate, without it logs in with the provider\'s JWTs',
+        headers: Type.Object({ authorization: Type.Optional(Type.String({ maxLength: 16384 })), 'ziti-token-issuer-id': Type.Optional(Type.String({ maxLength: 64 })) }),
+        body: Type.Object({ clientCsr: Type.Optional(Type.String({ maxLength: 65536 })) }),
+        response: { 200: Envelope(Type.Object({ ca: Type.Optional(Type.String()), cert: Type.Optional(Type.String()) })), ...errors(400, 409) },
+      },
+    },
+    async (req) => {
+      const h = req.headers as Record<string, string | undefined>;
+      return ok(await enrollByToken(enrollCtx(ctx, req), { authorization: h.authorization, issuerId: h['ziti-token-issuer-id'], clientCsr: (req.body as { clientCsr?: string }).clientCsr }));
+    },
   );
 
   app.post(
