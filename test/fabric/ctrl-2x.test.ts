@@ -61,6 +61,8 @@ describe('a 2.x router on the control channel: the grouped hello', () => {
     await new Promise((r) => setTimeout(r, 2500));
     expect(p.closed).toBe(false);
     await expect.poll(async () => (await n.api('GET', `/edge-routers/${router.id}`)).body.data, { timeout: 3000 }).toMatchObject({ isOnline: true, version: 'v2.0.3', versionInfo: { version: 'v2.0.3', revision: 'e86e337a', os: 'linux', arch: 'amd64' } });
+    // Its capabilities as its hello announced them (1002: RouterMultiChannel, bit 1).
+    expect((await n.api('GET', `/edge-routers/${router.id}`)).body.data).toMatchObject({ capabilities: ['MULTI_CHANNEL'], capabilitiesMask: 2 });
   });
 
   it('its link listeners (header 1000) are what its peers are told', async () => {

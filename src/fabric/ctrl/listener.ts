@@ -225,7 +225,7 @@ export class CtrlServer {
     this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString(), ...(grouped ? { grouped: grouped.type } : {}) }, 'ctrl: router connected');
     routerEvent(this.ctx, routerId, true);
     await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
-    await setRouterHello(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') })), conn.hello.versionInfo).catch(() => {});
+    await setRouterHello(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') })), conn.hello.versionInfo, conn.hello.capabilitiesMask).catch(() => {});
     await this.network.refreshCosts().catch(() => {});
     // Its peers learn of it and it of them (routers dial their links themselves, section 2.7), once it is
     // up on its side: it answers ServerHello and reports its links at once; a router that says nothing
@@ -559,7 +559,8 @@ function addressOf(channel: Channel): string {
  */
 function readHello(hello: Message, grouped: boolean): RouterHello {
   const version = hello.headers.get(Header.HelloVersion)?.toString('utf8').split('|')[0] ?? '';
-  const v2 = grouped || hasCapability(hello.headers.get(CtrlHeader.CapabilitiesV2), RouterCapability.MultiChannel);
+  const mask = hello.headers.get(CtrlHeader.CapabilitiesV2);
+  const v2 = grouped || hasCapability(mask, RouterCapability.MultiChannel);
   let listeners: Record<string, unknown>[] = [];
   let capabilities: number[] = [];
   try {
@@ -570,7 +571,7 @@ function readHello(hello: Message, grouped: boolean): RouterHello {
   } catch {
     // A malformed optional header: the router is still let in, as one without links.
   }
-  return { version, versionInfo: hello.headers.get(Header.HelloVersion)?.toString('utf8') ?? '', listeners, managesLinks: v2 || capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]), v2 };
+  return { version, versionInfo: hello.headers.get(Header.HelloVersion)?.toString('utf8') ?? '', listeners, managesLinks: v2 || capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]), v2, capabilitiesMask: mask?.length ? BigInt(`0x${mask.toString('hex')}`) : null };
 }
 
 /** Upstream's version rule: a development build (v0.0.0) or anything unparseable counts as new enough. */

@@ -43,6 +43,8 @@ export interface RouterHello {
   managesLinks: boolean;
   /** A 2.x router (grouped channel, 2.x headers): it is served the router data model and JWT sessions. */
   v2: boolean;
+  /** Its capability mask (header 1002, a big-endian integer; 2.x), or null when its hello has none (1.x). */
+  capabilitiesMask: bigint | null;
 }
 
 export class RouterConn {
