@@ -176,6 +176,10 @@ export class CtrlServer {
     const conn = new RouterConn(this, routerId, router.name, channel, readHello(hello, !!grouped), router.fingerprint);
     const group: UnderlayGroup | undefined = grouped && this.groups.open(grouped);
     this.routers.set(routerId, conn);
+    // Before anything is awaited: a 2.x router subscribes to the data model as soon as its hello is
+    // answered, and a subscription from a router the sender does not know yet would be lost (the router
+    // asks again only when it expires, five minutes later).
+    if (conn.hello.v2) this.rdm.add(conn);
     // After the swap: the old connection's close must not read as the router going away.
     if (previous) previous.channel.close(new Error('replaced by a new connection: it did not answer a heartbeat'));
     channel.attach({
@@ -236,7 +240,6 @@ export class CtrlServer {
     // Its edge listeners' addresses (what SDKs are given), then every live API session, in chunks. A 2.x
     // router is offered the router data model as upstream offers it (ServerHello data and header 1024),
     // and given the public keys at once (its edge listener takes no SDK without them); it subscribes next.
-    if (conn.hello.v2) this.rdm.add(conn);
     const serverHello = conn.hello.v2
       ? message(CtrlType.ServerHello, [[CtrlHeader.RouterDataModel, bool(true)]], encode(Schemas.ServerHello, { version: o.version, data: { instant: 'true', routerModel: 'true' } }))
       : message(CtrlType.ServerHello, [], encode(Schemas.ServerHello, { version: o.version }));
