@@ -40,6 +40,17 @@ describe('the first hour, third pass', () => {
     const byName = await ztc('audit', '--entity', 'web-host');
     expect(byName.code, byName.stderr).toBe(0);
     expect(byName.stdout).toBe(byId.stdout);
+    // Revoked: its refused certificate logins are in its audit, by name and by id.
+    expect((await ztc('identity', 'disable', 'web-host')).code).toBe(0);
+    const refused = await ztc('login', '--identity', file, '--profile', 'web-host');
+    expect(refused.code).not.toBe(0);
+    await running.ctx.events.flush();
+    for (const entity of ['web-host', id]) {
+      const audit = await ztc('audit', '--entity', entity, '--type', 'authentication');
+      expect(audit.stdout).toMatch(new RegExp(`login fail\\s+cert \\[${id}\\]\\s+from \\S+\\s+INVALID_AUTH`));
+      // Not under the username the client's login sent by default (admin).
+      expect(audit.stdout).not.toMatch(/cert admin/);
+    }
   });
 
   it('takes a global --profile (and -o, -d) before a command that has no use for it, such as enroll', async () => {
@@ -63,14 +74,18 @@ describe('the first hour, third pass', () => {
     expect(all.code, all.stderr).toBe(0);
     expect(all.stdout).toMatch(/^ztc_http_requests_total\{.*\}\s+\d+$/m);
     expect(all.stdout).not.toMatch(/^# /m);
-    const logins = await ztc('metrics', 'ztc_logins');
-    expect(logins.code, logins.stderr).toBe(0);
-    expect(logins.stdout).toMatch(/^ztc_logins_total\{method=password, outcome=success\}\s+[1-9]\d*$/m);
-    expect(logins.stdout.split('\n').filter(Boolean).every((l) => l.startsWith('ztc_logins'))).toBe(true);
-    const json = JSON.parse((await ztc('metrics', 'ztc_logins_total', '-o', 'json')).stdout) as { name: string; labels: Record<string, string>; value: number }[];
-    expect(json.find((s) => s.labels.outcome === 'success')).toMatchObject({ name: 'ztc_logins_total', labels: { method: 'password' } });
-    const raw = await ztc('metrics', '--raw', 'ztc_logins_total');
-    expect(raw.stdout).toMatch(/^# TYPE ztc_logins_total counter$/m);
+    const requests = await ztc('metrics', 'ztc_http_requests_total', 'ztc_api_sessions');
+    expect(requests.code, requests.stderr).toBe(0);
+    expect(requests.stdout).toMatch(/^ztc_http_requests_total\{method=GET, route=\/edge\/management\/v1\/identities, status=200\}\s+[1-9]\d*$/m);
+    expect(requests.stdout).toMatch(/^ztc_api_sessions\s+[1-9]\d*$/m);
+    expect(requests.stdout.split('\n').filter(Boolean).every((l) => /^ztc_(http_requests_total|api_sessions)\b/.test(l))).toBe(true);
+    const json = JSON.parse((await ztc('metrics', 'ztc_http_requests_total', '-o', 'json')).stdout) as { name: string; labels: Record<string, string>; value: number }[];
+    const listed = json.find((s) => s.labels.route === '/edge/management/v1/identities' && s.labels.method === 'GET' && s.labels.status === '200');
+    expect(listed).toMatchObject({ name: 'ztc_http_requests_total' });
+    expect(listed!.value).toBeGreaterThan(0);
+    const raw = await ztc('metrics', '--raw', 'ztc_http_requests_total');
+    expect(raw.stdout).toMatch(/^# TYPE ztc_http_requests_total counter$/m);
+    expect(raw.stdout).not.toMatch(/ztc_api_sessions/);
     const api = await ztc('api', 'GET', '/metrics');
     expect(api.code, api.stderr).toBe(0);
     expect(api.stdout).toMatch(/^# HELP ztc_http_requests_total /m);

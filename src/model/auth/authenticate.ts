@@ -22,6 +22,13 @@ export interface AuthenticateInput {
 
 export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
 
+/**
+ * A refused login whose credential was found: the same answer as any (INVALID_AUTH, nothing said about
+ * why), carrying whose it was for the refused login's event, so the audit of that identity shows it (a
+ * disabled identity's attempts, a locked or wrong password).
+ */
+const refusedFor = (identityId: string, authenticatorId?: string) => Object.assign(invalidAuth(), { identityId, ...(authenticatorId ? { authenticatorId } : {}) });
+
 /** What a primary method proved: whose credential it was. */
 export interface PrimaryAuth {
   identityId: string;
@@ -70,13 +77,13 @@ async function authenticatePassword<T>(ctx: Ctx, input: AuthenticateInput, ipAdd
   if (!row) throw invalidAuth();
   const now = ctx.clock.now();
   const updb = (JSON.parse(row.primaryJson || '{}') as AuthPolicy['primary']).updb;
-  if (row.lockedUntil && Date.parse(row.lockedUntil) > now.getTime()) throw invalidAuth();
+  if (row.lockedUntil && Date.parse(row.lockedUntil) > now.getTime()) throw refusedFor(row.identityId, row.id);
   if (!ok) {
     await recordFailure(ctx, row.id, updb);
     // The failed-login event names the identity the username belongs to (model/events/emit.ts).
-    throw Object.assign(invalidAuth(), { identityId: row.identityId });
+    throw refusedFor(row.identityId, row.id);
   }
-  if (updb && updb.allowed === false) throw invalidAuth();
+  if (updb && updb.allowed === false) throw refusedFor(row.identityId, row.id);
   budget.succeeded(input.username);
   if (row.failedAttempts || row.lockedUntil) {
     await ctx.store.db.updateTable('authenticators').set({ failedAttempts: 0, lockedUntil: null }).where('id', '=', row.id).execute();
@@ -105,7 +112,9 @@ async function recordFailure(ctx: Ctx, authenticatorId: string, updb: AuthPolicy
  * (verified TOTP, or a policy that requires it), and open the API session.
  */
 export async function openSession(ctx: Ctx, o: PrimaryAuth) {
-  const { isMfaRequired } = await loginState(ctx, o.identityId);
+  const { isMfaRequired } = await loginState(ctx, o.identityId).catch((e: unknown) => {
+    throw Object.assign(e as object, { authenticatorId: (e as { authenticatorId?: string }).authenticatorId ?? o.authenticatorId });
+  });
   await recordClientInfo(ctx, o.identityId, o.input);
   const { token } = await createApiSession(ctx, {
     identityId: o.identityId,
@@ -132,7 +141,7 @@ export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaR
     .executeTakeFirst();
   if (!identity) throw invalidAuth();
   const now = ctx.clock.now().getTime();
-  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw invalidAuth();
+  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw refusedFor(identityId);
   const secondary = JSON.parse(identity.secondaryJson || '{}') as AuthPolicy['secondary'];
   return { isMfaRequired: isSet(identity.mfaVerified) || !!secondary.requireTotp, isTotpEnrolled: isSet(identity.mfaVerified) };
 }
@@ -153,8 +162,8 @@ async function authenticateCert<T>(ctx: Ctx, input: AuthenticateInput, ipAddress
   if (!row) throw invalidAuth();
   const now = ctx.clock.now();
   const primary = JSON.parse(row.primaryJson || '{}') as { cert?: { allowed?: boolean; allowExpiredCerts?: boolean } };
-  if (primary.cert?.allowed === false) throw invalidAuth();
-  if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw invalidAuth();
+  if (primary.cert?.allowed === false) throw refusedFor(row.identityId, row.id);
+  if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw refusedFor(row.identityId, row.id);
   if (isSet(row.isIssuedByNetwork)) {
     if (!issuedByNetwork(ctx, leaf, presented)) throw invalidAuth();
     // Upstream 2.x notes whether the chain led to the root (lastAuthResolvedToRoot; a session's

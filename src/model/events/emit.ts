@@ -24,9 +24,11 @@ export function authenticationSucceeded(ctx: Ctx, method: string, s: { identityI
 export function loginFailed(ctx: Ctx, method: string, err: unknown, remoteAddress: string, o: { username?: unknown; identityId?: string } = {}) {
   const reason = err instanceof ApiError ? `${err.code}: ${err.message}` : 'internal error';
   ctx.events.emit(ctx.events.stamp<AuthenticationEvent>({
-    namespace: 'authentication', event_type: 'fail', type: methodName(String(method).slice(0, 32)), authenticator_id: '',
+    namespace: 'authentication', event_type: 'fail', type: methodName(String(method).slice(0, 32)), authenticator_id: (err as { authenticatorId?: string }).authenticatorId ?? '',
     identity_id: o.identityId ?? (err as { identityId?: string }).identityId ?? '',
-    ...(typeof o.username === 'string' ? { username: o.username.slice(0, 255) } : {}),
+    // The username only where it is the credential: a certificate or JWT login's body may carry one too
+    // (a client's default), which would name another identity in the audit.
+    ...(typeof o.username === 'string' && method === 'password' ? { username: o.username.slice(0, 255) } : {}),
     remote_address: remoteAddress, success: false, reason,
   }));
 }
