@@ -39,7 +39,8 @@ describe('edge router enrollment', () => {
     expectError(await c.call('POST', `${CLIENT}/enroll/erott`, { body: { token: before.enrollmentToken, clientCsr: client.csrPem, serverCsr: server.csrPem } }), 400, 'INVALID_ENROLLMENT_TOKEN');
 
     const after = (await c.call('GET', `${MGMT}/edge-routers/${id}`, { token: admin })).body.data;
-    expect(after).toMatchObject({ isVerified: true, enrollmentJwt: null, enrollmentToken: null, hostname: 'edge-a.example', syncStatus: 'SYNC_DONE' });
+    // Enrolled, not yet connected: no host name, listeners or sync status until it is (as upstream reads them from the connection).
+    expect(after).toMatchObject({ isVerified: true, enrollmentJwt: null, enrollmentToken: null, isOnline: false, hostname: '', supportedProtocols: {}, syncStatus: 'SYNC_UNKNOWN' });
     expect(after.fingerprint).toMatch(/^[0-9a-f]{40}$/);
 
     // Extension: only with the router's current certificate; the old one is refused at once.

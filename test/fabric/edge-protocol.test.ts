@@ -306,15 +306,17 @@ describe('bad input on the edge port', () => {
 });
 
 describe('the router record', () => {
-  it('is online, verified, public, and what clients see with a tls:// address; unenrolled routers are not offered', async () => {
+  it('is online, verified, public, and what clients see with a tls:// address; unenrolled routers are offered offline, with no address', async () => {
     const er = (await n.api('GET', `/edge-routers/${n.routerId}`)).body.data;
     expect(er).toMatchObject({ isOnline: true, isVerified: true, roleAttributes: ['public'], supportedProtocols: { tls: `tls://localhost:${n.routerPort}` } });
     await n.api('POST', '/edge-routers', { name: 'never-enrolled' });
     const seen = (await n.c.call('GET', `${CLIENT}/current-identity/edge-routers`, { token: client.token })).body.data as { name: string; supportedProtocols: Record<string, string> }[];
     expect(seen.map((r) => r.name)).toEqual([er.name]);
     const s = await n.c.call('POST', `${CLIENT}/sessions`, { token: client.token, body: { serviceId: echo, type: 'Dial' } });
-    expect(s.body.data.edgeRouters.map((r: { name: string }) => r.name)).toEqual([er.name]);
+    // A session lists what the policies allow, as upstream: the online router first, the unenrolled one offline and without urls.
+    expect(s.body.data.edgeRouters.map((r: { name: string; isOnline: boolean }) => [r.name, r.isOnline])).toEqual([[er.name, true], ['never-enrolled', false]]);
     expect(s.body.data.edgeRouters[0].urls).toEqual({ tls: `tls://localhost:${n.routerPort}` });
+    expect(s.body.data.edgeRouters[1].urls).toEqual({});
     // Its certificate names the advertised host and chains to the CA bundle clients hold.
     const sock = tls.connect({ host: '127.0.0.1', port: n.routerPort, servername: 'localhost', ca: n.c.running.ctx.pki.caBundlePem, cert: client.cert, key: client.key });
     await new Promise<void>((resolve, reject) => { sock.once('secureConnect', () => resolve()); sock.once('error', reject); });

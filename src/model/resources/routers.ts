@@ -116,19 +116,27 @@ export const edgeRouterClientFields = {
   version: Type.String(),
 };
 
-export const edgeRouterClientView = (r: Row) => ({
-  appData: fromJson(r.appData, {}),
-  cost: Number(r.cost),
-  disabled: isSet(r.disabled),
-  hostname: r.hostname ?? '',
-  isOnline: isOnline(r),
-  name: r.name,
-  noTraversal: isSet(r.noTraversal),
-  supportedProtocols: fromJson(r.supportedProtocols, {}),
-  syncStatus: isSet(r.isVerified) ? 'SYNC_DONE' : 'SYNC_NEW',
-  capabilities: routerCapabilityNames(r.capabilitiesMask),
-  version: versionOf(r).version,
-});
+/**
+ * A router as clients see it. Its host name, listener addresses and sync status are those of a connected
+ * router: an offline one has none (upstream reads them from the live connection), so SDKs that are
+ * offered it do not dial an address nobody answers (a Go SDK redialed a stopped router every second).
+ */
+export const edgeRouterClientView = (r: Row) => {
+  const online = isOnline(r);
+  return {
+    appData: fromJson(r.appData, {}),
+    cost: Number(r.cost),
+    disabled: isSet(r.disabled),
+    hostname: online ? (r.hostname ?? '') : '',
+    isOnline: online,
+    name: r.name,
+    noTraversal: isSet(r.noTraversal),
+    supportedProtocols: online ? fromJson(r.supportedProtocols, {}) : {},
+    syncStatus: online ? 'SYNC_DONE' : 'SYNC_UNKNOWN',
+    capabilities: routerCapabilityNames(r.capabilitiesMask),
+    version: versionOf(r).version,
+  };
+};
 
 /** The management views' 2.x fields: what an admin gave (ctrlChanListeners, configs); interfaces are never reported here. */
 const router2x = (r: Row) => ({ ctrlChanListeners: fromJson(r.ctrlChanListeners, {}), configs: fromJson<string[]>(r.configs, []), interfaces: [] });

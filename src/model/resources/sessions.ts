@@ -17,7 +17,7 @@ import { grantsFor, grantsForMany, type Grant } from '../policy/access.js';
 import { checksOfIdentity, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
-import { edgeRouterClientFields, edgeRouterClientView } from './routers.js';
+import { edgeRouterClientFields, edgeRouterClientView, isOnline } from './routers.js';
 import { sessionEvent } from '../events/emit.js';
 
 export const SessionType = Type.Union([Type.Literal('Dial'), Type.Literal('Bind'), Type.Literal('Invalid')]);
@@ -36,6 +36,9 @@ export const sessionDetail = Type.Object({
   edgeRouters: Type.Array(SessionRouter),
   servicePolicies: Type.Optional(Type.Array(EntityRef)),
 });
+
+/** How many routers a session or a service's router list offers (upstream's ListForIdentityAndService: 25). */
+export const ROUTERS_PER_SESSION = 25;
 
 /** The routers an identity may use for a service, for many (identity, service) pairs in two queries. */
 async function routersForPairs(db: Db, pairs: { identityId: string; serviceId: string }[]) {
@@ -67,17 +70,16 @@ async function routersForPairs(db: Db, pairs: { identityId: string; serviceId: s
     .distinct()
     .where('r.id', 'in', candidates)
     .where('af.entityId', 'in', identities)
-    .where('r.disabled', '=', 0)
-    .where('r.isVerified', '=', 1)
-    .orderBy('r.cost')
-    .orderBy('r.name')
     .execute()) as Row[];
+  // Every router the policies allow, as upstream lists them (offline, disabled and unenrolled ones too,
+  // shown offline with no addresses), connected ones first, at most ROUTERS_PER_SESSION of them.
+  routers.sort((a, b) => Number(isOnline(b)) - Number(isOnline(a)) || Number(a.cost) - Number(b.cost) || String(a.name).localeCompare(String(b.name)));
   const servicesOf = new Map<string, Set<string>>();
   for (const l of ofServices) servicesOf.set(l.routerId, (servicesOf.get(l.routerId) ?? new Set()).add(l.serviceId));
   for (const p of pairs) {
     const key = `${p.identityId}|${p.serviceId}`;
     if (out.has(key)) continue;
-    out.set(key, routers.filter((r) => r.viaIdentityId === p.identityId && servicesOf.get(r.id as string)?.has(p.serviceId)).map(({ viaIdentityId: _, ...r }) => r));
+    out.set(key, routers.filter((r) => r.viaIdentityId === p.identityId && servicesOf.get(r.id as string)?.has(p.serviceId)).slice(0, ROUTERS_PER_SESSION).map(({ viaIdentityId: _, ...r }) => r));
   }
   return out;
 }

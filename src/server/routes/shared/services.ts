@@ -7,11 +7,12 @@ import type { Ctx } from '../../../model/context.js';
 import { listResource } from '../../../model/crud.js';
 import { collect } from '../../../store/list.js';
 import { grantedHere, idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
-import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
+import type { AnyQuery, ResourceDecl, Row } from '../../../model/resource.js';
+import type { Db } from '../../../store/db.js';
 import { baseDetail, defineResource } from '../../../model/resource.js';
-import { edgeRouterClientFields, edgeRouterClientView, edgeRouterLinks, edgeRouters } from '../../../model/resources/routers.js';
+import { edgeRouterClientFields, edgeRouterClientView, edgeRouterLinks, edgeRouters, isOnline } from '../../../model/resources/routers.js';
 import { expandServices, serviceByNameWithSession, serviceViewFor, services, type ServiceViewer, type ServiceWithSession } from '../../../model/resources/services.js';
-import { checkSessionToken, sessionRouter } from '../../../model/resources/sessions.js';
+import { checkSessionToken, ROUTERS_PER_SESSION, sessionRouter } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
 import { PAGE_DEFAULT, type ListParams } from '../../../store/list.js';
@@ -80,21 +81,25 @@ const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
     q.where((how?.pinned ? grantedHere(p.identityId) : idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS))) as never);
 };
 
+/** Only what the client view shows: no enrollment join, no certificates (a client lists hundreds). */
+const clientRouterRows = (db: Db) =>
+  db
+    .selectFrom('routers as e')
+    .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified', 'e.onlineUntil', 'e.versionInfo', 'e.capabilitiesMask'])
+    .where('e.isEdge', '=', 1);
+
 /** Edge routers as a client sees them: no enrollment or certificate details. */
 const clientEdgeRouters: ResourceDecl = defineResource({
   ...edgeRouters,
   apis: ['client'],
   schemas: { detail: Type.Object({ ...baseFields, ...edgeRouterClientFields }) },
   toDetail: (r) => Object.assign(baseDetail('edge-routers', r, edgeRouterLinks(r.id)), edgeRouterClientView(r)),
-  // Only what the client view shows: no enrollment join, no certificates (a client lists hundreds).
-  detailQuery: (db) =>
-    db
-      .selectFrom('routers as e')
-      .select(['e.id', 'e.createdAt', 'e.updatedAt', 'e.tags', 'e.name', 'e.appData', 'e.cost', 'e.disabled', 'e.hostname', 'e.noTraversal', 'e.supportedProtocols', 'e.isVerified', 'e.onlineUntil', 'e.versionInfo', 'e.capabilitiesMask'])
-      .where('e.isEdge', '=', 1)
-      // As upstream (current_identity_router.go): only routers that finished enrollment; SDKs would try the others.
-      .where('e.isVerified', '=', 1) as never,
+  // As upstream (current_identity_router.go): only routers that finished enrollment; SDKs would try the others.
+  detailQuery: (db) => clientRouterRows(db).where('e.isVerified', '=', 1) as never,
 });
+
+/** The same, enrolled or not: what the policies allow for a service (its router list, as sessions list them). */
+const policyEdgeRouters: ResourceDecl = { ...clientEdgeRouters, detailQuery: (db) => clientRouterRows(db) as never };
 
 export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' | 'management') {
   if (api === 'management') {
@@ -139,11 +144,12 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
       await parentExists(ctx, scope ? { ...services, source: (db) => scope(db.selectFrom('services as e') as never) } : services, id);
       await checkSessionToken(ctx.store.db, p.identityId, (req.headers as Record<string, string | undefined>)['session-token']);
       const routers = (q: AnyQuery) => q.where(idIn(sharedEdgeRouters(ctx.store.db, p.identityId, id)) as never);
-      // The session form: no base fields, plus the routers' listener URLs. As upstream, one object with
-      // every router (not a page), however many there are.
-      const { items, pagination } = await listResource(ctx, { ...clientEdgeRouters, toDetail: sessionRouter }, { ...(req.query as ListParams), limit: -1, offset: 0 }, routers);
-      const all = Array.isArray(items) ? items : await collect(items);
-      return { data: { edgeRouters: all }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
+      // The session form: no base fields, plus the routers' listener URLs. As upstream, one object (not a
+      // page) with the routers the policies allow, enrolled or not, connected ones first, at most 25.
+      const { items, pagination } = await listResource(ctx, { ...policyEdgeRouters, toDetail: (r) => r }, { ...(req.query as ListParams), limit: -1, offset: 0 }, routers);
+      const rows = (Array.isArray(items) ? items : await collect(items)) as Row[];
+      rows.sort((a, b) => Number(isOnline(b)) - Number(isOnline(a)) || Number(a.cost) - Number(b.cost) || String(a.name).localeCompare(String(b.name)));
+      return { data: { edgeRouters: rows.slice(0, ROUTERS_PER_SESSION).map(sessionRouter) }, meta: listOf([], pagination, filterableFields(clientEdgeRouters)).meta };
     },
   );
 }
