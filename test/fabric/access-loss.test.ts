@@ -177,6 +177,26 @@ describe('losing a grant ends live traffic within 2 s', () => {
     d.close();
   });
 
+  it('a report-only posture check (ziti#2095) that stops passing ends nothing; enforced, it ends the circuit', async () => {
+    const check = (await n.api('POST', '/posture-checks', { name: 'rev-domain-ro', typeId: 'DOMAIN', domains: ['corp.example'], reportOnly: true })).body.data.id as string;
+    const s = await setup('rev-posture-ro', { postureCheck: check });
+    expect((await n.c.call('POST', `${CLIENT}/posture-response`, { token: s.client.token, body: { id: check, typeId: 'DOMAIN', domain: 'corp.example' } })).status).toBe(201);
+    const { h, d } = await circuit(s);
+    expect((await n.c.call('POST', `${CLIENT}/posture-response`, { token: s.client.token, body: { id: check, typeId: 'DOMAIN', domain: 'home.example' } })).status).toBe(201);
+    // Longer than the enforcement's bound: the circuit and the session stay.
+    await new Promise((r) => setTimeout(r, WITHIN + 500));
+    d.send(CT.Data, [[H.ConnId, le32(1)], [H.Seq, le32(2)]], Buffer.from('still here'));
+    expect(text(await h.next((f) => f.type === CT.Data))).toBe('still here');
+    expect(d.inbox.filter((f) => f.type === CT.StateClosed)).toEqual([]);
+    expect((await sessionsOf(s.client)).filter((x) => x.type === 'Dial')).toHaveLength(1);
+    // The same check enforced: the circuit ends, as for any posture check.
+    const started = Date.now();
+    expect((await n.api('PATCH', `/posture-checks/${check}`, { typeId: 'DOMAIN', reportOnly: false })).status).toBe(200);
+    expect(await dialerEnded(d, started)).toMatch(/access-lost: posture check failing: rev-domain-ro/);
+    h.close();
+    d.close();
+  });
+
   it('a change that keeps the grant ends nothing', async () => {
     const s = await setup('rev-keep');
     const { h, d } = await circuit(s);
@@ -241,8 +261,17 @@ describe('on an upstream router (control channel)', () => {
     expect((await n.api('DELETE', `/service-policies/${s.dial}`)).status).toBe(200);
     const unroute = await p.next((f) => f.type === T.Unroute, WITHIN + 500);
     expect(decode(Schemas.Unroute, unroute.body).circuitId).toBe(route.circuitId);
-    expect(removedTokens(await p.next((f) => f.type === T.SessionRemoved, WITHIN + 500))).toContain(dial);
+    const removed = decode(Schemas.SessionRemoved, (await p.next((f) => f.type === T.SessionRemoved, WITHIN + 500)).body);
+    expect(removed.tokens).toContain(dial);
+    // The session's id too: a 2.x router finds a JWT session by it.
+    expect(removed.ids).toHaveLength(removed.tokens.length);
+    // A 1.x router (this peer says v1.1.10) takes a JWT-shaped token for a bearer token and ignores its
+    // SessionRemoved: the dialer's API session is removed there (its channel closes) and added straight back.
+    const gone = await p.next((f) => f.type === T.ApiSessionRemoved && decode(Schemas.ApiSessionRemoved, f.body).tokens.includes(s.client.token), WITHIN + 500);
+    expect(gone).toBeTruthy();
     expect(Date.now() - started).toBeLessThan(WITHIN);
+    const back = await p.next((f) => f.type === T.ApiSessionAdded && decode(Schemas.ApiSessionAdded, f.body).apiSessions.some((a: { token: string }) => a.token === s.client.token), 2000);
+    expect(decode(Schemas.ApiSessionAdded, back.body).isFullState).toBeFalsy();
     started = Date.now();
     expect((await n.api('DELETE', `/service-policies/${s.bind}`)).status).toBe(200);
     expect(removedTokens(await p.next((f) => f.type === T.SessionRemoved && removedTokens(f).includes(bind), WITHIN + 500))).toContain(bind);

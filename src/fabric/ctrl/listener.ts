@@ -20,7 +20,7 @@ import { routersAllowed, setRouterHello } from '../../model/fabric-state.js';
 import { routerEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { CONTROLLER_CAPABILITIES, CONTROLLER_CAPABILITIES_V2, CtrlHeader, CtrlType, hasCapability, LINK_MANAGEMENT, PeerState, RouterCapability, Schemas } from './messages.js';
-import { RouterNetwork } from './network.js';
+import { RouterNetwork, type EndedUse } from './network.js';
 import { RouterDataModelSender } from '../rdm/sender.js';
 import { RouterConn, type RouterHello } from './router-connection.js';
 
@@ -45,6 +45,8 @@ const LIVENESS_SLICE = 5000;
 /** How far back each second's look for new API sessions reaches, and how often all ids are compared. */
 const LOOKBACK_MS = 30_000;
 const RECONCILE_MS = 60_000;
+/** How long after removing an API session from a 1.x router it is added back (see dropUses). */
+const READD_MS = 300;
 /** The longest a router's peers wait to hear of it when it says nothing after its hello. */
 const PEER_WAIT_MS = 5000;
 /**
@@ -480,10 +482,7 @@ export class CtrlServer {
         for (const c of conns) c.send(CtrlType.ApiSessionRemoved, body);
       }
       const ended = new Set(sessionIds.filter((id) => !live.sessions.has(id)));
-      if (ended.size) {
-        const tokens = await this.network.sessionsEnded(ended);
-        if (tokens.length) for (const c of conns) c.send(CtrlType.SessionRemoved, encode(Schemas.SessionRemoved, { tokens }));
-      }
+      if (ended.size) this.dropUses(await this.network.sessionsEnded(ended), conns);
       if (routerCheck) await this.checkRouterAccess();
     } catch (e) {
       if (routerCheck) this.routerCheck = true;
@@ -505,9 +504,42 @@ export class CtrlServer {
     const lost = await routerAccessLost(this.ctx, this.network.sessionUses());
     if (!lost.size) return;
     for (const [key, s] of lost) this.log.info({ session: s.id, identity: s.identityId, service: s.serviceId, router: key.slice(key.indexOf('|') + 1) }, 'ctrl: edge-router access lost, ending what the session carried on that router');
-    for (const [routerId, tokens] of await this.network.usesEnded(new Set(lost.keys()))) this.routers.get(routerId)?.send(CtrlType.SessionRemoved, encode(Schemas.SessionRemoved, { tokens }));
+    this.dropUses(await this.network.usesEnded(new Set(lost.keys())));
     const nowhere = [...new Map([...lost.values()].filter((s) => !s.anyRouter).map((s) => [s.id, s])).values()];
     if (nowhere.length) await revokeSessions(this.ctx, nowhere.map((s) => ({ ...s, reason: NO_ROUTER })));
+  }
+
+  /**
+   * Tell routers which session uses ended: SessionRemoved with the tokens and the session ids (a 2.x
+   * router finds a JWT session by its id), to `everyone` or else to the routers of the uses. A 1.x router
+   * ignores SessionRemoved for a token shaped like a JWT (ours are, for 2.x routers: it takes them for
+   * bearer tokens it checked itself), so its SDK's channel is closed instead by removing the API session
+   * there and adding it straight back: the SDK reconnects at once and keeps its other services.
+   */
+  private dropUses(uses: EndedUse[], everyone?: RouterConn[]) {
+    if (!uses.length) return;
+    const body = (list: EndedUse[]) => {
+      const unique = [...new Map(list.map((u) => [u.token, u])).values()];
+      return encode(Schemas.SessionRemoved, { tokens: unique.map((u) => u.token), ids: unique.map((u) => u.sessionId) });
+    };
+    if (everyone) for (const c of everyone) c.send(CtrlType.SessionRemoved, body(uses));
+    const byRouter = new Map<string, EndedUse[]>();
+    for (const u of uses) byRouter.set(u.routerId, [...(byRouter.get(u.routerId) ?? []), u]);
+    for (const [routerId, list] of byRouter) {
+      const conn = this.routers.get(routerId);
+      if (!conn) continue;
+      if (!everyone) conn.send(CtrlType.SessionRemoved, body(list));
+      if (atLeast(conn.hello.version, [2, 0, 0])) continue;
+      const sessions = [...new Set(list.filter((u) => looksLikeJwt(u.token)).map((u) => u.apiSessionId))].map((id) => this.known.get(id)).filter((s): s is SyncedApiSession => !!s);
+      if (!sessions.length) continue;
+      this.log.info({ router: conn.name, apiSessions: sessions.map((s) => s.id) }, 'ctrl: a 1.x router keeps JWT sessions: closing their SDKs\' channels there (they reconnect)');
+      conn.send(CtrlType.ApiSessionRemoved, encode(Schemas.ApiSessionRemoved, { tokens: sessions.map((s) => s.token), ids: sessions.map((s) => s.id) }));
+      // The router handles each message on a goroutine of its own: the add waits so it cannot land first.
+      // A reconnecting SDK's hello waits for it at the router (lookupApiSessionTimeout, 5 s).
+      setTimeout(() => {
+        if (!conn.closed) conn.send(CtrlType.ApiSessionAdded, encode(Schemas.ApiSessionAdded, { isFullState: false, apiSessions: sessions.filter((x) => this.known.has(x.id)) }));
+      }, READD_MS).unref();
+    }
   }
 
   /** A router deleted or disabled through the API (on any controller) is disconnected, as upstream does. */
@@ -576,6 +608,9 @@ function readHello(hello: Message, grouped: boolean): RouterHello {
   }
   return { version, versionInfo: hello.headers.get(Header.HelloVersion)?.toString('utf8') ?? '', listeners, managesLinks: v2 || capabilities.includes(LINK_MANAGEMENT) || atLeast(version, [0, 32, 1]), v2, capabilitiesMask: mask?.length ? BigInt(`0x${mask.toString('hex')}`) : null };
 }
+
+/** How 1.x routers tell a bearer token (router/xgress_common IsBearerToken): 'ey' and exactly two dots. */
+const looksLikeJwt = (token: string) => token.startsWith('ey') && token.split('.').length === 3;
 
 /** Upstream's version rule: a development build (v0.0.0) or anything unparseable counts as new enough. */
 function atLeast(version: string, min: number[]): boolean {

@@ -35,6 +35,8 @@ export interface UpstreamTerminator {
   cost: number;
   precedence: Precedence;
   sessionId: string;
+  /** The API session of the Bind: what a 1.x router must drop to end a JWT session's use (see EndedUse). */
+  apiSessionId: string;
   token: string;
   peerData: Map<number, Buffer>;
   dials: number;
@@ -56,6 +58,7 @@ export interface UpstreamCircuit {
   clientId: string;
   terminator: UpstreamTerminator;
   sessionId: string;
+  apiSessionId: string;
   token: string;
   ingressId: string;
   egressId: string;
@@ -67,10 +70,19 @@ export interface CircuitRequest {
   serviceName: string;
   clientId: string;
   sessionId: string;
+  apiSessionId: string;
   token: string;
   instanceId?: string;
   encryptionRequired: boolean;
   peerData: Map<number, Buffer>;
+}
+
+/** A session's use on a router that ended: the router must drop it (ctrl/listener.ts tells it how). */
+export interface EndedUse {
+  routerId: string;
+  sessionId: string;
+  apiSessionId: string;
+  token: string;
 }
 
 export interface RoutedCircuit {
@@ -211,7 +223,7 @@ export class RouterNetwork {
       if (!t) throw new Refused(choice.why, EdgeError.InvalidTerminator);
       if (r.encryptionRequired && !t.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
       t.dials++;
-      const circuit: UpstreamCircuit = { id, serviceId: r.serviceId, clientId: r.clientId, terminator: t, sessionId: r.sessionId, token: r.token, ingressId: randomUUID(), egressId: randomUUID(), path: choice.path! };
+      const circuit: UpstreamCircuit = { id, serviceId: r.serviceId, clientId: r.clientId, terminator: t, sessionId: r.sessionId, apiSessionId: r.apiSessionId, token: r.token, ingressId: randomUUID(), egressId: randomUUID(), path: choice.path! };
       const tags = { serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId };
       const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: 'edge', address: circuit.egressId, destination: t.address, peerData: r.peerData });
       const results = await Promise.all(steps.map((s) => this.routers.get(s.routerId)?.route(circuit.id, attempt, s, tags, ROUTE_TIMEOUT_MS) ?? Promise.resolve(undefined)));
@@ -286,14 +298,27 @@ export class RouterNetwork {
     );
   }
 
-  /** Service sessions that ended: their terminators and circuits go; the routers are told which tokens died. */
-  async sessionsEnded(ended: Set<string>): Promise<string[]> {
-    const tokens = new Set<string>();
+  /** Service sessions that ended: their terminators and circuits go; what each router must drop is returned. */
+  async sessionsEnded(ended: Set<string>): Promise<EndedUse[]> {
+    return this.endUses((sessionId) => ended.has(sessionId));
+  }
+
+  /** End the terminators and circuits whose (session, router) `ends` picks; each use as the router knows it. */
+  private async endUses(ends: (sessionId: string, routerId: string) => boolean): Promise<EndedUse[]> {
+    const uses: EndedUse[] = [];
     const gone: string[] = [];
-    for (const t of this.terminators.values()) if (ended.has(t.sessionId)) (tokens.add(t.token), gone.push(t.id));
-    for (const c of [...this.circuits.values()]) if (ended.has(c.sessionId)) (tokens.add(c.token), this.endCircuit(c, true));
+    for (const t of this.terminators.values()) {
+      if (!ends(t.sessionId, t.routerId)) continue;
+      uses.push({ routerId: t.routerId, sessionId: t.sessionId, apiSessionId: t.apiSessionId, token: t.token });
+      gone.push(t.id);
+    }
+    for (const c of [...this.circuits.values()]) {
+      if (!ends(c.sessionId, c.path.routers[0])) continue;
+      uses.push({ routerId: c.path.routers[0], sessionId: c.sessionId, apiSessionId: c.apiSessionId, token: c.token });
+      this.endCircuit(c, true);
+    }
     await this.removeTerminators(gone);
-    return [...tokens];
+    return uses;
   }
 
   /** Where each session is used: a dial's circuit at its ingress router, a terminator at its router. */
@@ -305,22 +330,11 @@ export class RouterNetwork {
   }
 
   /**
-   * Uses (`session|router`) that lost their router: those circuits end and those terminators go; each
-   * router is given the tokens it must drop (SessionRemoved to it alone: the session may still be good
-   * on other routers).
+   * Uses (`session|router`) that lost their router: those circuits end and those terminators go; only
+   * that router is to drop them (the session may still be good on other routers).
    */
-  async usesEnded(lost: Set<string>): Promise<Map<string, string[]>> {
-    const tokens = new Map<string, Set<string>>();
-    const drop = (routerId: string, token: string) => tokens.set(routerId, (tokens.get(routerId) ?? new Set()).add(token));
-    const gone: string[] = [];
-    for (const t of this.terminators.values()) if (lost.has(`${t.sessionId}|${t.routerId}`)) (drop(t.routerId, t.token), gone.push(t.id));
-    for (const c of [...this.circuits.values()]) {
-      if (!lost.has(`${c.sessionId}|${c.path.routers[0]}`)) continue;
-      drop(c.path.routers[0], c.token);
-      this.endCircuit(c, true);
-    }
-    await this.removeTerminators(gone);
-    return new Map([...tokens].map(([r, t]) => [r, [...t]]));
+  async usesEnded(lost: Set<string>): Promise<EndedUse[]> {
+    return this.endUses((sessionId, routerId) => lost.has(`${sessionId}|${routerId}`));
   }
 
   sessionIds(): string[] {

@@ -268,6 +268,7 @@ export class RouterConn {
       cost: Number(req.cost ?? 0),
       precedence: PRECEDENCE[Number(req.precedence ?? 0)] ?? 'default',
       sessionId: s.id,
+      apiSessionId: s.apiSessionId,
       token: String(req.sessionToken),
       peerData: new Map(Object.entries((req.peerData ?? {}) as Record<string, Buffer>).map(([k, v]) => [Number(k), v])),
       dials: 0,
@@ -316,7 +317,7 @@ export class RouterConn {
     if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
     // The caller the host is told is the identity the session belongs to, never what the dialer claims.
     r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));
-    return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
+    return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, apiSessionId: s.apiSessionId, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
   }
 
   /** Send this router its part of a circuit's path and wait for its RouteResult for that attempt. */
