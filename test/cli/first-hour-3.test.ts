@@ -1,6 +1,8 @@
 // Stumbles of a newcomer's first hour, third pass (../shared/reports/newcomer-2026-11-28.md, issue 45),
 // through the built CLI: complete audit answers by name, and the smaller ones.
+import fs from 'node:fs';
 import path from 'node:path';
+import YAML from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../../src/server/controller.js';
 import { cliRunner, killLeftovers, loggedInController } from '../helpers/cli.js';
@@ -124,4 +126,44 @@ describe('the first hour, third pass', () => {
     expect(help.stdout).not.toMatch(/sample identity/);
     expect((await ztc('--help')).stdout).toMatch(/quickstart .*demo network/);
   });
+
+  it('writes a router config for OpenZiti\'s router with edge-router create --router-config, and its JWT beside it', async () => {
+    const dir = fs.mkdtempSync(path.join(cli.home, 'routers-'));
+    const file = path.join(dir, 'er-conf.yml');
+    const made = await ztc('edge-router', 'create', 'er-conf', '--role-attributes', 'public', '--router-config', file);
+    expect(made.code, made.stderr).toBe(0);
+    const ctrlAddress = JSON.parse((await ztc('api', 'GET', '/controllers', '-o', 'json')).stdout)[0].ctrlAddress as string;
+    expect(ctrlAddress).toBe(`tls:localhost:${running.fabric!.ctrlPort}`);
+    expect(made.stdout).toContain(`edge router ${JSON.parse((await ztc('edge-router', 'get', 'er-conf', '-o', 'json')).stdout).id}: enrollment JWT written to ${path.join(dir, 'er-conf.jwt')}`);
+    expect(made.stdout).toContain(`ziti router enroll ${file} --jwt ${path.join(dir, 'er-conf.jwt')}\n  ziti router run ${file}\n`);
+    expect(fs.readFileSync(path.join(dir, 'er-conf.jwt'), 'utf8')).toMatch(/^ey/);
+    const config = YAML.parse(fs.readFileSync(file, 'utf8'));
+    expect(config).toMatchObject({
+      v: 3,
+      identity: { cert: path.join(dir, 'er-conf.cert'), server_cert: path.join(dir, 'er-conf.server.chain.cert'), key: path.join(dir, 'er-conf.key'), ca: path.join(dir, 'er-conf.cas') },
+      ctrl: { endpoint: ctrlAddress },
+      link: { dialers: [{ binding: 'transport' }], listeners: [{ binding: 'transport', bind: 'tls:0.0.0.0:10080', advertise: 'tls:localhost:10080' }] },
+      listeners: [{ binding: 'edge', address: 'tls:0.0.0.0:3022', options: { advertise: 'localhost:3022' } }],
+      edge: { csr: { sans: { dns: ['localhost'], ip: ['127.0.0.1', '::1'] } } },
+    });
+    // No tunnel listener unless asked (upstream's generator adds one by default, which ztc does not serve).
+    expect(config.listeners.some((l: { binding: string }) => l.binding === 'tunnel')).toBe(false);
+    // A second router beside it gets the next ports; --tunneler-mode host asks for the tunnel listener, with a note.
+    const second = await ztc('edge-router', 'config', 'er-conf', path.join(dir, 'again.yml'), '--router-host', 'er.example.com', '--tunneler-mode', 'host', '--link-port', '0');
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(/ztc does not serve the router's tunneler yet/);
+    const again = YAML.parse(fs.readFileSync(path.join(dir, 'again.yml'), 'utf8'));
+    expect(again.link.listeners).toBeUndefined();
+    expect(again.listeners).toEqual([
+      { binding: 'edge', address: 'tls:0.0.0.0:3022', options: { advertise: 'er.example.com:3022' } },
+      { binding: 'tunnel', options: { mode: 'host' } },
+    ]);
+    expect(again.edge.csr.sans.dns).toEqual(['localhost', 'er.example.com']);
+    // A directory that does not exist: refused before the router is made.
+    const nowhere = await ztc('edge-router', 'create', 'er-nowhere', '--router-config', path.join(dir, 'no', 'such', 'r.yml'));
+    expect(nowhere.code).not.toBe(0);
+    expect(nowhere.stderr).toMatch(/--router-config .*: no directory/);
+    expect((await ztc('edge-router', 'get', 'er-nowhere')).code).not.toBe(0);
+  });
+
 });

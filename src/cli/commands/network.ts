@@ -1,12 +1,14 @@
 // Services, routers and policies beyond the generic commands: the edge router's enrollment JWT,
 // re-enrollment, policy advice, and an identity's service configs.
 import fs from 'node:fs';
+import path from 'node:path';
 import { Command } from 'commander';
 import { cliResource } from '../manifest.js';
 import { parseFormat, print } from '../output.js';
 import { CliError, expectOk, type Transport } from '../transport.js';
 import { targetOptions, type CommonOpts } from './common.js';
 import { jwtFileOf, resolveId, resourceCommand, withTransport } from './resources.js';
+import { routerConfigFlags, writeRouterConfig, type RouterConfigOptions } from './router-config.js';
 
 const API = '/edge/management/v1';
 
@@ -27,16 +29,41 @@ async function showRouterJwt(t: Transport, id: string, out: string | undefined) 
   } else process.stdout.write(`edge router ${id}\n${jwt}\n`);
 }
 
+/** The host of the controller a remote transport talks to (undefined in local mode). */
+const profileHost = (t: Transport) => (t.describe.startsWith('https://') ? new URL(t.describe).hostname : undefined);
+
 export async function edgeRouterCommand(): Promise<Command> {
   const edgeRouters = await cliResource('edge-routers');
   const cmd = resourceCommand(edgeRouters, {}, {
+    createOptions: (c) => routerConfigFlags(c, true),
+    beforeCreate: (opts) => {
+      const file = opts.routerConfig as string | undefined;
+      if (file !== undefined && !fs.existsSync(path.dirname(path.resolve(file)))) throw new CliError(`--router-config ${file}: no directory ${path.dirname(path.resolve(file))}`);
+    },
     onCreated: async (t, id, opts) => {
+      const file = opts.routerConfig as string | undefined;
       const out = jwtFileOf(opts.output);
-      if (!out) return false;
-      await showRouterJwt(t, id, out);
+      if (!out && !file) return false;
+      const name = (expectOk(await t.request('GET', `${API}/edge-routers/${id}`), 'Reading the edge router')?.data as { name: string }).name;
+      // The JWT beside the config, as the printed `ziti router enroll` names it.
+      const jwt = out ?? path.join(path.dirname(file!), `${name}.jwt`);
+      await showRouterJwt(t, id, jwt);
+      if (file) await writeRouterConfig(t, name, file, opts as RouterConfigOptions, profileHost(t), jwt);
       return true;
     },
   });
+  routerConfigFlags(targetOptions(cmd.command('config').description("write the config file of OpenZiti's router for this edge router (ziti router enroll FILE --jwt NAME.jwt; ziti router run FILE)")), false)
+    .argument('<id-or-name>')
+    .argument('<file>', 'the config file to write, e.g. er-1.yml')
+    .action(async (ref: string, file: string, opts: CommonOpts & RouterConfigOptions) => {
+      await withTransport(opts, async (t) => {
+        const id = await resolveId(t, edgeRouters, ref);
+        const router = expectOk(await t.request('GET', `${API}/edge-routers/${id}`), 'Reading the edge router')?.data as { name: string; enrollmentJwt: string | null; isVerified: boolean };
+        await writeRouterConfig(t, router.name, file, opts, profileHost(t), undefined);
+        if (!router.enrollmentJwt) process.stderr.write(`note: '${router.name}' has no outstanding enrollment${router.isVerified ? ' (it enrolled already: ziti router run needs only the files enrollment wrote)' : ''}; ztc edge-router re-enroll ${router.name} -o ${router.name}.jwt issues a new JWT\n`);
+        else process.stderr.write(`note: its JWT: ztc edge-router jwt ${router.name} -o ${router.name}.jwt\n`);
+      });
+    });
   targetOptions(cmd.command('re-enroll').description('forget the router\'s certificates and issue a new enrollment JWT (printed, or written with -o FILE.jwt)'))
     .argument('<id-or-name>')
     .action(async (ref: string, opts: CommonOpts) => {

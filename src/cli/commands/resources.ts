@@ -316,6 +316,8 @@ export function resourceCommand(
   defaults: Record<string, unknown> | (() => Record<string, unknown>) = {},
   extend?: {
     createOptions?: (c: Command) => void;
+    /** Checks of the create's own flags, before anything is created. */
+    beforeCreate?: (opts: Record<string, unknown>) => void;
     onCreated?: (t: Transport, id: string, opts: Record<string, unknown>, note: string) => Promise<boolean>;
     /** The flag that writes onCreated's JWT to a file of any name, if there is one. */
     jwtFlag?: string;
@@ -353,6 +355,7 @@ export function resourceCommand(
       // any other -o is a format, checked before anything is created.
       const fileOut = !!extend?.onCreated && !!jwtFileOf(opts.output, extend.jwtFlag);
       const format = fileOut ? 'table' : parseFormat(opts.output);
+      extend?.beforeCreate?.(opts);
       await withTransport(opts, async (t) => {
         const body = { ...(typeof defaults === 'function' ? defaults() : defaults), ...(await read(opts, t)), ...(named ? { name: args[0] } : {}) };
         const reply = await t.request('POST', base, body);

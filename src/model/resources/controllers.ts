@@ -18,6 +18,17 @@ const ONLINE_WITHIN_MS = 3 * HEARTBEAT_MS;
 
 const ApiAddress = Type.Object({ url: Type.String(), version: Type.String() });
 
+/**
+ * The control channel's address of each controller this process serves (`tls:host:port`, what routers put
+ * in ctrl.endpoint), by controller id: known to the process that listens, shown on its own row (another
+ * controller's row on the same database shows null, as does a controller with --no-ctrl).
+ */
+const servedCtrlAddresses = new Map<string, string>();
+export function setServedCtrlAddress(controllerId: string, address: string | undefined) {
+  if (address) servedCtrlAddresses.set(controllerId, address);
+  else servedCtrlAddresses.delete(controllerId);
+}
+
 export const controllers = defineResource({
   name: 'controller',
   plural: 'controllers',
@@ -45,7 +56,7 @@ export const controllers = defineResource({
     isOnline: ctx.clock.now().getTime() - Date.parse(r.lastSeenAt) < ONLINE_WITHIN_MS,
     lastJoinedAt: r.lastJoinedAt,
     apiAddresses: fromJson(r.apiAddresses, {}),
-    ctrlAddress: null,
+    ctrlAddress: servedCtrlAddresses.get(r.id) ?? null,
   }),
   cli: { columns: ['id', 'name', 'isOnline', 'lastJoinedAt', 'fingerprint'] },
 });

@@ -1,0 +1,53 @@
+// The placement of a router whose config ztc writes (src/cli/commands/router-config.ts): the control
+// channel's address the controller names, and ports no other router of the network advertises on the
+// same machine (the embedded router of `ztc serve` has 3022 on the controller's host).
+import { describe, expect, it } from 'vitest';
+import { routerPlacement, routerConfigYaml } from '../../src/cli/commands/router-config.js';
+import type { Reply, Transport } from '../../src/cli/transport.js';
+import YAML from 'yaml';
+
+function transport(answers: Record<string, unknown[] | undefined>): Transport {
+  const reply = (data: unknown[] | undefined): Reply => (data ? { status: 200, headers: {}, text: '', json: { data } } : { status: 404, headers: {}, text: '', json: { error: { code: 'NOT_FOUND', message: 'no' } } });
+  return {
+    describe: 'https://localhost:1280',
+    request: async (_m: string, p: string) => reply(answers[p.split('?')[0]]),
+    download: async () => reply(undefined),
+    close: async () => {},
+  };
+}
+
+const network = transport({
+  '/edge/management/v1/controllers': [{ ctrlAddress: 'tls:vm:6262', isOnline: true, apiAddresses: { 'edge-management': [{ url: 'https://vm:1280/edge/management/v1' }] } }],
+  '/edge/management/v1/edge-routers': [{ supportedProtocols: { tls: 'tls://vm:3022' } }, { supportedProtocols: { tls: 'tls://localhost:3023' } }, { supportedProtocols: { tls: 'tls://elsewhere.example:3024' } }],
+  '/fabric/v1/routers': [{ listenerAddresses: [{ address: 'tls:127.0.0.1:10080' }] }],
+});
+
+describe("a router's placement", () => {
+  it('takes the control channel the controller names, and the first ports no router has on this machine', async () => {
+    const w = await routerPlacement(network, { tunnelerMode: 'none' }, 'localhost');
+    expect(w).toMatchObject({ ctrlEndpoint: 'tls:vm:6262', host: 'vm', edgePort: 3024, linkPort: 10081 });
+    expect(w.guessed).toBeUndefined();
+  });
+
+  it('on another host, upstream\'s default ports; what is given, as given', async () => {
+    expect(await routerPlacement(network, { routerHost: 'er2.example.com' }, 'localhost')).toMatchObject({ host: 'er2.example.com', edgePort: 3022, linkPort: 10080 });
+    expect(await routerPlacement(network, { edgePort: '3022', linkPort: '0', ctrlEndpoint: 'tls:ctrl.example.com:443' }, 'localhost')).toMatchObject({ ctrlEndpoint: 'tls:ctrl.example.com:443', edgePort: 3022, linkPort: 0 });
+    await expect(routerPlacement(network, { edgePort: 'x' }, 'localhost')).rejects.toThrow(/--edge-port takes a port number/);
+    await expect(routerPlacement(network, { ctrlEndpoint: 'vm:6262' }, 'localhost')).rejects.toThrow(/--ctrl-endpoint takes tls:HOST:PORT/);
+  });
+
+  it('says when the controller did not name its control channel (local mode, --no-ctrl)', async () => {
+    const silent = transport({ '/edge/management/v1/controllers': [{ ctrlAddress: null }], '/edge/management/v1/edge-routers': [] });
+    const w = await routerPlacement(silent, {}, 'ctrl.example.com');
+    expect(w.ctrlEndpoint).toBe('tls:ctrl.example.com:6262');
+    expect(w.guessed).toMatch(/did not say where its control channel listens/);
+  });
+
+  it('writes YAML that names an IP router host among the IP SANs, and an IPv6 one in brackets', () => {
+    const y = YAML.parse(routerConfigYaml('er-6', '/tmp/er-6.yml', { ctrlEndpoint: 'tls:[::1]:6262', host: 'fd00::5', edgePort: 3022, linkPort: 10080 }, 'none'));
+    expect(y.listeners[0].options.advertise).toBe('[fd00::5]:3022');
+    expect(y.link.listeners[0].advertise).toBe('tls:[fd00::5]:10080');
+    expect(y.edge.csr.sans).toEqual({ dns: ['localhost'], ip: ['127.0.0.1', '::1', 'fd00::5'] });
+    expect(y.identity.key).toBe('/tmp/er-6.key');
+  });
+});
