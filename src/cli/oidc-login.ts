@@ -95,7 +95,7 @@ export async function oidcLogin(base: string, caPem: string, o: OidcLogin): Prom
     }
     if (step.status === 200 && step.headers['totp-required']) {
       const enrolled = (step.json as { authQueries?: { typeId?: string; isTotpEnrolled?: boolean }[] } | undefined)?.authQueries?.find((a) => a.typeId === 'TOTP')?.isTotpEnrolled;
-      if (enrolled === false) throw new CliError('This identity must enroll MFA before it may log in: enroll it with an authenticator app (an OpenZiti desktop client, or ztc login to a legacy session and ztc mfa enroll)');
+      if (enrolled === false) throw new CliError('This identity must enroll MFA before it may log in: log in with --legacy (a session that may enroll MFA), run ztc mfa enable and ztc mfa verify CODE, then log in again');
       let code = o.mfaCode;
       if (!code) {
         if (!process.stdin.isTTY) throw new CliError('This identity needs MFA: pass --mfa-code CODE (a code from the authenticator app, or a recovery code)');
