@@ -92,7 +92,7 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     db.selectFrom('serviceConfigs').select(['serviceId', 'configId']).execute(),
     db.selectFrom('servicePolicies').select(['id', 'name', 'type']).execute(),
     db.selectFrom('policyMembers').select(['policyId', 'side', 'entityId']).where('kind', 'in', ['dial', 'bind']).execute(),
-    db.selectFrom('postureChecks').select(['id', 'name', 'typeId', 'data']).execute(),
+    db.selectFrom('postureChecks').select(['id', 'name', 'typeId', 'data', 'reportOnly']).execute(),
     db.selectFrom('cas').select(['id', 'certPem']).where('isVerified', '=', 1).execute(),
     db.selectFrom('controllers').select(['id', 'certPem']).execute(),
   ]);
@@ -105,8 +105,12 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
   }
   const configsOf = new Map<string, string[]>();
   for (const c of serviceConfigs) configsOf.set(c.serviceId, [...(configsOf.get(c.serviceId) ?? []), c.configId]);
+  // A report-only check (ziti#2095) is not a policy's to enforce: 2.x routers, which check posture
+  // themselves, are not told a policy has it.
+  const reportOnly = new Set(checks.filter((c) => isSet(c.reportOnly)).map((c) => c.id));
   const sides = new Map<string, { service: string[]; identity: string[]; 'posture-check': string[] }>();
   for (const m of members) {
+    if (m.side === 'posture-check' && reportOnly.has(m.entityId)) continue;
     const s = sides.get(m.policyId) ?? { service: [], identity: [], 'posture-check': [] };
     if (m.side === 'service' || m.side === 'identity' || m.side === 'posture-check') s[m.side].push(m.entityId);
     sides.set(m.policyId, s);

@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { AUTH_METHODS } from '../model/auth/authenticate.js';
 import type { Ctx } from '../model/context.js';
+import type { ZtcEvent } from '../model/events/types.js';
 import type { DataPlaneStats } from '../fabric/thread.js';
 import type { ListenerCounts } from '../fabric/channel/guard.js';
 
@@ -25,6 +26,9 @@ export class Metrics {
   /** The data plane's listeners, as last reported; the API port's refusals, counted here. */
   private listeners: DataPlaneStats['listeners'] = {};
   private apiRefused = 0;
+  private readonly postureFailures: Counter<'check' | 'type' | 'mode'>;
+  /** Stops hearing the events the counters below count (when the app closes). */
+  readonly unsubscribe: () => void;
 
   constructor(ctx: Ctx) {
     const registers = [this.registry];
@@ -41,6 +45,14 @@ export class Metrics {
     this.dialSetup = new Histogram({ name: 'ztc_dial_setup_duration_seconds', help: 'Time for a dial through the embedded edge router to reach its host', buckets: SECONDS, registers });
     this.reports = new Counter({ name: 'ztc_data_plane_reports_total', help: 'Reports received from the data plane\'s thread (every 5 s while it runs: a stalled count means a stuck thread)', registers });
     ctx.store.queryTimes.observer = (ms, failed) => this.queries.observe({ outcome: failed ? 'error' : 'ok' }, ms / 1000);
+    // Counted from the events the model emits (model/events/emit.ts), so each is counted where it is recorded.
+    this.postureFailures = new Counter({
+      name: 'ztc_posture_check_failures_total',
+      help: 'Posture checks that failed when a session was asked for, by check (its name), type and mode: enforced (the session was refused, unless another policy granted it) or report-only (recorded, never denied)',
+      labelNames: ['check', 'type', 'mode'],
+      registers,
+    });
+    this.unsubscribe = ctx.events.subscribe((e) => this.heard(e));
 
     // Counts of live things, read at scrape: one small count query each.
     const count = (table: 'api_sessions' | 'sessions' | 'enrollments') => async () =>
@@ -97,6 +109,13 @@ export class Metrics {
         for (const [listener, c] of listeners()) this.set({ listener }, c.partialFrameBytes);
       },
     });
+  }
+
+  /** An event the counters count. */
+  private heard(e: ZtcEvent) {
+    if (e.namespace === 'posture') {
+      for (const c of e.checks) this.postureFailures.inc({ check: c.name.slice(0, 100), type: c.type, mode: c.report_only ? 'report-only' : 'enforced' });
+    }
   }
 
   /** A report from the data-plane thread. */
@@ -162,6 +181,10 @@ declare module 'fastify' {
 export function registerMetrics(app: FastifyInstance, ctx: Ctx) {
   const metrics = new Metrics(ctx);
   app.decorate('metrics', metrics);
+  app.addHook('onClose', (_app, done) => {
+    metrics.unsubscribe();
+    done();
+  });
   // A callback hook: an async one costs a promise for every request.
   app.addHook('onResponse', (request, reply, done) => {
     try {

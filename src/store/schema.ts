@@ -325,6 +325,8 @@ export interface PostureCheckRow extends BaseRow {
   roleAttributes: string;
   data: string;
   version: number;
+  /** 1: failures are recorded, never enforced (ziti#2095). */
+  reportOnly: number;
 }
 
 export interface PolicyRoleRow {
@@ -381,6 +383,8 @@ export interface FailedServiceRequestRow {
   sessionType: string;
   at: string;
   policyFailures: string;
+  /** 1: only report-only checks failed, and the session was granted. */
+  reportOnly: number;
 }
 
 export interface ChangeMarkerRow {

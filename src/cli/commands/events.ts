@@ -36,6 +36,12 @@ export function eventLine(e: Ev): string {
     case 'enrollment':
       cols.push(`enrollment ${e.event_type}`, e.method, `from ${e.remote_address}`, e.reason ?? '');
       break;
+    case 'posture': {
+      // denied: refused for posture; reported: granted, report-only checks failing.
+      const checks = ((e.checks ?? []) as Ev[]).map((c) => `${c.name}${c.report_only ? ' (report-only)' : ''}`).join(', ');
+      cols.push(`posture ${e.event_type}`, `${e.session_type} ${e.service_name ?? ''} [${e.service_id}]`, `identity ${e.identity_id}`, `failing ${checks}`);
+      break;
+    }
     case 'admin':
       cols.push(`admin ${e.event_type}`, `${e.identity_name} [${e.identity_id}]`, `by ${e.os_user}@${e.host}`);
       break;
@@ -53,9 +59,9 @@ function changedFields(e: Ev): string {
 }
 
 export function eventsCommand(): Command {
-  return targetOptions(new Command('events').usage('--follow [--type T] [options]').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, routers, links, circuits, terminators'))
+  return targetOptions(new Command('events').usage('--follow [--type T] [options]').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, posture failures, routers, links, circuits, terminators'))
     .option('-f, --follow', 'stay connected and print events as they come (Ctrl-C to stop)')
-    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin, router, link, circuit, terminator', collect, [])
+    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin, posture, router, link, circuit, terminator', collect, [])
     .action(async (opts: CommonOpts & { follow?: boolean; type: string[] }) => {
       const format = parseFormat(opts.output);
       if (!opts.follow) throw new CliError('ztc events prints events as they happen: add --follow (the stored history is `ztc audit`)');
@@ -98,11 +104,11 @@ export function eventsCommand(): Command {
 }
 
 export function auditCommand(): Command {
-  return targetOptions(new Command('audit').usage('[--entity X] [--since 1d] [options]').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery) of the retention window, newest first'))
+  return targetOptions(new Command('audit').usage('[--entity X] [--since 1d] [options]').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery, posture failures) of the retention window, newest first'))
     .option('-e, --entity <id-or-name>', 'only events about this entity, by id or name alike (an identity\'s include its logins and enrollments)')
     .option('--actor <id-or-name>', 'only what this identity did')
     .option('-s, --since <when>', 'only events since a duration ago (30m, 12h, 1d, 2w) or an ISO-8601 time')
-    .option('-t, --type <types>', 'only these types: entityChange, authentication, enrollment, admin', collect, [])
+    .option('-t, --type <types>', 'only these types: entityChange, authentication, enrollment, admin, posture', collect, [])
     .option('--limit <n>', 'at most this many events (default 100, at most 1000)')
     .action(async (opts: CommonOpts & { entity?: string; actor?: string; since?: string; type: string[]; limit?: string }) => {
       const format = parseFormat(opts.output);

@@ -15,7 +15,7 @@ import type { ZtcEvent } from './types.js';
 import { kindOf } from './types.js';
 
 /** Namespaces kept in the audit table. */
-export const STORED: ReadonlySet<string> = new Set(['entityChange', 'authentication', 'enrollment', 'admin']);
+export const STORED: ReadonlySet<string> = new Set(['entityChange', 'authentication', 'enrollment', 'admin', 'posture']);
 
 export interface AuditRow {
   id: string;
@@ -52,6 +52,11 @@ export function auditRow(id: string, e: ZtcEvent): AuditRow {
     entityType = 'identities';
     entityId = e.identity_id || null;
     entityName = e.namespace === 'authentication' ? (e.username ?? null) : null;
+  } else if (e.namespace === 'posture') {
+    // About the identity whose request it was, and done by it.
+    actorId = e.identity_id;
+    entityType = 'identities';
+    entityId = e.identity_id;
   } else if (e.namespace === 'admin') {
     entityType = 'identities';
     entityId = e.identity_id;

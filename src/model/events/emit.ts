@@ -2,7 +2,7 @@
 // routes and model functions know. Each is an emit() (a queue push): nothing here waits for I/O.
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
-import type { ApiSessionEvent, AuthenticationEvent, EnrollmentEvent, SessionEvent } from './types.js';
+import type { ApiSessionEvent, AuthenticationEvent, EnrollmentEvent, PostureEvent, SessionEvent } from './types.js';
 
 /** The method as upstream's authentication events name it (its password method is updb). */
 const methodName = (m: string) => (m === 'password' ? 'updb' : m);
@@ -44,6 +44,18 @@ export function apiSessionEnded(ctx: Ctx, s: { id: string; identityId: string; e
 export function sessionEvent(ctx: Ctx, eventType: SessionEvent['event_type'], s: { id: string; type: string; apiSessionId: string; identityId: string; serviceId: string }) {
   ctx.events.emit(ctx.events.stamp<SessionEvent>({
     namespace: 'edge.sessions', event_type: eventType, session_type: s.type, id: s.id, api_session_id: s.apiSessionId, identity_id: s.identityId, service_id: s.serviceId,
+  }));
+}
+
+/** A session request's posture failures: refused (denied), or granted with only report-only checks failing (reported). */
+export function postureEvent(
+  ctx: Ctx,
+  eventType: PostureEvent['event_type'],
+  r: { identityId: string; apiSessionId: string; serviceId: string; serviceName: string; sessionType: string; sessionId?: string; policies: PostureEvent['policies']; checks: PostureEvent['checks'] },
+) {
+  ctx.events.emit(ctx.events.stamp<PostureEvent>({
+    namespace: 'posture', event_type: eventType, identity_id: r.identityId, api_session_id: r.apiSessionId, service_id: r.serviceId, service_name: r.serviceName, session_type: r.sessionType,
+    ...(r.sessionId ? { session_id: r.sessionId } : {}), policies: r.policies, checks: r.checks,
   }));
 }
 

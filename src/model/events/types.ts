@@ -156,7 +156,28 @@ export interface TerminatorEvent extends Base {
   host_id: string;
 }
 
-export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent;
+/**
+ * A session request whose posture checks failed (ztc's addition, ziti#2095): `denied`, the session was
+ * refused (every granting policy has a failing enforced check); `reported`, it was granted and only
+ * report-only checks failed, so it would have been refused were they enforced. The checks that failed,
+ * the policies they belong to; never the device's reported values (the identity's failed service
+ * requests hold those).
+ */
+export interface PostureEvent extends Base {
+  namespace: 'posture';
+  event_type: 'denied' | 'reported';
+  identity_id: string;
+  api_session_id: string;
+  service_id: string;
+  service_name: string;
+  session_type: string;
+  /** The session made despite the report-only failures (reported only). */
+  session_id?: string;
+  policies: { id: string; name: string }[];
+  checks: { id: string; name: string; type: string; report_only: boolean }[];
+}
+
+export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent | PostureEvent;
 
 /**
  * The names `--type` and `?types=` take: upstream's subscription types (its config's `type:`), and the
@@ -179,6 +200,7 @@ export const EVENT_TYPES: Record<string, ZtcEvent['namespace']> = {
   'fabric.circuits': 'fabric.circuits',
   terminator: 'fabric.terminators',
   'fabric.terminators': 'fabric.terminators',
+  posture: 'posture',
 };
 
 /** The namespaces a list of type names selects (empty: all); unknown names are an error for the caller to report. */

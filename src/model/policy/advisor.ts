@@ -180,7 +180,9 @@ function reach(db: AnyDb, side: 'identity' | 'service', kind: PolicyKind) {
  * none does, the checks of the policy closest to passing are named; MFA checks of an identity that never
  * enrolled MFA say so.
  */
-function postureReasons(identity: IdentityFacts, policyChecks: Check[][], now: Date): Reason[] {
+function postureReasons(identity: IdentityFacts, allChecks: Check[][], now: Date): Reason[] {
+  // Report-only checks (ziti#2095) deny nothing.
+  const policyChecks = allChecks.map((list) => list.filter((c) => !c.reportOnly));
   if (policyChecks.some((list) => !list.length)) return [];
   const sessions = identity.sessions.length ? identity.sessions : [new Map() as Responses];
   let best: Check[] | undefined;

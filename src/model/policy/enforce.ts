@@ -14,7 +14,7 @@ import type { Ctx } from '../context.js';
 import { writeTx } from '../crud.js';
 import { sessionDeleted } from '../events/emit.js';
 import { afterCommit, recordRowChange } from '../events/record.js';
-import { checksOfPolicies, evaluateCheck, responsesFrom, RESPONSE_FIELDS } from '../posture/evaluate.js';
+import { checksOfPolicies, failingChecks, responsesFrom, RESPONSE_FIELDS } from '../posture/evaluate.js';
 import { grantsForMany } from './access.js';
 
 export interface Revocation {
@@ -60,7 +60,17 @@ export async function sessionsWithoutGrant(ctx: Ctx): Promise<Revocation[]> {
  */
 export async function sessionsFailingPosture(ctx: Ctx): Promise<Revocation[]> {
   const db = ctx.store.db;
-  const checked = (await db.selectFrom('policyMembers').select('policyId').distinct().where('side', '=', 'posture-check').execute()).map((r) => r.policyId);
+  // Policies with an enforced check: a report-only one (ziti#2095) never takes a session away.
+  const checked = (
+    await db
+      .selectFrom('policyMembers as m')
+      .innerJoin('postureChecks as c', 'c.id', 'm.entityId')
+      .select('m.policyId')
+      .distinct()
+      .where('m.side', '=', 'posture-check')
+      .where('c.reportOnly', '=', 0)
+      .execute()
+  ).map((r) => r.policyId);
   if (!checked.length) return [];
   const out: Revocation[] = [];
   const checks = await checksOfPolicies(db, checked);
@@ -94,7 +104,8 @@ async function failing(ctx: Ctx, sessions: SessionRef[], checks: Awaited<ReturnT
     const responses = responsesFrom(bySession.get(s.apiSessionId) ?? []);
     const mine = grants.filter((g) => g.identityId === s.identityId && g.serviceId === s.serviceId && g.kind === kindOf(s.type));
     // A grant through a policy without checks, or whose checks all pass, keeps the session.
-    const failed = mine.map((g) => (checks.get(g.policyId) ?? []).filter((c) => !evaluateCheck(c, responses, now).isPassing));
+    // Report-only checks (ziti#2095) never take a session away.
+    const failed = mine.map((g) => failingChecks(checks.get(g.policyId) ?? [], responses, now).enforced);
     if (!mine.length || failed.some((f) => !f.length)) continue;
     const names = [...new Set(failed.flat().map((c) => c.name))];
     out.push({ ...s, reason: `access-lost: posture check${names.length > 1 ? 's' : ''} failing: ${names.join(', ')}` });

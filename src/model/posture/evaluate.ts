@@ -2,7 +2,7 @@
 // policies that grant it a service. A policy passes when every one of its checks passes.
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../store/db.js';
-import { fromJson } from '../../store/json.js';
+import { fromJson, isSet } from '../../store/json.js';
 import { all, precompile } from '../../store/precompiled.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
@@ -25,6 +25,8 @@ export interface Check {
   createdAt: string;
   updatedAt: string;
   tags: string;
+  /** Failures are recorded, never enforced (ziti#2095). */
+  reportOnly: boolean;
 }
 
 export interface Response {
@@ -49,7 +51,7 @@ export async function responsesOf(db: AnyDb, apiSessionId: string): Promise<Resp
 }
 
 /** What a check's queries select: the policy that holds it (`m`) and the check (`c`). */
-const CHECK_COLUMNS = ['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags'] as const;
+const CHECK_COLUMNS = ['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags', 'c.reportOnly'] as const;
 /** The same columns as named in a row, for reading the rows as JSON (dialect jsonRows). */
 export const CHECK_FIELDS = CHECK_COLUMNS.map((c) => c.slice(2));
 
@@ -105,9 +107,9 @@ export async function checksOfIdentity(db: Db, identityId: string, kinds: Policy
 
 export function byPolicy(rows: unknown[]): Map<string, Check[]> {
   const out = new Map<string, Check[]>();
-  for (const r of rows as (Omit<Check, 'data'> & { policyId: string; data: string })[]) {
+  for (const r of rows as (Omit<Check, 'data' | 'reportOnly'> & { policyId: string; data: string; reportOnly: unknown })[]) {
     const list = out.get(r.policyId) ?? [];
-    list.push({ ...r, data: fromJson(r.data, {}) });
+    list.push({ ...r, data: fromJson(r.data, {}), reportOnly: isSet(r.reportOnly) });
     out.set(r.policyId, list);
   }
   return out;
@@ -193,6 +195,17 @@ export function evaluateCheck(check: Check, responses: Responses, now: Date): Ou
   return untimed(false);
 }
 
+/**
+ * A policy's checks that fail now, split: those that deny (`enforced`) and the report-only ones, whose
+ * failures are recorded but deny nothing (ziti#2095). A policy passes when `enforced` is empty.
+ */
+export function failingChecks(list: readonly Check[], responses: Responses, now: Date): { enforced: Check[]; reported: Check[] } {
+  const enforced: Check[] = [];
+  const reported: Check[] = [];
+  for (const c of list) if (!evaluateCheck(c, responses, now).isPassing) (c.reportOnly ? reported : enforced).push(c);
+  return { enforced, reported };
+}
+
 /** Go's zero time: what upstream answers for an MFA event that never happened. */
 const NEVER = '0001-01-01T00:00:00.000Z';
 
@@ -246,11 +259,16 @@ export function failureValues(check: Check, responses: Responses, now: Date): Re
   return { actualValue: '', expectedValue: [] };
 }
 
-/** The postureQueries of a service, as its client sees them: one entry per granting policy. */
+/**
+ * The postureQueries of a service, as its client sees them: one entry per granting policy. A report-only
+ * check is listed (so the client keeps reporting what it checks) as passing, since it denies nothing,
+ * with ztc's reportOnly: true and wouldPass, its real result.
+ */
 export function postureQueries(grants: Grant[], checks: Map<string, Check[]>, responses: Responses, now: Date) {
   return grants.map((g) => {
     const queries = (checks.get(g.policyId) ?? []).map((c) => {
-      const o = evaluateCheck(c, responses, now);
+      const real = evaluateCheck(c, responses, now);
+      const o = c.reportOnly ? { ...real, isPassing: true } : real;
       return {
         id: c.id,
         _links: { self: { href: `./posture-checks/${c.id}` } },
@@ -266,6 +284,7 @@ export function postureQueries(grants: Grant[], checks: Map<string, Check[]>, re
         ...(c.typeId === 'MFA' ? { promptOnWake: !!c.data.promptOnWake, promptOnUnlock: !!c.data.promptOnUnlock } : {}),
         ...(c.typeId === 'PROCESS' ? { process: { osType: c.data.process.osType, path: c.data.process.path } } : {}),
         ...(c.typeId === 'PROCESS_MULTI' ? { processes: (c.data.processes as { osType: string; path: string }[]).map((p) => ({ osType: p.osType, path: p.path })) } : {}),
+        ...(c.reportOnly ? { reportOnly: true, wouldPass: real.isPassing } : {}),
       };
     });
     return { policyId: g.policyId, policyType: g.kind === 'dial' ? 'Dial' : g.kind === 'bind' ? 'Bind' : 'Invalid', isPassing: queries.every((q) => q.isPassing), postureQueries: queries };

@@ -148,9 +148,12 @@ export async function postureDataOf(db: AnyDb, identityId: string) {
 }
 
 export async function failedRequestsOf(db: AnyDb, identityId: string) {
-  const rows = (await db.selectFrom('failedServiceRequests').selectAll().where('identityId', '=', identityId).orderBy('at', 'desc').orderBy('id', 'desc').execute()) as { apiSessionId: string; serviceId: string; serviceName: string; sessionType: string; at: string; policyFailures: string }[];
-  return rows.map((r: { apiSessionId: string; serviceId: string; serviceName: string; sessionType: string; at: string; policyFailures: string }) => ({
+  type FailedRow = { apiSessionId: string; serviceId: string; serviceName: string; sessionType: string; at: string; policyFailures: string; reportOnly: unknown };
+  const rows = (await db.selectFrom('failedServiceRequests').selectAll().where('identityId', '=', identityId).orderBy('at', 'desc').orderBy('id', 'desc').execute()) as FailedRow[];
+  return rows.map((r: FailedRow) => ({
     apiSessionId: r.apiSessionId, serviceId: r.serviceId, serviceName: r.serviceName, sessionType: r.sessionType, when: r.at, policyFailures: fromJson(r.policyFailures, []),
+    // ztc's addition: granted all the same, only report-only checks (ziti#2095) having failed.
+    ...(isSet(r.reportOnly) ? { reportOnly: true } : {}),
   }));
 }
 

@@ -3,7 +3,7 @@
 import { Value } from 'typebox/value';
 import { Type } from 'typebox';
 import type { Tx } from '../../store/db.js';
-import { fromJson, sortedStrings } from '../../store/json.js';
+import { fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { couldNotValidate, invalidField } from '../errors.js';
 import { normaliseCheckData } from '../posture/clean.js';
 import { aliases, baseDetail, baseFilterable, defineResource, jsonField, type Row, type WriteMode } from '../resource.js';
@@ -53,9 +53,15 @@ const looseTypeFields = Object.fromEntries(
     return [k, Type.Optional(loose)];
   }),
 );
-const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(Tags), ...looseTypeFields };
+/**
+ * ztc's addition (ziti#2095): a report-only check never denies; its failures are recorded (a posture
+ * event, ztc_posture_check_failures_total, the identity's failed service requests) so a check can be
+ * rolled out and watched before it is enforced.
+ */
+const ReportOnly = Type.Boolean({ description: 'Record failures of this check (events, metrics, failed service requests) without denying access; default false' });
+const common = { roleAttributes: Type.Optional(Attributes), tags: Type.Optional(Tags), reportOnly: Type.Optional(ReportOnly), ...looseTypeFields };
 
-export const postureCheckDetail = Type.Object({ ...baseFields, name: Type.String(), typeId: Type.String(), version: Type.Integer(), roleAttributes: Type.Array(Type.String()) }, { additionalProperties: true });
+export const postureCheckDetail = Type.Object({ ...baseFields, name: Type.String(), typeId: Type.String(), version: Type.Integer(), roleAttributes: Type.Array(Type.String()), reportOnly: Type.Boolean() }, { additionalProperties: true });
 
 /**
  * A null inside a type's field is an unset Go field: `ziti edge create posture-check process-multi`
@@ -95,7 +101,7 @@ function typeData(typeId: CheckType, input: Row, previous: Row, mode: WriteMode)
 
 export const postureChecks = defineResource({
   // `ziti edge create posture-check os|process` sends {"Type": ..., "Versions": ...} (untagged Go structs).
-  caseInsensitiveKeys: Type.Object({ name: Name, typeId: CheckTypeT, roleAttributes: Attributes, tags: Tags, ...typeFields }),
+  caseInsensitiveKeys: Type.Object({ name: Name, typeId: CheckTypeT, roleAttributes: Attributes, tags: Tags, reportOnly: ReportOnly, ...typeFields }),
   name: 'posture check',
   plural: 'posture-checks',
   table: 'postureChecks',
@@ -117,6 +123,7 @@ export const postureChecks = defineResource({
     name: { column: 'e.name', type: 'string', sortable: true },
     promptOnUnlock: jsonField('e.data', ['promptOnUnlock'], 'boolean'),
     promptOnWake: jsonField('e.data', ['promptOnWake'], 'boolean'),
+    reportOnly: { column: 'e.report_only', type: 'boolean', sortable: true },
     ...aliases({
       typeId: { column: 'e.type_id', type: 'string', sortable: true },
       roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
@@ -128,6 +135,7 @@ export const postureChecks = defineResource({
     typeId: r.typeId,
     version: Number(r.version),
     roleAttributes: sortedStrings(r.roleAttributes),
+    reportOnly: isSet(r.reportOnly),
   }),
   toRow: async (input: Row, mode: WriteMode, _tx: Tx, _ctx, existing?: Row) => {
     const typeId = (input.typeId ?? existing?.typeId) as CheckType;
@@ -137,7 +145,8 @@ export const postureChecks = defineResource({
     else out.version = Number(existing?.version ?? 1) + 1;
     if (mode !== 'patch' || 'name' in input) out.name = input.name;
     if (mode !== 'patch' || 'roleAttributes' in input) out.roleAttributes = JSON.stringify([...new Set(input.roleAttributes ?? [])]);
+    if (mode !== 'patch' || 'reportOnly' in input) out.reportOnly = input.reportOnly ? 1 : 0;
     return out;
   },
-  cli: { columns: ['id', 'name', 'typeId', 'roleAttributes'] },
+  cli: { columns: ['id', 'name', 'typeId', 'roleAttributes', 'reportOnly'] },
 });

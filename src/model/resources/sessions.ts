@@ -13,12 +13,12 @@ import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
 import { hashSecret, newId } from '../ids.js';
 import { signServiceSessionJwt } from '../pki/jwt.js';
-import { grantsFor, grantsForMany, type Grant } from '../policy/access.js';
-import { checksOfIdentity, evaluateCheck, failureValues, responsesOf } from '../posture/evaluate.js';
+import { grantsFor, grantsForMany } from '../policy/access.js';
+import { checksOfIdentity, failingChecks, failureValues, responsesOf } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
 import { edgeRouterClientFields, edgeRouterClientView, isOnline } from './routers.js';
-import { sessionEvent } from '../events/emit.js';
+import { postureEvent, sessionEvent } from '../events/emit.js';
 
 export const SessionType = Type.Union([Type.Literal('Dial'), Type.Literal('Bind'), Type.Literal('Invalid')]);
 export const sessionCreate = Type.Object({ serviceId: Type.String({ minLength: 1, maxLength: 255 }), type: Type.Optional(SessionType), tags: Type.Optional(Tags) }, { additionalProperties: false });
@@ -103,7 +103,7 @@ async function expandSessions(db: Db, rows: Row[], withPolicies: boolean) {
   }
 }
 
-async function policyNames(db: Db, grants: Grant[]) {
+async function policyNames(db: Db, grants: readonly { policyId: string }[]) {
   const ids = [...new Set(grants.map((g) => g.policyId))];
   const rows = ids.length ? await db.selectFrom('servicePolicies').select(['id', 'name']).where('id', 'in', ids).execute() : [];
   return new Map(rows.map((r) => [r.id, r.name]));
@@ -152,7 +152,7 @@ export const clientSessions = declFor(false);
 interface PolicyFailure {
   policyId: string;
   policyName: string;
-  checks: ({ postureCheckId: string; postureCheckName: string; postureCheckType: string } & Record<string, unknown>)[];
+  checks: ({ postureCheckId: string; postureCheckName: string; postureCheckType: string; reportOnly?: boolean } & Record<string, unknown>)[];
 }
 
 /** A Dial or Bind session for a service the caller may use, whose posture checks pass. */
@@ -175,20 +175,30 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = checks.size ? await responsesOf(db, who.apiSessionId) : new Map();
   const now = ctx.clock.now();
+  // Each granting policy's failing checks. A policy whose enforced checks pass grants the session; a
+  // failing report-only check (ziti#2095) denies nothing, but when every policy has one failing (the
+  // session would be refused if they were enforced) the failure is recorded all the same.
   const failures: PolicyFailure[] = [];
+  let granted = false;
+  let clean = false;
   for (const g of grants) {
-    const failed = (checks.get(g.policyId) ?? []).filter((c) => !evaluateCheck(c, responses, now).isPassing);
-    if (!failed.length) {
-      failures.length = 0;
-      break;
+    const { enforced, reported } = failingChecks(checks.get(g.policyId) ?? [], responses, now);
+    if (!enforced.length) {
+      granted = true;
+      if (!reported.length) {
+        clean = true;
+        break;
+      }
     }
-    failures.push({ policyId: g.policyId, policyName: '', checks: failed.map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: c.typeId, ...failureValues(c, responses, now) })) });
+    failures.push({
+      policyId: g.policyId,
+      policyName: '',
+      checks: [...enforced, ...reported].map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: c.typeId, ...failureValues(c, responses, now), ...(c.reportOnly ? { reportOnly: true } : {}) })),
+    });
   }
-  if (failures.length) {
-    const names = await policyNames(db, grants);
-    for (const f of failures) f.policyName = names.get(f.policyId) ?? '';
-    await recordFailure(ctx, who, service, type, failures);
-    const missing = [...new Set(failures.flatMap((f) => f.checks.map((c) => c.postureCheckName)))];
+  if (!granted) {
+    await recordFailure(ctx, who, service, type, failures, false);
+    const missing = [...new Set(failures.flatMap((f) => f.checks.filter((c) => !c.reportOnly).map((c) => c.postureCheckName)))];
     throw new ApiError(401, 'INVALID_POSTURE', `The posture checks of every policy granting ${type} on '${service.name}' fail: ${missing.join(', ')}; submit posture responses (POST /posture-response) and try again`);
   }
 
@@ -209,6 +219,8 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
       if (body.tags && Object.keys(body.tags).length) await indexTags(tx, id, body.tags);
     }),
     expandSessions(db, [row], false),
+    // Granted with report-only checks failing: recorded beside the insert, not after it.
+    clean ? undefined : recordFailure(ctx, who, service, type, failures, true, id),
   ]);
   sessionEvent(ctx, 'created', { id, type, apiSessionId: who.apiSessionId, identityId: who.identityId, serviceId: service.id });
   return clientSessions.toDetail(row, ctx);
@@ -216,14 +228,27 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
 
 const FAILURES_KEPT = 50;
 
-async function recordFailure(ctx: Ctx, who: Principal, service: { id: string; name: string }, type: string, failures: PolicyFailure[]) {
+/**
+ * A failed service request (the identity's last FAILURES_KEPT are kept) and its posture event, which the
+ * metrics count (ztc_posture_check_failures_total). `granted`: only report-only checks failed, and the
+ * session (`sessionId`) was made.
+ */
+async function recordFailure(ctx: Ctx, who: Principal, service: { id: string; name: string }, type: string, failures: PolicyFailure[], granted: boolean, sessionId?: string) {
+  const names = await policyNames(ctx.store.db, failures);
+  for (const f of failures) f.policyName = names.get(f.policyId) ?? '';
   await writeTx(ctx, async (tx) => {
     await tx
       .insertInto('failedServiceRequests')
-      .values({ id: newId(), identityId: who.identityId, apiSessionId: who.apiSessionId, serviceId: service.id, serviceName: service.name, sessionType: type, at: iso(ctx.clock.now()), policyFailures: JSON.stringify(failures) })
+      .values({ id: newId(), identityId: who.identityId, apiSessionId: who.apiSessionId, serviceId: service.id, serviceName: service.name, sessionType: type, at: iso(ctx.clock.now()), policyFailures: JSON.stringify(failures), reportOnly: granted ? 1 : 0 })
       .execute();
     const keep = tx.selectFrom('failedServiceRequests').select('id').where('identityId', '=', who.identityId).orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILURES_KEPT);
     await tx.deleteFrom('failedServiceRequests').where('identityId', '=', who.identityId).where('id', 'not in', keep).execute();
+  });
+  const checks = new Map<string, { id: string; name: string; type: string; report_only: boolean }>();
+  for (const f of failures) for (const c of f.checks) checks.set(c.postureCheckId, { id: c.postureCheckId, name: c.postureCheckName, type: c.postureCheckType, report_only: !!c.reportOnly });
+  postureEvent(ctx, granted ? 'reported' : 'denied', {
+    identityId: who.identityId, apiSessionId: who.apiSessionId, serviceId: service.id, serviceName: service.name, sessionType: type, sessionId,
+    policies: failures.map((f) => ({ id: f.policyId, name: f.policyName })), checks: [...checks.values()],
   });
 }
 

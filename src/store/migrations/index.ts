@@ -27,6 +27,7 @@ import { revocations } from './0030-revocations.js';
 import { authenticatorExtendRequests } from './0031-authenticator-extend-requests.js';
 import { router2xFields } from './0033-router-2x-fields.js';
 import { signerEnrollment } from './0034-signer-enrollment.js';
+import { postureReportOnly } from './0035-posture-report-only.js';
 import { oidc } from './0032-oidc.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
@@ -58,5 +59,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0032-oidc': oidc(),
     '0033-router-2x-fields': router2xFields(),
     '0034-signer-enrollment': signerEnrollment(),
+    '0035-posture-report-only': postureReportOnly(),
   };
 }
