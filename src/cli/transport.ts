@@ -12,6 +12,7 @@ import { apiOfPath, type MountedApi } from '../server/api-paths.js';
 import { API_TOKEN_PREFIX } from '../model/resources/api-tokens.js';
 import { CliError } from './errors.js';
 import { currentProfileName, loadProfile, missingProfile, type Profile } from './profile.js';
+import type { Reader } from './local-read.js';
 import type { Ctx } from '../model/context.js';
 
 export interface Reply {
@@ -126,53 +127,81 @@ export class RemoteTransport implements Transport {
 
 export class LocalTransport implements Transport {
   readonly describe: string;
+  /** Reads of declared resources, answered from the store without the app (local-read.ts); undefined when it cannot. */
+  private reader?: Promise<Reader | undefined>;
+  /** The data dir opened as the server opens it (PKI, first-start checks), and the admin's in-process token: made on the first request the reader does not answer. */
+  private full?: Promise<{ ctx: Ctx; token: string; close: () => Promise<void> }>;
   /** One app per API, each built on the first call to it: a command pays only for the routes it calls. */
   private apps = new Map<MountedApi, Promise<App>>();
-  private constructor(private build: (api: MountedApi) => Promise<App>, private token: string, private done: () => Promise<void>, dataDir: string, readonly events?: Ctx['events']) {
-    this.describe = `data dir ${dataDir}`;
+  private opened?: { ctx: Ctx };
+  private constructor(private config: Config, private progress?: Progress) {
+    this.describe = `data dir ${config.dataDir}`;
   }
 
   static async open(config: Config, progress?: Progress): Promise<LocalTransport> {
-    // The server is loaded only here: remote commands start without it.
-    const [{ openDataDir }, { buildApp }] = await Promise.all([import('../server/controller.js'), import('../server/app.js')]);
-    // A command's few writes checkpoint in their commits (SQLite's default): a thread for it would cost more.
-    // No metrics: a command's own process is gone before anything could scrape what it counted, and
-    // prom-client's default collectors (event-loop monitor, GC observer) cost it start-up time.
-    const opened = await openDataDir({ ...config, metrics: false }, { progress, checkpointThread: false, local: true });
-    if (opened.boot.generatedPassword) {
-      progress?.(`initialised ${config.dataDir}: default admin '${config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
-    }
-    const admin = await opened.ctx.store.db.selectFrom('identities').select(['id', 'name']).where('isDefaultAdmin', '=', 1).executeTakeFirstOrThrow();
-    const token = randomBytes(32).toString('base64url');
-    const localAdmin = { token, identityId: admin.id, identityName: admin.name };
-    const transport: LocalTransport = new LocalTransport((api) => buildApp(opened.ctx, { localAdmin, apis: [api] }), token, async () => {
-      for (const app of transport.apps.values()) await (await app.catch(() => undefined))?.close();
-      // Stored events still queued (admin recovery) reach the database before it closes.
-      await opened.ctx.events.flush();
-      await opened.close();
-    }, config.dataDir, opened.ctx.events);
-    return transport;
+    const t = new LocalTransport(config, progress);
+    t.reader = import('./local-read.js').then((m) => m.openReader(config));
+    // A damaged database is said now, as by every open.
+    await t.reader;
+    return t;
+  }
+
+  /** The events hub of the opened data dir, once a request needed it (admin recovery records into it). */
+  get events(): Ctx['events'] | undefined {
+    return this.opened?.ctx.events;
+  }
+
+  private openFull() {
+    this.full ??= (async () => {
+      // The server is loaded only here: remote commands and local reads start without it.
+      const { openDataDir } = await import('../server/controller.js');
+      // A command's few writes checkpoint in their commits (SQLite's default): a thread for it would cost more.
+      // No metrics: a command's own process is gone before anything could scrape what it counted, and
+      // prom-client's default collectors (event-loop monitor, GC observer) cost it start-up time.
+      const opened = await openDataDir({ ...this.config, metrics: false }, { progress: this.progress, checkpointThread: false, local: true });
+      if (opened.boot.generatedPassword) {
+        this.progress?.(`initialised ${this.config.dataDir}: default admin '${this.config.adminUsername}', password ${opened.boot.generatedPassword} (shown only this once)`);
+      }
+      this.opened = opened;
+      return { ctx: opened.ctx, token: randomBytes(32).toString('base64url'), close: () => opened.close() };
+    })();
+    return this.full;
   }
 
   private app(path: string): Promise<App> {
     const api = apiOfPath(path);
     let app = this.apps.get(api);
-    if (!app) this.apps.set(api, (app = this.build(api)));
+    if (!app) {
+      app = (async () => {
+        const [{ ctx, token }, { buildApp }] = await Promise.all([this.openFull(), import('../server/app.js')]);
+        const admin = await ctx.store.db.selectFrom('identities').select(['id', 'name']).where('isDefaultAdmin', '=', 1).executeTakeFirstOrThrow();
+        return buildApp(ctx, { localAdmin: { token, identityId: admin.id, identityName: admin.name }, apis: [api] });
+      })();
+      this.apps.set(api, app);
+    }
     return app;
   }
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const res = await (await this.app(path)).inject({
+    if (method === 'GET' && body === undefined) {
+      const answered = await (await this.reader)?.get(path);
+      if (answered) return answered;
+    }
+    const app = await this.app(path);
+    const { token } = await this.openFull();
+    const res = await app.inject({
       method: method as 'GET',
       url: path,
-      headers: { 'zt-session': this.token, accept: 'application/json', ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
+      headers: { 'zt-session': token, accept: 'application/json', ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     return { status: res.statusCode, headers: res.headers, text: res.body, json: parse(res.body) };
   }
 
   async download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
-    const res = await (await this.app(p)).inject({ method: 'GET', url: p, headers: { 'zt-session': this.token, accept }, payloadAsStream: true });
+    const app = await this.app(p);
+    const { token } = await this.openFull();
+    const res = await app.inject({ method: 'GET', url: p, headers: { 'zt-session': token, accept }, payloadAsStream: true });
     let text = '';
     // A character may be split between two chunks.
     const decoder = new StringDecoder('utf8');
@@ -186,8 +215,15 @@ export class LocalTransport implements Transport {
     return { status: res.statusCode, headers: res.headers, text, json: parse(text) };
   }
 
-  close() {
-    return this.done();
+  async close() {
+    for (const app of this.apps.values()) await (await app.catch(() => undefined))?.close();
+    if (this.full) {
+      const full = await this.full.catch(() => undefined);
+      // Stored events still queued (admin recovery) reach the database before it closes.
+      await full?.ctx.events.flush();
+      await full?.close();
+    }
+    await (await this.reader?.catch(() => undefined))?.close();
   }
 }
 

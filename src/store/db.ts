@@ -153,7 +153,7 @@ export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '
  * `check: false`: a second connection of the process that opened the file, which checked it already (its import's thread).
  * `checkpointThread`: the WAL's checkpoints on a thread of their own rather than in this connection's commits (the API's connection).
  */
-export async function openSqlite(file: string, o: { check?: boolean; checkpointThread?: boolean } = {}): Promise<Store> {
+export async function openSqlite(file: string, o: { check?: boolean; checkpointThread?: boolean; migrate?: boolean } = {}): Promise<Store> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   // Before anything writes to it (WAL mode, migrations): a damaged file is refused, untouched.
   if (o.check !== false) quickCheck(file);
@@ -213,7 +213,8 @@ export async function openSqlite(file: string, o: { check?: boolean; checkpointT
     },
     integrityCheck: () => integrityProblems(conn),
   };
-  await migrate(store);
+  // `migrate: false`: a reader that takes the store only as it is (cli/local-read.ts checks upToDate).
+  if (o.migrate !== false) await migrate(store);
   // What a remembered list count depends on (store/count-cache.ts): other connections' commits and this one's changes.
   const dataVersion = conn.prepare('pragma data_version').pluck();
   const totalChanges = conn.prepare('select total_changes()').pluck();
@@ -268,6 +269,21 @@ export async function migrate(store: Store): Promise<void> {
       ? ': the database user must be allowed to create tables: make it the database\'s owner (createdb -O USER, or ALTER DATABASE NAME OWNER TO USER), or GRANT CREATE ON SCHEMA public TO USER'
       : '';
     throw new MigrationFailed(`the database could not be brought up to date (${step}): ${why}${hint}`);
+  }
+}
+
+/**
+ * Whether every migration this program knows has run on the store, and no other: what a reader that does
+ * not migrate needs (one that finds otherwise leaves the store to the open that migrates, or refuses).
+ */
+export async function upToDate(store: Store): Promise<boolean> {
+  const known = Object.keys(migrations(store.dialect));
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(store.db);
+    const done = new Set(rows.map((r) => r.name));
+    return rows.length === known.length && known.every((n) => done.has(n));
+  } catch {
+    return false;
   }
 }
 

@@ -2,22 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Ctx } from '../../../model/context.js';
 import { authenticators } from '../../../model/resources/authenticators.js';
 import { identities } from '../../../model/resources/identities.js';
-import { identityTypes } from '../../../model/resources/identity-types.js';
-import { cas } from '../../../model/resources/cas.js';
-import { enrollments } from '../../../model/resources/enrollments.js';
 import { registerPkiManagement } from './pki.js';
 import { registerIdentityActions } from './identity-actions.js';
-import { authPolicies } from '../../../model/resources/auth-policies.js';
-import { apiSessions } from '../../../model/resources/api-sessions.js';
-import { externalJwtSigners } from '../../../model/resources/external-jwt-signers.js';
 import { configs, configTypes } from '../../../model/resources/configs.js';
-import { edgeRouters, routers, transitRouters } from '../../../model/resources/routers.js';
-import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../../../model/resources/policies.js';
-import { postureCheckTypes } from '../../../model/resources/posture-check-types.js';
-import { postureChecks } from '../../../model/resources/posture-checks.js';
-import { revocations } from '../../../model/resources/revocations.js';
 import type { AnyQuery } from '../../../model/resource.js';
 import { mountResource } from '../../crud.js';
+import { managementResources } from '../../management-resources.js';
 import { relatedList } from '../../related.js';
 import { registerPolicyRoutes } from './policies.js';
 import { registerPolicyAdvisor } from './policy-advisor.js';
@@ -29,12 +19,8 @@ import { registerModel } from './model.js';
 import { registerApiTokens } from './api-tokens.js';
 import { registerEvents } from './events.js';
 
-/** Every declared resource the management API serves. */
-export const managementResources = [
-  identities, identityTypes, authenticators, cas, enrollments, authPolicies, apiSessions, externalJwtSigners, configTypes, configs,
-  edgeRouters, routers, transitRouters, edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies, postureCheckTypes, postureChecks,
-  revocations,
-];
+/** Every declared resource the management API serves (listed apart from the routes: the CLI's local reads use it). */
+export { managementResources };
 
 export function registerManagement(app: FastifyInstance, ctx: Ctx) {
   for (const decl of managementResources) mountResource(app, ctx, decl);
