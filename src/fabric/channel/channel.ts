@@ -15,6 +15,18 @@ export interface ChannelEvents {
 /** Bytes queued for the socket above which the channel counts as full. */
 export const HIGH_WATER = 4 * 1024 * 1024;
 
+/**
+ * Paced writing (setPacing): at most `frames` frames go out per `intervalMs`, the rest wait their turn in
+ * order; when a burst has all gone out (an interval passed with nothing to write), `idle` hears how many
+ * frames it had. For peers that take in a bounded number of messages per read (the C SDK before 0.36:
+ * edge/legacy-c-sdk.ts).
+ */
+export interface Pacing {
+  frames: number;
+  intervalMs: number;
+  idle?(burst: number): void;
+}
+
 export class Channel {
   private seq = 0;
   private waiters = new Map<number, { resolve(m: Message): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
@@ -28,6 +40,13 @@ export class Channel {
   private handlers?: ChannelEvents;
   /** When the frame in progress began to arrive (or reading resumed after a pause); 0: none in progress. */
   partialSince = 0;
+  private pacing?: Pacing;
+  /** Paced frames waiting for their turn (head, body), their bytes, the frames of this turn, the burst's. */
+  private waiting: [Buffer, Buffer][] = [];
+  private waitingBytes = 0;
+  private turnFrames = 0;
+  private burst = 0;
+  private turn?: NodeJS.Timeout;
 
   /** `guard`: the listener's deadline and budget for frames in progress (guard.ts), on accepted connections. */
   constructor(readonly socket: Socket, limits: FrameLimits = FRAME_LIMITS, private readonly guard?: ListenerGuard) {
@@ -106,13 +125,61 @@ export class Channel {
     if (this.closed) return -1;
     if (m.seq === 0) m.seq = ++this.seq;
     const head = encodeHead(m);
-    if (m.body.length) {
+    if (this.pacing) this.paced(head, m.body, this.pacing);
+    else this.write(head, m.body);
+    return m.seq;
+  }
+
+  private write(head: Buffer, body: Buffer) {
+    if (body.length) {
       this.socket.cork();
       this.socket.write(head);
-      this.socket.write(m.body);
+      this.socket.write(body);
       this.socket.uncork();
     } else this.socket.write(head);
-    return m.seq;
+  }
+
+  /** Write at most `frames` frames per interval from now on (see Pacing). */
+  setPacing(p: Pacing) {
+    this.pacing = p;
+  }
+
+  /** Frames waiting for their turn. */
+  get held() {
+    return this.waiting.length;
+  }
+
+  private paced(head: Buffer, body: Buffer, p: Pacing) {
+    this.burst++;
+    if (!this.waiting.length && this.turnFrames < p.frames) {
+      this.turnFrames++;
+      this.write(head, body);
+    } else {
+      this.waiting.push([head, body]);
+      this.waitingBytes += head.length + body.length;
+    }
+    this.turn ??= setTimeout(() => this.nextTurn(p), p.intervalMs);
+  }
+
+  /** A new interval: the frames waiting go out, `frames` of them; a turn with nothing to write ends the burst. */
+  private nextTurn(p: Pacing) {
+    this.turn = undefined;
+    if (this.closed) return;
+    this.turnFrames = 0;
+    while (this.waiting.length && this.turnFrames < p.frames) {
+      const [head, body] = this.waiting.shift()!;
+      this.waitingBytes -= head.length + body.length;
+      this.turnFrames++;
+      this.write(head, body);
+    }
+    if (this.turnFrames) this.turn = setTimeout(() => this.nextTurn(p), p.intervalMs);
+    else {
+      const burst = this.burst;
+      this.burst = 0;
+      p.idle?.(burst);
+    }
+    // Sources held back for what waited here read again once it is out (the socket may never have filled).
+    if (!this.full && this.blocked.size && !this.socket.writableNeedDrain) this.releaseBlocked();
   }
 
   /** Send and wait for the message whose ReplyFor names it. */
@@ -136,9 +203,9 @@ export class Channel {
     return this.send(m);
   }
 
-  /** Whether the socket holds more than HIGH_WATER bytes not yet written. */
+  /** Whether the socket (and the frames waiting for their turn) hold more than HIGH_WATER bytes not yet written. */
   get full(): boolean {
-    return this.socket.writableLength > HIGH_WATER;
+    return this.socket.writableLength + this.waitingBytes > HIGH_WATER;
   }
 
   /**
@@ -167,6 +234,11 @@ export class Channel {
 
   close(error?: Error) {
     if (this.closed) return;
+    // A clean close says its last words: what waited for its turn goes out before the end.
+    if (!error && this.socket.writable) for (const [head, body] of this.waiting) this.write(head, body);
+    this.waiting = [];
+    this.waitingBytes = 0;
+    if (this.turn) clearTimeout(this.turn);
     this.closed = true;
     this.guard?.remove(this);
     this.decoder.clear();

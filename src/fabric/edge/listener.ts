@@ -9,6 +9,7 @@ import type { ListenerGuard } from '../channel/guard.js';
 import { listenForChannels } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import type { Fabric } from '../fabric.js';
+import { paceForLegacySdk, stallsOnBursts } from './legacy-c-sdk.js';
 import { EdgeConn } from './sdk-connection.js';
 
 export interface EdgeListenerOptions {
@@ -65,6 +66,8 @@ async function accept(fabric: Fabric, channel: Channel, hello: Message, fingerpr
   accepted();
   channel.setLimits(FRAME_LIMITS);
   const conn = new EdgeConn(fabric, channel, who, fingerprints);
+  // A C SDK before 0.36 is handed bursts a few frames at a time (legacy-c-sdk.ts).
+  if (stallsOnBursts(hello)) paceForLegacySdk(channel, () => conn.nudgeFrame());
   fabric.conns.add(conn);
   channel.attach({
     message: (m) => conn.handle(m),

@@ -57,7 +57,24 @@ export class EdgeConn {
   }
 
   forget(ep: Endpoint) {
-    if (this.sides.get(ep.connId) === ep) this.sides.delete(ep.connId);
+    if (this.sides.get(ep.connId) !== ep) return;
+    this.sides.delete(ep.connId);
+    this.lastForgotten = ep.connId;
+  }
+
+  /** The conn id of the side forgotten last (a StateClosed went one way or the other for it). */
+  private lastForgotten?: number;
+
+  /**
+   * A frame this channel's SDK ignores, to make it read again (edge/legacy-c-sdk.ts): StateConnected on
+   * a binding or a connected side (a C SDK 0.29 ignores it in states Bound and Connected), else a second
+   * StateClosed on the side closed last (ignored once it is closed).
+   */
+  nudgeFrame(): Message | undefined {
+    const state = (type: number, connId: number, body?: Buffer) => message(type, [[Header.ConnId, u32(connId)], [Header.Seq, u32(0)]], body);
+    for (const id of this.binds) if (this.fabric.terminators.ofBinding(this, id).length) return state(ContentType.StateConnected, id);
+    for (const side of this.sides.values()) if (side.connected && !side.closed) return state(ContentType.StateConnected, side.connId);
+    return this.lastForgotten === undefined ? undefined : state(ContentType.StateClosed, this.lastForgotten, str('closed'));
   }
 
   handle(m: Message) {

@@ -1,0 +1,91 @@
+// Paced channels (channel.ts setPacing, edge/legacy-c-sdk.ts): a burst goes out a few frames per interval,
+// in order, every frame once; a clean close still sends what waited; the nudges after a burst are frames
+// the C SDK 0.29 ignores, on a conn it holds in a state that ignores them.
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Channel } from '../../src/fabric/channel/channel.js';
+import { FrameDecoder, FRAME_LIMITS, message, str, u32, type Message } from '../../src/fabric/channel/codec.js';
+import { ContentType, Header } from '../../src/fabric/channel/messages.js';
+import { FRAMES, paceForLegacySdk, stallsOnBursts } from '../../src/fabric/edge/legacy-c-sdk.js';
+
+const open: net.Socket[] = [];
+afterEach(() => {
+  for (const s of open.splice(0)) s.destroy();
+});
+
+/** A channel over loopback TCP, and what its peer receives: each read's frames as one group. */
+async function pair(): Promise<{ channel: Channel; reads: Message[][]; all: () => Message[]; peer: net.Socket }> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const accepted = new Promise<net.Socket>((r) => server.once('connection', r));
+  const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+  const peer = await accepted;
+  server.close();
+  open.push(client, peer);
+  const decoder = new FrameDecoder(FRAME_LIMITS);
+  const reads: Message[][] = [];
+  peer.on('data', (d) => reads.push(decoder.push(d)));
+  return { channel: new Channel(client), reads, all: () => reads.flat(), peer };
+}
+
+const frame = (i: number) => message(ContentType.StateClosed, [[Header.ConnId, u32(i)]], str(`closed ${i}`));
+
+describe('a paced channel', () => {
+  it('sends a burst a few frames per interval, in order, each once', async () => {
+    const { channel, reads, all } = await pair();
+    const bursts: number[] = [];
+    channel.setPacing({ frames: 4, intervalMs: 20, idle: (b) => bursts.push(b) });
+    for (let i = 0; i < 18; i++) channel.send(frame(i));
+    expect(channel.held).toBe(14);
+    await expect.poll(() => all().length, { timeout: 2000, interval: 10 }).toBe(18);
+    expect(all().map((m) => m.headers.get(Header.ConnId)!.readUInt32LE(0))).toEqual([...Array(18).keys()]);
+    // 20 ms apart, the peer reads each turn on its own: never more than 4 frames at once.
+    expect(Math.max(...reads.map((r) => r.length))).toBeLessThanOrEqual(4);
+    await expect.poll(() => bursts, { timeout: 1000, interval: 10 }).toEqual([18]);
+    channel.close();
+  });
+
+  it('sends what waited when it closes cleanly', async () => {
+    const { channel, all } = await pair();
+    channel.setPacing({ frames: 2, intervalMs: 1000 });
+    for (let i = 0; i < 10; i++) channel.send(frame(i));
+    channel.close();
+    await expect.poll(() => all().length, { timeout: 2000, interval: 10 }).toBe(10);
+  });
+
+  it('counts what waits for its turn as unwritten (backpressure)', async () => {
+    const { channel } = await pair();
+    channel.setPacing({ frames: 1, intervalMs: 1000 });
+    const big = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < 6; i++) channel.send(message(ContentType.Data, [[Header.ConnId, u32(1)]], big));
+    expect(channel.full).toBe(true);
+    channel.close(new Error('done'));
+  });
+});
+
+describe('the C SDK before 0.36', () => {
+  it('is told apart by its hello', () => {
+    const hello = (body: string, headers: [number, Buffer][] = []) => message(ContentType.Hello, [[Header.SessionToken, str('t')], ...headers], str(body));
+    expect(stallsOnBursts(hello('ziti-sdk-c[0]@host'))).toBe(true);
+    expect(stallsOnBursts(hello('ziti-sdk-c[0]@host', [[Header.SupportsInspect, Buffer.from([1])]]))).toBe(false);
+    expect(stallsOnBursts(hello(''))).toBe(false);
+  });
+
+  it('is nudged after a burst, with the frame the connection gives', async () => {
+    const { channel, all } = await pair();
+    const nudge = message(ContentType.StateConnected, [[Header.ConnId, u32(7)], [Header.Seq, u32(0)]]);
+    paceForLegacySdk(channel, () => nudge);
+    for (let i = 0; i < FRAMES * 3; i++) channel.send(frame(i));
+    // The burst, then nudges (5 ms, 25 ms, 100 ms... after it).
+    await expect.poll(() => all().filter((m) => m.type === ContentType.StateConnected).length, { timeout: 3000, interval: 20 }).toBeGreaterThanOrEqual(3);
+    expect(all().slice(0, FRAMES * 3).every((m) => m.type === ContentType.StateClosed)).toBe(true);
+    // A few frames alone are not a burst: no nudges after them.
+    const { channel: quiet, all: quietAll } = await pair();
+    paceForLegacySdk(quiet, () => nudge);
+    for (let i = 0; i < 3; i++) quiet.send(frame(i));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(quietAll().map((m) => m.type)).toEqual([ContentType.StateClosed, ContentType.StateClosed, ContentType.StateClosed]);
+    channel.close();
+    quiet.close();
+  });
+});
