@@ -1,8 +1,12 @@
 // Schemathesis (PyPI, pinned in test/peers/requirements.txt, installed by scripts/test-deps.sh) fuzzes
 // both served OpenAPI documents against a controller over real TLS, as the admin and as a plain
 // identity: no answer may be a 5xx, and none may break the schema its own document declares for it.
-// A fixed seed and a bounded number of examples per operation keep it reproducible; the four runs go
-// at once, each against a controller of its own, so one run's changes never meet another's.
+// A fixed seed and a bounded number of examples per operation keep it reproducible, and size the work:
+// a run does the same cases however slow the machine, and its wall-clock limits are only a net, set far
+// above what a loaded 2-core machine needs (runs took 15-35 s each at load 3-10 here, four at once; a
+// newcomer's busy machine took 95 s for the client API's coverage phase alone, which the old 120 s limit
+// cut short). The four runs go at once, each against a controller of its own, so one run's changes never
+// meet another's.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,6 +18,10 @@ import { startTlsController, type TlsController } from '../helpers/tls.js';
 const PYTHON = process.env.ZTC_PYTHON ?? 'python3';
 const SEED = 26;
 const EXAMPLES = 4;
+/** A run's limit: five times the slowest run seen on a busy 2-core machine. */
+const RUN_LIMIT_MS = 600_000;
+/** One request's: a loaded machine answered some in over 10 s (the run then reported an error, not a finding). */
+const REQUEST_TIMEOUT_S = 60;
 /**
  * The client API (57 operations) also gets the coverage phase (boundary and near-boundary values of
  * every field) as the admin; the management API's 195 operations only examples and fuzzing, to stay
@@ -80,12 +88,12 @@ function schemathesis(doc: string, who: 'admin' | 'plain', { c, dir, token }: Ta
     '--tls-verify', ca, '-H', `zt-session: ${token}`,
     '--checks', 'not_a_server_error,response_schema_conformance',
     '--phases', phases(doc, who), '--max-examples', String(EXAMPLES), '--seed', String(SEED),
-    '--workers', '1', '--no-shrink', '--no-color', '--request-timeout', '10',
+    '--workers', '1', '--no-shrink', '--no-color', '--request-timeout', String(REQUEST_TIMEOUT_S),
     ...excluded,
   ];
   return new Promise((resolve) => {
     // In the test's own directory: schemathesis writes its cache (.schemathesis/) where it runs.
-    execFile(PYTHON, args, { cwd: dir, timeout: 120_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
+    execFile(PYTHON, args, { cwd: dir, timeout: RUN_LIMIT_MS, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
     });
   });
@@ -105,5 +113,5 @@ describe('schemathesis against both OpenAPI documents', () => {
         expect(run.code, run.output.slice(-4000)).toBe(0);
         // The admin's session lasted the whole run (else most operations were only seen answering 401).
         expect((await t.c.call('GET', `${CLIENT}/current-api-session`, { token: t.token })).status).toBe(200);
-      }, 150_000);
+      }, RUN_LIMIT_MS + 60_000);
 });

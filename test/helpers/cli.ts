@@ -33,7 +33,7 @@ export function cliRunner() {
   const state = { localDb: '' };
   const ztc = (...args: string[]): Promise<CliRun> =>
     new Promise((resolve) => {
-      execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: state.localDb }, timeout: 60_000 }, (err, stdout, stderr) => {
+      execFile(process.execPath, [bin, ...args], { env: { ...process.env, ZTC_HOME: home, ZTC_DATA_DIR: '', ZTC_DB: state.localDb }, timeout: 120_000 }, (err, stdout, stderr) => {
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
       });
     });
@@ -62,9 +62,9 @@ export async function loggedInController(ztc: (...args: string[]) => Promise<Cli
 /**
  * Poll `status` (a GET's HTTP status, 0 when refused) until it is 200, the server's process has
  * ended, or `ms` have passed; the last status. A deadline in time, not in tries: a loaded machine
- * (the suite runs files side by side) can take well over 10 s to start a controller.
+ * (the suite runs files side by side, with other work beside it) can take well over 10 s to start a controller.
  */
-export async function untilAnswering(status: () => Promise<number>, ended: () => boolean, ms = 40_000): Promise<number> {
+export async function untilAnswering(status: () => Promise<number>, ended: () => boolean, ms = 90_000): Promise<number> {
   const deadline = Date.now() + ms;
   let last = 0;
   while (!ended() && Date.now() < deadline && (last = await status()) !== 200) await new Promise((r) => setTimeout(r, 100));
@@ -76,7 +76,7 @@ export async function untilAnswering(status: () => Promise<number>, ended: () =>
  * have passed. serve's banner comes once every listener is up, which can be a moment after the API
  * answers: a test that saw /version answer waits for the banner with this.
  */
-export async function untilPrinted(output: () => string, pattern: RegExp, ended: () => boolean, ms = 40_000): Promise<void> {
+export async function untilPrinted(output: () => string, pattern: RegExp, ended: () => boolean, ms = 90_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!pattern.test(output()) && !ended() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 }
