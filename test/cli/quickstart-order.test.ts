@@ -146,6 +146,9 @@ describe('quickstart after npm start, or on a data dir set up before', () => {
     expect(withPassword).toMatch(/The demo network: nothing to make; there already: /);
     expect(withPassword).toMatch(/Ready\. The CLI is logged in \(profile 'quickstart'\)/);
     expect(withPassword).toMatch(/start again with: \S*ztc serve -d /);
+    // Without it again, but with that login saved: said so, not "not logged in".
+    const saved = await quickstart({});
+    expect(saved).toMatch(/Ready\. The CLI was logged in to this controller already \(profile 'quickstart', the current one\)/);
     // A wrong one: said as such.
     const wrong = await quickstart({ ZTC_ADMIN_PASSWORD: 'not-the-password' });
     expect(wrong).toMatch(/The CLI is not logged in: the password given is not admin's/);

@@ -123,6 +123,18 @@ function reachable(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** The name of a saved profile whose login to `url` still works (the current one first), if any. */
+async function savedLogin(url: string): Promise<string | undefined> {
+  const { current, profiles } = listProfiles();
+  const names = Object.keys(profiles).sort((a, b) => Number(b === current) - Number(a === current));
+  for (const name of names) {
+    if (profiles[name].url !== url || !profiles[name].token) continue;
+    const reply = await new RemoteTransport(profiles[name], name).request('GET', `${M}/current-identity`).catch(() => undefined);
+    if (reply?.status === 200 && (reply.json?.data as { isAdmin?: boolean } | undefined)?.isAdmin) return name;
+  }
+  return undefined;
+}
+
 /** Log this CLI in over the network, as `ztc login` would, trusting the data dir's CA; the previous current profile. */
 async function logIn(url: string, caPem: string, username: string, password: string): Promise<{ before?: string } | undefined> {
   const login = await httpsCall(`${url}${M}/authenticate?method=password`, { method: 'POST', caPem, body: { username, password } });
@@ -155,6 +167,8 @@ export function quickstartCommand(): Command {
       let url = running?.url;
       let loggedIn: { before?: string } | undefined;
       let refused = false;
+      /** A saved profile already logged in to this controller, when quickstart did not log in itself. */
+      let already: string | undefined;
       let local: LocalTransport | undefined;
       let made: Made;
       try {
@@ -175,6 +189,7 @@ export function quickstartCommand(): Command {
         const profile = loggedIn ? listProfiles().profiles[PROFILE] : undefined;
         if (!profile) local ??= await LocalTransport.open(config);
         made = await makeNetwork(profile ? new RemoteTransport(profile) : local!, config.dataDir, sample !== false);
+        if (!loggedIn && !refused) already = await savedLogin(url);
       } finally {
         await local?.close();
       }
@@ -187,6 +202,10 @@ export function quickstartCommand(): Command {
         // Said, not silent: later commands go to this controller.
         if (loggedIn.before && loggedIn.before !== PROFILE) out.write(`  (current profile: ${PROFILE}, was: ${loggedIn.before}; back with: ${ztc} profile use ${loggedIn.before})\n`);
         out.write(`  ${ztc} identity list\n`);
+      } else if (already) {
+        const current = listProfiles().current === already;
+        out.write(`Ready. The CLI was logged in to this controller already (profile '${already}'${current ? ', the current one' : ''}), so these work from another terminal:\n`);
+        out.write(`  ${ztc} identity list${current ? '' : ` --profile ${already}`}\n`);
       } else {
         const why = refused
           ? `the password given is not ${config.adminUsername}'s. Log in with the one shown when this data dir was first started`
@@ -195,7 +214,7 @@ export function quickstartCommand(): Command {
         out.write(`  ${ztc} login ${url} -u ${config.adminUsername}\n`);
         out.write(`  (or pass it to quickstart: --admin-password-file FILE, or ZTC_ADMIN_PASSWORD; lost: ${ztc} admin reset-password -d ${dir})\n`);
       }
-      out.write(`  open ${url}/docs                  # the API reference (the CA is in ${dir}/pki)\n`);
+      out.write(`The API reference: ${url}/docs (for a browser, trust the CA ${dir}/pki/root.pem)\n`);
       const steps = demoSteps(ztc, made, demo);
       const routerUp = running ? !!running.fabric?.edge : true;
       if (steps.length && routerUp) {
