@@ -7,6 +7,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { systemClock } from '../model/clock.js';
 import { Events } from '../model/events/hub.js';
+import { TlsFailures } from '../model/events/tls-failures.js';
+import { ListenerGuard } from './channel/guard.js';
 import type { Ctx } from '../model/context.js';
 import { loadOrCreatePki } from '../model/pki/pki.js';
 import { loadSealer } from '../model/secrets.js';
@@ -44,6 +46,9 @@ try {
   // The data plane's events go to the main thread, which writes the events file and serves the stream.
   ctx.events.subscribe((e) => post({ event: e }));
   // Links and circuits a previous run left in the store ended with it; circuits from now on are recorded.
+  // Failed TLS handshakes on the edge and control ports are among them (ziti#1834).
+  const tlsFailures = new TlsFailures(ctx.events);
+  ListenerGuard.tlsFailed = (listener, address, why) => tlsFailures.failed(listener === 'ctrl' ? 'ctrl' : 'edge', address, why);
   const id = controllerId(config.dataDir);
   await clearFabricState(ctx, id);
   const recorder = new CircuitRecorder(ctx, id, log);
@@ -132,6 +137,7 @@ try {
       post({ closed: true });
     })();
   });
+      tlsFailures.close();
 } catch (e) {
   const err = e as NodeJS.ErrnoException;
   post({ failed: { message: err.message, code: err.code } });

@@ -28,6 +28,24 @@ export const unauthorized = (message = 'The request could not be completed. The 
 export const invalidAuth = () =>
   new ApiError(401, 'INVALID_AUTH', 'The authentication request failed: the credentials are invalid or the identity may not log in');
 
+/**
+ * Why a login was refused, for its event and ztc_logins_failed_total (ziti#1834); never in the answer,
+ * which stays INVALID_AUTH whatever the reason (model/events/emit.ts failureOf reads it).
+ */
+export type LoginFailure =
+  | 'unknown-credential'
+  | 'wrong-password'
+  | 'locked'
+  | 'identity-disabled'
+  | 'method-not-allowed'
+  | 'no-certificate'
+  | 'certificate-expired'
+  | 'certificate-untrusted'
+  | 'invalid-token';
+
+/** A refused login: INVALID_AUTH, carrying why for its event only. */
+export const loginRefused = (failure: LoginFailure, e: ApiError = invalidAuth()) => Object.assign(e, { failure });
+
 export const invalidField = (field: string, reason: string, value?: unknown) =>
   new ApiError(400, 'INVALID_FIELD', `The field '${field}' is not valid: ${reason}`, { field, reason, value });
 

@@ -38,6 +38,7 @@ import { registerNetworkJwts } from './routes/shared/network-jwts.js';
 import { registerFabric } from './routes/fabric.js';
 import { registerHealth } from './health.js';
 import { registerEnrollmentEvents } from './enrollment-events.js';
+import { watchTlsFailures } from './tls-failures.js';
 import { registerOidc } from './routes/oidc/index.js';
 
 export interface AppOptions {
@@ -141,6 +142,7 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   if (ctx.config.metrics === false) app.decorate('metrics', undefined);
   else (await import('./metrics.js')).registerMetrics(app, ctx);
   registerEnrollmentEvents(app, ctx);
+  if (opts.https) watchTlsFailures(app, ctx);
   registerHealth(app, ctx);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);

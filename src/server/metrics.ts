@@ -27,6 +27,9 @@ export class Metrics {
   private listeners: DataPlaneStats['listeners'] = {};
   private apiRefused = 0;
   private readonly postureFailures: Counter<'check' | 'type' | 'mode'>;
+  private readonly loginsFailed: Counter<'method' | 'reason'>;
+  private readonly enrollmentsFailed: Counter<'method' | 'reason'>;
+  private readonly tlsFailed: Counter<'listener' | 'reason'>;
   /** Stops hearing the events the counters below count (when the app closes). */
   readonly unsubscribe: () => void;
 
@@ -50,6 +53,26 @@ export class Metrics {
       name: 'ztc_posture_check_failures_total',
       help: 'Posture checks that failed when a session was asked for, by check (its name), type and mode: enforced (the session was refused, unless another policy granted it) or report-only (recorded, never denied)',
       labelNames: ['check', 'type', 'mode'],
+      registers,
+    });
+    // Failed authentication of every kind (ziti#1834), by what failed and why: the events (with the
+    // address and, where known, the identity) say who.
+    this.loginsFailed = new Counter({
+      name: 'ztc_logins_failed_total',
+      help: 'Logins refused, through /authenticate and the OIDC login alike, by method (password, cert, ext-jwt, mfa: a login\'s second factor) and reason (unknown-credential, wrong-password, locked, identity-disabled, method-not-allowed, no-certificate, certificate-expired, certificate-untrusted, invalid-token, wrong-mfa-code, mfa-not-enrolled, throttled, invalid-request, other)',
+      labelNames: ['method', 'reason'],
+      registers,
+    });
+    this.enrollmentsFailed = new Counter({
+      name: 'ztc_enrollments_failed_total',
+      help: 'Enrollments refused, by method and reason (the error code the client was answered)',
+      labelNames: ['method', 'reason'],
+      registers,
+    });
+    this.tlsFailed = new Counter({
+      name: 'ztc_tls_handshakes_failed_total',
+      help: 'TLS handshakes that failed, by listener (api, edge, ctrl) and reason (timeout, disconnected, not-tls, no-common-protocol, no-common-alpn, client-alert, refused-certificate, other)',
+      labelNames: ['listener', 'reason'],
       registers,
     });
     this.unsubscribe = ctx.events.subscribe((e) => this.heard(e));
@@ -115,6 +138,12 @@ export class Metrics {
   private heard(e: ZtcEvent) {
     if (e.namespace === 'posture') {
       for (const c of e.checks) this.postureFailures.inc({ check: c.name.slice(0, 100), type: c.type, mode: c.report_only ? 'report-only' : 'enforced' });
+    } else if (e.namespace === 'authentication' && !e.success) {
+      this.loginsFailed.inc({ method: LOGIN_METHODS[e.type] ?? 'other', reason: e.failure ?? 'other' });
+    } else if (e.namespace === 'enrollment' && e.event_type === 'fail') {
+      this.enrollmentsFailed.inc({ method: ENROLL_METHODS.has(e.method) ? e.method : 'other', reason: enrollmentReason(e.reason) });
+    } else if (e.namespace === 'tls') {
+      this.tlsFailed.inc({ listener: e.listener, reason: e.reason }, e.count);
     }
   }
 
@@ -156,6 +185,17 @@ export class Metrics {
 }
 
 const ENROLL_METHODS = new Set(['ott', 'ottca', 'updb', 'ca', 'erott', 'trott', 'extend/router', 'challenge', 'token']);
+/** Authentication events' methods (upstream's names) as the metrics name them. */
+const LOGIN_METHODS: Record<string, string> = { updb: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt', mfa: 'mfa' };
+
+/** An enrollment refusal's reason as a label: its error code (INVALID_ENROLLMENT_TOKEN...), never its message. */
+function enrollmentReason(reason: string): string {
+  const code = /^([A-Z][A-Z0-9_]{1,63}):/.exec(reason)?.[1];
+  if (code) return code;
+  if (reason === 'internal error') return 'internal';
+  const status = /^HTTP (\d{3})$/.exec(reason)?.[1];
+  return status ? `http-${status}` : 'other';
+}
 
 function outcome(status: number): string {
   if (status < 300) return 'success';

@@ -1,7 +1,9 @@
 // Beyond upstream, second round (issue 47), through the built CLI against a controller over TLS: what
 // each item adds, as an operator types it.
+import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliRunner, killLeftovers } from '../helpers/cli.js';
+import { bin, cliRunner, killLeftovers, tracked } from '../helpers/cli.js';
 import { ADMIN, CLIENT, MGMT } from '../helpers/controller.js';
 import { startTlsController, type TlsController } from '../helpers/tls.js';
 
@@ -62,4 +64,45 @@ describe('posture checks in report-only mode (ziti#2095)', () => {
     const metrics = await ztc('metrics', 'ztc_posture_check_failures_total');
     expect(metrics.stdout).toMatch(/ztc_posture_check_failures_total\{check=cli-domain, type=DOMAIN, mode=report-only\}\s+1\n/);
   });
+});
+
+/** `ztc events --follow ARGS` in the background: what it printed so far, and a way to stop it. */
+function follow(...args: string[]) {
+  const child = tracked(spawn(process.execPath, [bin, 'events', '--follow', ...args], { env: { ...process.env, ZTC_HOME: cli.home, ZTC_DATA_DIR: '' } }));
+  const out = { text: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.text += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  return { out, stop: () => child.kill('SIGTERM') };
+}
+async function until(cond: () => boolean, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+}
+
+describe('failed authentication visible (ziti#1834)', () => {
+  it('a refused login in ztc audit with why, ztc metrics counting it; a failed TLS handshake on ztc events', async () => {
+    await user('cli-fa', []);
+    const refused = await ztc('login', tc.base, '-u', 'cli-fa', '-p', 'not-the-password', '--yes', '--legacy', '--profile', 'cli-fa');
+    expect(refused.code).not.toBe(0);
+    await tc.running.ctx.events.flush();
+    const audit = await ztc('audit', '--type', 'authentication', '--entity', 'cli-fa');
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout).toMatch(/login fail\s+updb cli-fa \[\S+\]\s+from 127\.0\.0\.1\s+INVALID_AUTH: .*\(wrong-password\)/);
+    expect(audit.stdout).not.toContain('not-the-password');
+    const logins = await ztc('metrics', 'ztc_logins_failed_total');
+    expect(logins.stdout).toMatch(/ztc_logins_failed_total\{method=password, reason=wrong-password\}\s+1\n/);
+
+    const events = follow('--type', 'tls');
+    await until(() => events.out.stderr.includes('following events'));
+    await new Promise<void>((resolve) => {
+      const s = net.connect(tc.running.ctx.config.port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\n\r\n'));
+      s.on('close', () => resolve());
+      s.on('error', () => resolve());
+    });
+    await until(() => events.out.text.includes('handshake-failed'));
+    events.stop();
+    expect(events.out.text).toMatch(/tls handshake-failed\s+api port\s+from 127\.0\.0\.1\s+not-tls ERR_SSL_HTTP_REQUEST/);
+    const tls = await ztc('metrics', 'ztc_tls_handshakes_failed_total');
+    expect(tls.stdout).toMatch(/ztc_tls_handshakes_failed_total\{listener=api, reason=not-tls\}\s+1\n/);
+  }, 60_000);
 });

@@ -25,7 +25,7 @@ export function eventLine(e: Ev): string {
       break;
     }
     case 'authentication':
-      cols.push(`login ${e.event_type}`, `${e.type}${e.username ? ` ${e.username}` : ''}${e.identity_id ? ` [${e.identity_id}]` : ''}`, `from ${e.remote_address}`, e.reason ?? '');
+      cols.push(`login ${e.event_type}`, `${e.type}${e.username ? ` ${e.username}` : ''}${e.identity_id ? ` [${e.identity_id}]` : ''}`, `from ${e.remote_address}`, `${e.reason ?? ''}${e.failure ? ` (${e.failure})` : ''}`);
       break;
     case 'edge.apiSessions':
       cols.push(`api-session ${e.event_type}`, e.id, `identity ${e.identity_id}`, e.ip_address ? `from ${e.ip_address}` : (e.reason ?? ''));
@@ -34,7 +34,7 @@ export function eventLine(e: Ev): string {
       cols.push(`session ${e.event_type}`, `${e.session_type} ${e.id}`, `identity ${e.identity_id}`, `service ${e.service_id}`);
       break;
     case 'enrollment':
-      cols.push(`enrollment ${e.event_type}`, e.method, `from ${e.remote_address}`, e.reason ?? '');
+      cols.push(`enrollment ${e.event_type}`, `${e.method}${e.identity_id ? ` [${e.identity_id}]` : e.router_id ? ` [router ${e.router_id}]` : ''}`, `from ${e.remote_address}`, e.reason ?? '');
       break;
     case 'posture': {
       // denied: refused for posture; reported: granted, report-only checks failing.
@@ -42,6 +42,9 @@ export function eventLine(e: Ev): string {
       cols.push(`posture ${e.event_type}`, `${e.session_type} ${e.service_name ?? ''} [${e.service_id}]`, `identity ${e.identity_id}`, `failing ${checks}`);
       break;
     }
+    case 'tls':
+      cols.push(`tls ${e.event_type}`, `${e.listener} port`, `from ${e.remote_address}`, `${e.reason}${e.error ? ` ${e.error}` : ''}`, e.count > 1 ? `x${e.count}` : '');
+      break;
     case 'admin':
       cols.push(`admin ${e.event_type}`, `${e.identity_name} [${e.identity_id}]`, `by ${e.os_user}@${e.host}`);
       break;
@@ -59,9 +62,9 @@ function changedFields(e: Ev): string {
 }
 
 export function eventsCommand(): Command {
-  return targetOptions(new Command('events').usage('--follow [--type T] [options]').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, posture failures, routers, links, circuits, terminators'))
+  return targetOptions(new Command('events').usage('--follow [--type T] [options]').description('follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, posture failures, failed TLS handshakes, routers, links, circuits, terminators'))
     .option('-f, --follow', 'stay connected and print events as they come (Ctrl-C to stop)')
-    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin, posture, router, link, circuit, terminator', collect, [])
+    .option('-t, --type <types>', 'only these types, repeatable or comma-separated: entityChange, apiSession, session, authentication, enrollment, admin, posture, tls, router, link, circuit, terminator', collect, [])
     .action(async (opts: CommonOpts & { follow?: boolean; type: string[] }) => {
       const format = parseFormat(opts.output);
       if (!opts.follow) throw new CliError('ztc events prints events as they happen: add --follow (the stored history is `ztc audit`)');

@@ -50,6 +50,11 @@ export interface ListenerCounts {
 type Warn = (o: object, msg: string) => void;
 
 export class ListenerGuard {
+  /**
+   * Where this thread's channel listeners tell a failed TLS handshake, or a peer whose certificate they
+   * refused (ziti#1834): the data plane's worker points it at its events (model/events/tls-failures.ts).
+   */
+  static tlsFailed?: (listener: string, address: string, why: unknown) => void;
   readonly counts: ListenerCounts = { refusedAddressCap: 0, closedFrameDeadline: 0, closedFrameBudget: 0, partialFrameBytes: 0 };
   private readonly channels = new Set<Channel>();
   private sweeper?: NodeJS.Timeout;

@@ -8,7 +8,8 @@ import tls from 'node:tls';
 import { TLS_CIPHERS } from '../../server/tls-context.js';
 import { Channel } from './channel.js';
 import { HELLO_LIMITS, type Message } from './codec.js';
-import type { ListenerGuard } from './guard.js';
+import { clientAddresses } from '../../model/events/tls-failures.js';
+import { ListenerGuard } from './guard.js';
 import { ContentType } from './messages.js';
 
 export interface ChannelListenerOptions {
@@ -114,10 +115,18 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
       settled();
     });
   });
-  server.on('tlsClientError', (_err, socket) => socket.destroy());
+  const addressOf = clientAddresses(server);
+  server.on('tlsClientError', (err, socket) => {
+    ListenerGuard.tlsFailed?.(guard.name, addressOf(socket), err);
+    socket.destroy();
+  });
   server.on('secureConnection', (socket: tls.TLSSocket) => {
     socket.on('error', () => socket.destroy());
-    if (!o.admit(socket)) return void socket.destroy();
+    if (!o.admit(socket)) {
+      // TLS completed, but with no certificate this port takes (none, or one no CA of ours issued).
+      ListenerGuard.tlsFailed?.(guard.name, addressOf(socket), 'refused-certificate');
+      return void socket.destroy();
+    }
     const raw = (socket as unknown as { _parent?: Socket })._parent;
     const deadline = raw ? deadlines.get(raw) : undefined;
     const settled = raw ? admitted.get(raw) : undefined;

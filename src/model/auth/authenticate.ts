@@ -6,7 +6,7 @@ import type { AuthPolicy } from '../resources/auth-policies.js';
 import { authenticateExtJwt } from './ext-jwt.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
-import { ApiError, invalidAuth } from '../errors.js';
+import { ApiError, loginRefused, type LoginFailure } from '../errors.js';
 import { isSet } from '../../store/json.js';
 import { createApiSession, resolveSession } from './api-sessions.js';
 import { loginBudget } from './login-budget.js';
@@ -27,7 +27,8 @@ export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
  * why), carrying whose it was for the refused login's event, so the audit of that identity shows it (a
  * disabled identity's attempts, a locked or wrong password).
  */
-const refusedFor = (identityId: string, authenticatorId?: string) => Object.assign(invalidAuth(), { identityId, ...(authenticatorId ? { authenticatorId } : {}) });
+const refusedFor = (identityId: string, authenticatorId: string | undefined, failure: LoginFailure) => Object.assign(loginRefused(failure), { identityId, ...(authenticatorId ? { authenticatorId } : {}) });
+const refused = (failure: LoginFailure) => loginRefused(failure);
 
 /** What a primary method proved: whose credential it was. */
 export interface PrimaryAuth {
@@ -74,16 +75,16 @@ async function authenticatePassword<T>(ctx: Ctx, input: AuthenticateInput, ipAdd
     .executeTakeFirst();
   // verifyPassword does the full work even without a row, so timing does not reveal usernames.
   const ok = await verifyPassword(input.password, row?.passwordHash);
-  if (!row) throw invalidAuth();
+  if (!row) throw refused('unknown-credential');
   const now = ctx.clock.now();
   const updb = (JSON.parse(row.primaryJson || '{}') as AuthPolicy['primary']).updb;
-  if (row.lockedUntil && Date.parse(row.lockedUntil) > now.getTime()) throw refusedFor(row.identityId, row.id);
+  if (row.lockedUntil && Date.parse(row.lockedUntil) > now.getTime()) throw refusedFor(row.identityId, row.id, 'locked');
   if (!ok) {
     await recordFailure(ctx, row.id, updb);
     // The failed-login event names the identity the username belongs to (model/events/emit.ts).
-    throw refusedFor(row.identityId, row.id);
+    throw refusedFor(row.identityId, row.id, 'wrong-password');
   }
-  if (updb && updb.allowed === false) throw refusedFor(row.identityId, row.id);
+  if (updb && updb.allowed === false) throw refusedFor(row.identityId, row.id, 'method-not-allowed');
   budget.succeeded(input.username);
   if (row.failedAttempts || row.lockedUntil) {
     await ctx.store.db.updateTable('authenticators').set({ failedAttempts: 0, lockedUntil: null }).where('id', '=', row.id).execute();
@@ -139,9 +140,9 @@ export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaR
     .select(['i.disabled', 'i.disabledUntil', 'p.secondaryJson', 'm.isVerified as mfaVerified'])
     .where('i.id', '=', identityId)
     .executeTakeFirst();
-  if (!identity) throw invalidAuth();
+  if (!identity) throw refused('unknown-credential');
   const now = ctx.clock.now().getTime();
-  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw refusedFor(identityId);
+  if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw refusedFor(identityId, undefined, 'identity-disabled');
   const secondary = JSON.parse(identity.secondaryJson || '{}') as AuthPolicy['secondary'];
   return { isMfaRequired: isSet(identity.mfaVerified) || !!secondary.requireTotp, isTotpEnrolled: isSet(identity.mfaVerified) };
 }
@@ -149,7 +150,7 @@ export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaR
 /** The certificate presented on the TLS connection (the handshake proved its key) matched to a cert authenticator. */
 async function authenticateCert<T>(ctx: Ctx, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[], finish: Finish<T>) {
   const leaf = presented[0];
-  if (!leaf) throw new ApiError(401, 'INVALID_AUTH', 'The cert method needs a client certificate presented on the TLS connection');
+  if (!leaf) throw loginRefused('no-certificate', new ApiError(401, 'INVALID_AUTH', 'The cert method needs a client certificate presented on the TLS connection'));
   const row = await ctx.store.db
     .selectFrom('authenticators as a')
     .innerJoin('identities as i', 'i.id', 'a.identityId')
@@ -159,20 +160,20 @@ async function authenticateCert<T>(ctx: Ctx, input: AuthenticateInput, ipAddress
     .where('a.method', '=', 'cert')
     .where('a.fingerprint', '=', fingerprintOf(leaf.toString()))
     .executeTakeFirst();
-  if (!row) throw invalidAuth();
+  if (!row) throw refused('unknown-credential');
   const now = ctx.clock.now();
   const primary = JSON.parse(row.primaryJson || '{}') as { cert?: { allowed?: boolean; allowExpiredCerts?: boolean } };
-  if (primary.cert?.allowed === false) throw refusedFor(row.identityId, row.id);
-  if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw refusedFor(row.identityId, row.id);
+  if (primary.cert?.allowed === false) throw refusedFor(row.identityId, row.id, 'method-not-allowed');
+  if (!isCurrent(leaf, now) && !primary.cert?.allowExpiredCerts) throw refusedFor(row.identityId, row.id, 'certificate-expired');
   if (isSet(row.isIssuedByNetwork)) {
-    if (!issuedByNetwork(ctx, leaf, presented)) throw invalidAuth();
+    if (!issuedByNetwork(ctx, leaf, presented)) throw refusedFor(row.identityId, row.id, 'certificate-untrusted');
     // Upstream 2.x notes whether the chain led to the root (lastAuthResolvedToRoot; a session's
     // improperClientCertChain when it did not). The TLS layer completes a chain from the controller's
     // own CAs, so what the client sent and what the store added look alike here.
     const toRoot = chainsTo(leaf, presented, new X509Certificate(ctx.pki.rootPem), now) ? 1 : 0;
     if (toRoot !== Number(row.lastAuthResolvedToRoot)) await ctx.store.db.updateTable('authenticators').set({ lastAuthResolvedToRoot: toRoot }).where('id', '=', row.id).execute();
   } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem), now)) {
-    throw invalidAuth();
+    throw refusedFor(row.identityId, row.id, 'certificate-untrusted');
   }
   return finish(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input, isCertExtendable: isSet(row.isIssuedByNetwork) });
 }

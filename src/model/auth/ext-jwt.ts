@@ -1,7 +1,7 @@
 // method=ext-jwt: a JWT from an external identity provider, verified against one of our signers.
 import { decodeJwt, decodeProtectedHeader, importX509, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Ctx } from '../context.js';
-import { ApiError, invalidAuth } from '../errors.js';
+import { ApiError, loginRefused as refused } from '../errors.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
 import { fromJson, isSet } from '../../store/json.js';
 import type { ExternalJwtSignerRow } from '../../store/schema.js';
@@ -56,31 +56,32 @@ export async function verifiedBySigner(ctx: Ctx, signer: ExternalJwtSignerRow, t
 
 export async function authenticateExtJwt<T>(ctx: Ctx, authorization: string | undefined, input: AuthenticateInput, ipAddress: string, finish: Finish<T>) {
   const token = authorization && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : '';
-  if (!token) throw new ApiError(401, 'INVALID_AUTH', 'The ext-jwt method needs the JWT in the Authorization header (Bearer)');
+  if (!token) throw refused('invalid-token', new ApiError(401, 'INVALID_AUTH', 'The ext-jwt method needs the JWT in the Authorization header (Bearer)'));
   let iss: string;
   try {
     iss = String(decodeJwt(token).iss ?? '');
     decodeProtectedHeader(token);
   } catch {
-    throw invalidAuth();
+    throw refused('invalid-token');
   }
-  if (!iss) throw invalidAuth();
+  if (!iss) throw refused('invalid-token');
   const signers = await ctx.store.db.selectFrom('externalJwtSigners').selectAll().where('issuer', '=', iss).where('enabled', '=', 1).execute();
   for (const signer of signers) {
     const payload = await verifiedBySigner(ctx, signer, token);
     if (!payload) continue;
     const claim = payload[signer.claimsProperty || 'sub'];
-    if (typeof claim !== 'string' || !claim) throw invalidAuth();
+    if (typeof claim !== 'string' || !claim) throw refused('invalid-token');
     const identity = await ctx.store.db
       .selectFrom('identities as i')
       .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
       .select(['i.id', 'p.primaryJson'])
       .where(isSet(signer.useExternalId) ? 'i.externalId' : 'i.id', '=', claim)
       .executeTakeFirst();
-    if (!identity) throw invalidAuth();
+    if (!identity) throw refused('unknown-credential');
     const extJwt = fromJson<AuthPolicy['primary']>(identity.primaryJson, {} as AuthPolicy['primary']).extJwt;
-    if (!extJwt?.allowed || (extJwt.allowedSigners?.length && !extJwt.allowedSigners.includes(signer.id))) throw invalidAuth();
+    if (!extJwt?.allowed || (extJwt.allowedSigners?.length && !extJwt.allowedSigners.includes(signer.id))) throw Object.assign(refused('method-not-allowed'), { identityId: identity.id, authenticatorId: signer.id });
     return finish(ctx, { identityId: identity.id, authenticatorId: signer.id, ipAddress, input });
   }
-  throw invalidAuth();
+  // No enabled signer of that issuer verifies it (signature, expiry, audience).
+  throw refused('invalid-token');
 }

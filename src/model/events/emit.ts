@@ -20,6 +20,21 @@ export function authenticationSucceeded(ctx: Ctx, method: string, s: { identityI
   }));
 }
 
+/**
+ * Why a login failed, as AuthenticationEvent.failure names it: what the model knew when it refused it
+ * (model/auth/authenticate.ts sets `failure` on the error), or what the answer's status says.
+ */
+export function failureOf(err: unknown): string {
+  const known = (err as { failure?: unknown } | undefined)?.failure;
+  if (typeof known === 'string') return known;
+  if (!(err instanceof ApiError)) return 'other';
+  if (err.status === 429) return 'throttled';
+  if (err.code === 'MFA_INVALID_TOKEN') return 'wrong-mfa-code';
+  if (err.code === 'MFA_NOT_ENROLLED') return 'mfa-not-enrolled';
+  if (err.status === 400) return 'invalid-request';
+  return 'other';
+}
+
 /** A refused login: the reason is the answer's message (never the credentials); the identity when it is known. */
 export function loginFailed(ctx: Ctx, method: string, err: unknown, remoteAddress: string, o: { username?: unknown; identityId?: string } = {}) {
   const reason = err instanceof ApiError ? `${err.code}: ${err.message}` : 'internal error';
@@ -29,7 +44,7 @@ export function loginFailed(ctx: Ctx, method: string, err: unknown, remoteAddres
     // The username only where it is the credential: a certificate or JWT login's body may carry one too
     // (a client's default), which would name another identity in the audit.
     ...(typeof o.username === 'string' && method === 'password' ? { username: o.username.slice(0, 255) } : {}),
-    remote_address: remoteAddress, success: false, reason,
+    remote_address: remoteAddress, success: false, reason, failure: failureOf(err),
   }));
 }
 

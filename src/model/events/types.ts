@@ -86,6 +86,13 @@ export interface AuthenticationEvent extends Base {
   remote_address: string;
   success: boolean;
   reason: string;
+  /**
+   * Why a login failed, in a word from a small set (ztc's addition, ziti#1834; the label of
+   * ztc_logins_failed_total): unknown-credential, wrong-password, locked, identity-disabled,
+   * method-not-allowed, no-certificate, certificate-expired, certificate-untrusted, invalid-token,
+   * wrong-mfa-code, mfa-not-enrolled, throttled, invalid-request, other. The client's answer never says it.
+   */
+  failure?: string;
 }
 
 export interface EnrollmentEvent extends Base {
@@ -177,7 +184,25 @@ export interface PostureEvent extends Base {
   checks: { id: string; name: string; type: string; report_only: boolean }[];
 }
 
-export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent | PostureEvent;
+/**
+ * A failed TLS handshake on one of the controller's ports (ztc's addition, ziti#1834): the API port,
+ * the embedded edge router's (edge) or the control port (ctrl). Failures of one port, address and reason
+ * within 10 s after one is told are folded into one event (`count`); model/events/tls-failures.ts.
+ */
+export interface TlsEvent extends Base {
+  namespace: 'tls';
+  event_type: 'handshake-failed';
+  listener: 'api' | 'edge' | 'ctrl';
+  remote_address: string;
+  /** timeout, disconnected, not-tls, no-common-protocol, no-common-alpn, client-alert, refused-certificate, other. */
+  reason: string;
+  /** Node's error code (ERR_SSL_TLSV1_ALERT_UNKNOWN_CA...), when there was one. */
+  error?: string;
+  /** How many failures this event tells (1, or those folded since the last). */
+  count: number;
+}
+
+export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent | PostureEvent | TlsEvent;
 
 /**
  * The names `--type` and `?types=` take: upstream's subscription types (its config's `type:`), and the
@@ -201,6 +226,7 @@ export const EVENT_TYPES: Record<string, ZtcEvent['namespace']> = {
   terminator: 'fabric.terminators',
   'fabric.terminators': 'fabric.terminators',
   posture: 'posture',
+  tls: 'tls',
 };
 
 /** The namespaces a list of type names selects (empty: all); unknown names are an error for the caller to report. */

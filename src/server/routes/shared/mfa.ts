@@ -6,6 +6,7 @@ import {
   completeMfaLogin, deleteMfa, getMfa, mfaDetail, mfaNotFound, qrCodePng, recoveryCodesOf, regenerateRecoveryCodes, startMfa, verifyMfa,
 } from '../../../model/auth/mfa.js';
 import { createTotpToken } from '../../../model/auth/totp-token.js';
+import { loginFailed } from '../../../model/events/emit.js';
 import { selfLink } from '../../../model/resource.js';
 import { baseFields, CreateLocation, Empty, Envelope } from '../../../model/schemas/common.js';
 import { isSet } from '../../../store/json.js';
@@ -30,7 +31,13 @@ export function registerMfa(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'authenticateMfa', tags: ['Authentication'], summary: 'Complete MFA on this API session with a TOTP code or a recovery code', body: Code, response: { 200: Envelope(Empty), ...errors(400, 401) } } },
     async (req) => {
       const p = principalOf(req);
-      await completeMfaLogin(actorCtx(ctx, req), p.identityId, p.apiSessionId, (req.body as { code: string }).code);
+      try {
+        await completeMfaLogin(actorCtx(ctx, req), p.identityId, p.apiSessionId, (req.body as { code: string }).code);
+      } catch (err) {
+        // A login's second factor refused: an authentication event of method mfa (ziti#1834), never the code.
+        loginFailed(ctx, 'mfa', err, req.ip, { identityId: p.identityId });
+        throw err;
+      }
       return empty();
     },
   );
