@@ -131,13 +131,13 @@ try {
     void (async () => {
       await ctrl?.stop();
       await router?.close();
+      tlsFailures.close();
       await recorder.flush();
       await clearFabricState(ctx, id).catch(() => {});
       await store.close();
       post({ closed: true });
     })();
   });
-      tlsFailures.close();
 } catch (e) {
   const err = e as NodeJS.ErrnoException;
   post({ failed: { message: err.message, code: err.code } });
