@@ -2,9 +2,12 @@
 // ctrl-channel-2.x.md section 2.1) as plain data, read from the same tables the APIs write: config types
 // and configs, identities (with their hosting costs and precedences and per-service configs), services,
 // service policies with the services, identities and posture checks they select (policy_members), posture
-// checks, and the certificates routers trust (verified third-party CAs, the controllers'). fabric/rdm/
+// checks, the certificates routers trust (verified third-party CAs, the controllers'), and the revocations
+// (model/auth/revocations.ts) routers enforce on the SDKs' access tokens. fabric/rdm/
 // turns this into the DataState and the change sets routers receive; nothing here knows the wire.
 import { fromJson, isSet } from '../store/json.js';
+import { SPENT_REFRESH_TOKEN_TAGS } from './auth/revocations.js';
+import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 
 export const PRECEDENCE_NUMBER: Record<string, number> = { default: 0, required: 1, failed: 2 };
@@ -46,6 +49,15 @@ export interface RdmPostureCheck {
   data: Record<string, unknown>;
 }
 
+export interface RdmRevocation {
+  id: string;
+  /** API_SESSION, IDENTITY or JTI. */
+  type: string;
+  /** ISO times; issuedBefore only for IDENTITY (tokens it issued before then are revoked). */
+  expiresAt: string;
+  issuedBefore?: string;
+}
+
 export interface RouterDataModelSource {
   configTypes: { id: string; name: string }[];
   configs: { id: string; typeId: string; name: string; dataJson: string }[];
@@ -56,12 +68,14 @@ export interface RouterDataModelSource {
   /** PEMs: verified third-party CAs (they issue identities' certificates), and every controller's certificate (it signs JWTs). */
   caPems: string[];
   controllerPems: string[];
+  /** Unexpired revocations, but spent refresh tokens (routers never see refresh tokens). */
+  revocations?: RdmRevocation[];
 }
 
 const byId = <T extends { id: string }>(a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** The entity kinds whose changes routers hear of (upstream's store names, as entity changes record them). */
-export const ROUTER_MODEL_ENTITIES = ['identities', 'services', 'servicePolicies', 'configs', 'configTypes', 'postureChecks', 'cas', 'controllers'];
+export const ROUTER_MODEL_ENTITIES = ['identities', 'services', 'servicePolicies', 'configs', 'configTypes', 'postureChecks', 'cas', 'controllers', 'revocations'];
 
 /**
  * The recorded entity changes (model/events/record.ts: every write records one, in its transaction) of
@@ -83,7 +97,7 @@ export async function routerModelChanges(ctx: Ctx, since: string): Promise<{ id:
 export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSource> {
   const db = ctx.store.db;
   const now = ctx.clock.now().getTime();
-  const [configTypes, configs, identities, identityConfigs, services, serviceConfigs, policies, members, checks, cas, controllers] = await Promise.all([
+  const [configTypes, configs, identities, identityConfigs, services, serviceConfigs, policies, members, checks, cas, controllers, revocations] = await Promise.all([
     db.selectFrom('configTypes').select(['id', 'name']).execute(),
     db.selectFrom('configs').select(['id', 'configTypeId', 'name', 'data']).execute(),
     db.selectFrom('identities').select(['id', 'name', 'defaultHostingPrecedence', 'defaultHostingCost', 'serviceHostingPrecedences', 'serviceHostingCosts', 'appData', 'disabled', 'disabledUntil']).execute(),
@@ -95,6 +109,7 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     db.selectFrom('postureChecks').select(['id', 'name', 'typeId', 'data', 'reportOnly']).execute(),
     db.selectFrom('cas').select(['id', 'certPem']).where('isVerified', '=', 1).execute(),
     db.selectFrom('controllers').select(['id', 'certPem']).execute(),
+    db.selectFrom('revocations').select(['id', 'type', 'expiresAt', 'issuedBefore']).where('expiresAt', '>', iso(new Date(now))).where('tags', '!=', SPENT_REFRESH_TOKEN_TAGS).execute(),
   ]);
 
   const perIdentity = new Map<string, Record<string, Record<string, string>>>();
@@ -144,5 +159,6 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     postureChecks: checks.map((c) => ({ id: c.id, name: c.name, typeId: c.typeId, data: fromJson<Record<string, unknown>>(c.data, {}) })).sort(byId),
     caPems: cas.sort(byId).map((c) => c.certPem),
     controllerPems: controllers.sort(byId).map((c) => c.certPem),
+    revocations: revocations.map((r) => ({ id: r.id, type: r.type, expiresAt: r.expiresAt, ...(r.type === 'IDENTITY' ? { issuedBefore: r.issuedBefore } : {}) })).sort(byId),
   };
 }

@@ -8,7 +8,9 @@ import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
+import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
+import { claimsOf, oidcClient } from '../helpers/oidc.js';
 import { bytesMap, capable, connectRouter, connectRouter2x, enrollRouter, fp, i32, KeyUsage, RdmSchemas, readBytesMap, strings, T, T2, type EnrolledRouter } from '../peers/ctrl-router.js';
 import { le32, type EdgePeer } from '../peers/edge-sdk.js';
 
@@ -343,5 +345,141 @@ describe('a 2.x router: terminators, circuits and connect events', () => {
     c.p.send(20203, [], encode(Schemas.ApiSessionHeartbeat, { tokens: [host.token] }));
     await expect.poll(async () => (await n.api('GET', `/identities/${host.id}`)).body.data.hasEdgeRouterConnection, { timeout: 4000 }).toBe(true);
     c.p.close();
+  });
+});
+
+describe('a 2.x router: JWT API sessions that end reach it as revocations in the data model', () => {
+  // A 2.x router checks an SDK's access token on its own (signature, expiry, and the data model's
+  // revocations: API_SESSION by z_asid, IDENTITY by sub with issuedBefore, JTI) and closes channels whose
+  // token is revoked: an OIDC session that ends on the controller must reach it as a Revocation event.
+  let p: EdgePeer;
+  let oidc: ReturnType<typeof oidcClient>;
+  let member: Member;
+  const SUB = 'revocations';
+  const accessMs = 30 * 60_000;
+
+  beforeAll(async () => {
+    oidc = oidcClient(n.c);
+    member = await n.identity('rev-2x', ['rev-2x-clients']);
+    const c = await connectRouter2x(ctrlPort, await enrollRouter(n, 'upstream-2x-rev'));
+    p = c.p;
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { subscriptionDurationSeconds: 300, subscriptionId: SUB }));
+    await p.next((f) => f.type === T2.DataState);
+  }, 60_000);
+  afterAll(() => p.close());
+
+  /** The next change set for our subscription with a revocation of `id`: that event, and how long it took. */
+  async function revocationOf(id: string, from: number) {
+    const m = await p.next((f) => f.type === T2.DataStateChangeSet && f.headers.get(1026)?.toString() === SUB && (decode(RdmSchemas.ChangeSet, f.body).changes as Record<string, any>[]).some((e) => e.revocation?.id === id), 4000);
+    const e = (decode(RdmSchemas.ChangeSet, m.body).changes as Record<string, any>[]).find((x) => x.revocation?.id === id)!;
+    return { event: e, ms: Date.now() - from };
+  }
+  const login = async () => {
+    const { tokens } = await oidc.cCert({ cert: member.cert, key: member.key });
+    return { tokens, claims: claimsOf(tokens.access_token) as { z_asid: string; jti: string; sub: string; exp: number } };
+  };
+  const tokensAsid = (t: { access_token: string }) => claimsOf(t.access_token).z_asid as string;
+  /** A revocation event's expiry, ms since the epoch. */
+  const expiry = (r: { expiresAt: { seconds: bigint; nanos?: number } }) => Number(r.expiresAt.seconds) * 1000 + Math.round((r.expiresAt.nanos ?? 0) / 1e6);
+
+  it('a logout (DELETE /current-api-session with the access token): API_SESSION by its id, until its access tokens have expired, within 2 s', async () => {
+    const { tokens, claims } = await login();
+    const at = Date.now();
+    expect((await n.c.call('DELETE', `${CLIENT}/current-api-session`, { bearer: tokens.access_token })).status).toBe(200);
+    const { event, ms } = await revocationOf(claims.z_asid, at);
+    expect(ms).toBeLessThan(2000);
+    expect(event.action ?? 0).toBe(0);
+    expect(event.isSynthetic ?? false).toBe(false);
+    expect(event.revocation).toMatchObject({ id: claims.z_asid, type: 'API_SESSION' });
+    expect(event.revocation.issuedBefore).toBeUndefined();
+    // Every access token it was given has expired by then (none is given after the end); a minute of skew.
+    expect(expiry(event.revocation)).toBeGreaterThanOrEqual(claims.exp * 1000);
+    expect(Math.abs(expiry(event.revocation) - (n.c.clock.now().getTime() + accessMs + 60_000))).toBeLessThan(5000);
+  });
+
+  it('OIDC end_session, an admin\'s delete, a disabled identity: each its API_SESSION revocation', async () => {
+    const a = await login();
+    let at = Date.now();
+    expect((await n.c.call('GET', `/oidc/end_session?id_token_hint=${a.tokens.id_token}`, {})).status).toBeLessThan(400);
+    expect((await revocationOf(a.claims.z_asid, at)).event.revocation.type).toBe('API_SESSION');
+
+    const b = await login();
+    at = Date.now();
+    expect((await n.api('DELETE', `/api-sessions/${b.claims.z_asid}`)).status).toBe(200);
+    expect((await revocationOf(b.claims.z_asid, at)).ms).toBeLessThan(2000);
+
+    const c = await login();
+    at = Date.now();
+    expect((await n.api('POST', `/identities/${member.id}/disable`, { durationMinutes: 0 })).status).toBe(200);
+    const disabled = await revocationOf(c.claims.z_asid, at);
+    expect(disabled.ms).toBeLessThan(2000);
+    expect(disabled.event.revocation.type).toBe('API_SESSION');
+    await n.api('POST', `/identities/${member.id}/enable`, {});
+  });
+
+  it('POST /revocations of type API_SESSION, IDENTITY (with issuedBefore) and JTI reach it as they are', async () => {
+    const a = await login();
+    let at = Date.now();
+    expect((await n.api('POST', '/revocations', { id: a.claims.z_asid, type: 'API_SESSION' })).status).toBe(201);
+    expect((await revocationOf(a.claims.z_asid, at)).event.revocation.type).toBe('API_SESSION');
+
+    const b = await login();
+    at = Date.now();
+    expect((await n.api('POST', '/revocations', { id: b.claims.jti, type: 'JTI' })).status).toBe(201);
+    expect((await revocationOf(b.claims.jti, at)).event.revocation).toMatchObject({ id: b.claims.jti, type: 'JTI' });
+
+    // Another identity: under the test's clock, which stands still, the cut-off would also refuse this one's later logins.
+    const other = await n.identity('rev-2x-other', ['rev-2x-clients']);
+    await oidc.cCert({ cert: other.cert, key: other.key });
+    at = Date.now();
+    expect((await n.api('POST', '/revocations', { id: other.id, type: 'IDENTITY' })).status).toBe(201);
+    const identity = (await revocationOf(other.id, at)).event.revocation;
+    expect(identity.type).toBe('IDENTITY');
+    // Tokens issued before the cut-off are revoked (the router compares their iat), later ones are not.
+    const cut = Number(identity.issuedBefore.seconds) * 1000;
+    expect(Math.abs(cut - n.c.clock.now().getTime())).toBeLessThan(5000);
+  });
+
+  it('a deleted identity: its JWT API session revoked and the identity gone from the model', async () => {
+    const gone = await n.identity('rev-2x-gone', ['rev-2x-clients']);
+    // The router holds it first (its creation's change set).
+    await p.next((f) => f.type === T2.DataStateChangeSet && (decode(RdmSchemas.ChangeSet, f.body).changes as Record<string, any>[]).some((e) => e.identity?.id === gone.id), 4000);
+    const { tokens } = await oidc.cCert({ cert: gone.cert, key: gone.key });
+    const asid = claimsOf(tokens.access_token).z_asid as string;
+    const at = Date.now();
+    expect((await n.api('DELETE', `/identities/${gone.id}`)).status).toBe(200);
+    const m = await p.next((f) => f.type === T2.DataStateChangeSet && (decode(RdmSchemas.ChangeSet, f.body).changes as Record<string, any>[]).some((e) => e.revocation?.id === asid), 4000);
+    expect(Date.now() - at).toBeLessThan(2000);
+    const changes = decode(RdmSchemas.ChangeSet, m.body).changes as Record<string, any>[];
+    // In the same change set: the identity deleted (action 2) and its session revoked.
+    expect(changes.find((e) => e.identity?.id === gone.id)?.action).toBe(2);
+  });
+
+  it('a legacy API session that ends needs none (routers hear ApiSessionRemoved); spent refresh tokens are not sent', async () => {
+    const { tokens } = await login();
+    const refreshed = await oidc.cRefresh(tokens.refresh_token!, { cert: member.cert, key: member.key });
+    expect(refreshed.status, refreshed.text).toBe(200);
+    const spent = claimsOf(tokens.refresh_token!).jti as string;
+    // The spent refresh token is revoked on the controller (it cannot be used twice) ...
+    expect((await n.api('GET', `/revocations/${spent}`)).status).toBe(200);
+    // ... and a router subscribing now gets every other revocation (this session's, ended now), after the keys, but not that one.
+    expect((await n.api('DELETE', `/api-sessions/${tokensAsid(tokens)}`)).status).toBe(200);
+    const c = await connectRouter2x(ctrlPort, await enrollRouter(n, 'upstream-2x-rev-b'));
+    c.p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { subscriptionDurationSeconds: 60, subscriptionId: 'full' }));
+    const events = decode(RdmSchemas.DataState, (await c.p.next((f) => f.type === T2.DataState)).body).events as Record<string, any>[];
+    const revoked = events.filter((e) => e.revocation).map((e) => e.revocation.id);
+    expect(revoked).toContain(tokensAsid(tokens));
+    expect(revoked).not.toContain(spent);
+    const lastKey = events.findLastIndex((e) => e.publicKey);
+    expect(events.findIndex((e) => e.revocation)).toBeGreaterThan(lastKey);
+    c.p.close();
+    // A legacy (zt-session) logout: no revocation, the API session's removal says it.
+    const legacy = await n.c.call('POST', `${CLIENT}/authenticate?method=cert`, { cert: member.cert, key: member.key, body: {} });
+    const id = legacy.body.data.id as string;
+    await p.next((f) => f.type === T.ApiSessionAdded && (decode(Schemas.ApiSessionAdded, f.body).apiSessions as { id: string }[]).some((x) => x.id === id), 4000);
+    expect((await n.c.call('DELETE', `${CLIENT}/current-api-session`, { token: legacy.body.data.token })).status).toBe(200);
+    const removed = await p.next((f) => f.type === T.ApiSessionRemoved && (decode(Schemas.ApiSessionRemoved, f.body).ids as string[]).includes(id), 4000);
+    expect(removed).toBeTruthy();
+    expect((await n.api('GET', `/revocations/${id}`)).status).toBe(404);
   });
 });

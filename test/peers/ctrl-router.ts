@@ -89,6 +89,7 @@ export const T2 = { ConnectEvents: 20415, DataState: 20500, DataStateChangeSet: 
 export const UPSTREAM_2X_VERSION = 'v2.0.3|e86e337a|2026-08-20|linux|amd64';
 
 const PublicKey = { data: { n: 1, type: 'bytes' }, kid: { n: 2, type: 'string' }, usages: { n: 3, type: 'enum', repeated: true }, format: { n: 4, type: 'enum' } } as const;
+const Timestamp = { seconds: { n: 1, type: 'uint64' }, nanos: { n: 2, type: 'int32' } } as const;
 const Event = {
   action: { n: 1, type: 'enum' },
   isSynthetic: { n: 3, type: 'bool' },
@@ -97,6 +98,8 @@ const Event = {
   servicePolicy: { n: 12, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, policyType: { n: 3, type: 'enum' } } } },
   postureCheck: { n: 13, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, typeId: { n: 4, type: 'string' } } } },
   publicKey: { n: 14, type: { message: PublicKey } },
+  // Revocation {id[1], ExpiresAt[2], type[3], issuedBefore[4]}, the times google.protobuf.Timestamp {seconds[1], nanos[2]}.
+  revocation: { n: 15, type: { message: { id: { n: 1, type: 'string' }, expiresAt: { n: 2, type: { message: Timestamp } }, type: { n: 3, type: 'string' }, issuedBefore: { n: 4, type: { message: Timestamp } } } } },
   servicePolicyChange: { n: 16, type: { message: { policyId: { n: 1, type: 'string' }, relatedEntityIds: { n: 2, type: 'string', repeated: true }, relatedEntityType: { n: 3, type: 'enum' }, add: { n: 4, type: 'bool' } } } },
   configType: { n: 17, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' } } } },
   config: { n: 18, type: { message: { id: { n: 1, type: 'string' }, typeId: { n: 2, type: 'string' }, name: { n: 3, type: 'string' }, dataJson: { n: 4, type: 'string' } } } },

@@ -64,4 +64,25 @@ describe('router data model snapshots', () => {
     const removed = wire(changes(withBind, before));
     expect(removed.map((e) => [kindOf(e), e.action ?? 0])).toEqual([['servicePolicy', 2]]);
   });
+
+  it('revocations: after the keys in the full state, as DataState.Revocation with Timestamps (issuedBefore only for IDENTITY); created, and deleted once past their expiry', () => {
+    const revocations = [
+      { id: 'asid1', type: 'API_SESSION', expiresAt: '2026-11-28T05:00:00.250Z' },
+      { id: 'i1', type: 'IDENTITY', expiresAt: '2026-11-29T04:00:00.000Z', issuedBefore: '2026-11-28T04:00:01.500Z' },
+    ];
+    const events = wire(fullEvents(buildSnapshot(source({ revocations }), [key])));
+    expect(events.map(kindOf).slice(-3)).toEqual(['publicKey', 'revocation', 'revocation']);
+    const [a, i] = events.slice(-2);
+    // Not synthetic: they carry the index, as upstream's do.
+    expect(a.isSynthetic ?? false).toBe(false);
+    expect(a.revocation).toEqual({ id: 'asid1', type: 'API_SESSION', expiresAt: { seconds: BigInt(Date.parse('2026-11-28T05:00:00Z') / 1000), nanos: 250_000_000 } });
+    expect(i.revocation).toMatchObject({ id: 'i1', type: 'IDENTITY', issuedBefore: { seconds: BigInt(Date.parse('2026-11-28T04:00:01Z') / 1000), nanos: 500_000_000 } });
+    // A new one is a create; one gone from the reading (pruned past its expiry) a delete.
+    const before = buildSnapshot(source({ revocations: revocations.slice(0, 1) }), []);
+    const after = buildSnapshot(source({ revocations: revocations.slice(1) }), []);
+    expect(wire(changes(before, after)).map((e) => [kindOf(e), e.action ?? 0, e.revocation.id])).toEqual([
+      ['revocation', 0, 'i1'],
+      ['revocation', 2, 'asid1'],
+    ]);
+  });
 });

@@ -38,6 +38,11 @@ const PostureCheck: Schema = {
   domains: { n: 12, type: { message: { domains: { n: 1, type: 'string', repeated: true } } } },
 };
 
+/** google.protobuf.Timestamp: seconds (an int64, never negative here) and nanos. */
+const Timestamp: Schema = { seconds: { n: 1, type: 'uint64' }, nanos: { n: 2, type: 'int32' } };
+/** type: API_SESSION (id is an API session's, z_asid), IDENTITY (an identity's, with issuedBefore) or JTI (a token's jti). */
+const Revocation: Schema = { id: { n: 1, type: 'string' }, expiresAt: { n: 2, type: { message: Timestamp } }, type: { n: 3, type: 'string' }, issuedBefore: { n: 4, type: { message: Timestamp } } };
+
 const Event: Schema = {
   action: { n: 1, type: 'enum' },
   isSynthetic: { n: 3, type: 'bool' },
@@ -46,6 +51,7 @@ const Event: Schema = {
   servicePolicy: { n: 12, type: { message: ServicePolicy } },
   postureCheck: { n: 13, type: { message: PostureCheck } },
   publicKey: { n: 14, type: { message: PublicKey } },
+  revocation: { n: 15, type: { message: Revocation } },
   servicePolicyChange: { n: 16, type: { message: ServicePolicyChange } },
   configType: { n: 17, type: { message: ConfigType } },
   config: { n: 18, type: { message: Config } },

@@ -9,9 +9,11 @@ import type { RdmPostureCheck, RouterDataModelSource } from '../../model/router-
 import type { PublicKeyModel } from './public-keys.js';
 import { Action, RelatedType } from './schemas.js';
 
-type Kind = 'configType' | 'config' | 'identity' | 'service' | 'postureCheck' | 'servicePolicy' | 'publicKey';
+type Kind = 'configType' | 'config' | 'identity' | 'service' | 'postureCheck' | 'servicePolicy' | 'publicKey' | 'revocation';
 /** Creation order; deletions go the other way (a policy before the identities it names). */
 const KINDS: Kind[] = ['configType', 'config', 'identity', 'service', 'postureCheck', 'servicePolicy'];
+/** After the policies, in upstream's order: the keys (synthetic), then the revocations. */
+const LAST = ['publicKey', 'revocation'] as const;
 const RELATED: [side: 'services' | 'postureChecks' | 'identities', type: number][] = [['services', RelatedType.Service], ['postureChecks', RelatedType.PostureCheck], ['identities', RelatedType.Identity]];
 
 interface Entry {
@@ -65,13 +67,19 @@ function postureModel(c: RdmPostureCheck): Record<string, unknown> {
   }
 }
 
+/** An ISO time as a google.protobuf.Timestamp. */
+function timestamp(at: string): { seconds: bigint; nanos: number } {
+  const ms = Date.parse(at);
+  return { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 };
+}
+
 export function buildSnapshot(src: RouterDataModelSource, keys: PublicKeyModel[]): Snapshot {
   const entries = new Map<Kind, Map<string, Entry>>();
   const put = (kind: Kind, id: string, model: Record<string, unknown>) => {
     if (!entries.has(kind)) entries.set(kind, new Map());
-    entries.get(kind)!.set(id, { kind, id, model, json: JSON.stringify(model, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('base64') : v)) });
+    entries.get(kind)!.set(id, { kind, id, model, json: JSON.stringify(model, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('base64') : typeof v === 'bigint' ? String(v) : v)) });
   };
-  for (const k of [...KINDS, 'publicKey' as const]) entries.set(k, new Map());
+  for (const k of [...KINDS, ...LAST]) entries.set(k, new Map());
   for (const t of src.configTypes) put('configType', t.id, { ...t });
   for (const c of src.configs) put('config', c.id, { ...c });
   for (const i of src.identities) {
@@ -95,6 +103,7 @@ export function buildSnapshot(src: RouterDataModelSource, keys: PublicKeyModel[]
     for (const [side, type] of RELATED) members.set(`${p.id}|${type}`, new Set(p[side]));
   }
   for (const k of keys) put('publicKey', k.kid, { ...k });
+  for (const r of src.revocations ?? []) put('revocation', r.id, { id: r.id, type: r.type, expiresAt: timestamp(r.expiresAt), ...(r.issuedBefore ? { issuedBefore: timestamp(r.issuedBefore) } : {}) });
   return { entries, members, policies: src.servicePolicies.map((p) => p.id) };
 }
 
@@ -112,14 +121,14 @@ export function fullEvents(s: Snapshot): RdmEvent[] {
       if (ids.length) out.push(membersEvent(id, type, ids, true));
     }
   }
-  for (const e of s.entries.get('publicKey')!.values()) out.push(event('publicKey', Action.Create, e.model));
+  for (const kind of LAST) for (const e of s.entries.get(kind)!.values()) out.push(event(kind, Action.Create, e.model));
   return out;
 }
 
 /** What takes a router holding `before` to `after`: creates and updates, members removed then added, deletes. */
 export function changes(before: Snapshot, after: Snapshot): RdmEvent[] {
   const out: RdmEvent[] = [];
-  for (const kind of [...KINDS, 'publicKey' as const]) {
+  for (const kind of [...KINDS, ...LAST]) {
     const was = before.entries.get(kind)!;
     for (const e of after.entries.get(kind)!.values()) {
       const old = was.get(e.id);
@@ -138,7 +147,7 @@ export function changes(before: Snapshot, after: Snapshot): RdmEvent[] {
     if (fresh.length) added.push(membersEvent(policyId, type, fresh, true));
   }
   out.push(...removed, ...added);
-  for (const kind of [...KINDS].reverse().concat('publicKey')) {
+  for (const kind of [...[...KINDS].reverse(), ...LAST]) {
     const now = after.entries.get(kind)!;
     for (const e of before.entries.get(kind)!.values()) if (!now.has(e.id)) out.push(event(kind, Action.Delete, e.model));
   }

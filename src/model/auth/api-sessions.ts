@@ -11,6 +11,8 @@ import { first, precompile } from '../../store/precompiled.js';
 import { MFA_AUTH_QUERY } from './mfa.js';
 import { apiSessionEnded } from '../events/emit.js';
 import { pruneRevocations } from './revocations.js';
+import { revokeEndedJwtSessions } from './revoke.js';
+import { writeTx } from '../crud.js';
 import type { ApiSessionRow } from '../../store/schema.js';
 
 export interface SessionWithIdentity extends ApiSessionRow {
@@ -108,7 +110,7 @@ export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSe
   const now = ctx.clock.now();
   const last = Date.parse(row.lastActivityAt);
   if (hasExpired(ctx, row, now.getTime())) {
-    await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    await endJwtAware(ctx, row, 'expired');
     apiSessionEnded(ctx, row, 'expired');
     throw unauthorized('The API session has expired: authenticate again');
   }
@@ -131,8 +133,25 @@ export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSe
 export const hasExpired = (ctx: Ctx, row: { lastActivityAt: string; expiresAt?: string | null }, now = ctx.clock.now().getTime()) =>
   row.expiresAt ? Date.parse(row.expiresAt) <= now : now - Date.parse(row.lastActivityAt) > timeoutMs(ctx);
 
-export async function deleteApiSession(ctx: Ctx, id: string) {
-  await ctx.store.db.deleteFrom('apiSessions').where('id', '=', id).execute();
+/** End one API session (a logout, a login that failed its MFA): a JWT one is revoked for routers too. */
+export async function deleteApiSession(ctx: Ctx, id: string, reason = 'logout') {
+  const row = await ctx.store.db.selectFrom('apiSessions').select(['id', 'expiresAt']).where('id', '=', id).executeTakeFirst();
+  if (row) await endJwtAware(ctx, row, reason);
+}
+
+/**
+ * Delete an API session; a JWT one (an OIDC login) is revoked by id in the same transaction, so 2.x
+ * routers, which check its access token on their own, close its SDK's channels (model/auth/revoke.ts).
+ */
+async function endJwtAware(ctx: Ctx, row: { id: string; expiresAt?: string | null }, reason: string) {
+  if (!row.expiresAt) {
+    await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    return;
+  }
+  await writeTx(ctx, async (tx) => {
+    await tx.deleteFrom('apiSessions').where('id', '=', row.id).execute();
+    await revokeEndedJwtSessions(tx, ctx, [row], reason);
+  });
 }
 
 /**
@@ -158,6 +177,12 @@ export async function expireApiSessions(ctx: Ctx) {
     .returning(['id', 'identityId'])
     .execute();
   for (const s of idle) apiSessionEnded(ctx, s, 'expired');
+  // A JWT session past its end may leave an access token that lives on (one exchanged for another is
+  // not bound to the session's end): revoked for routers as any other that ended.
+  const jwt = idle.filter((s) => s.expiresAt);
+  if (jwt.length) {
+    await writeTx(ctx, (tx) => revokeEndedJwtSessions(tx, ctx, jwt, 'expired'));
+  }
   for (const s of partial) apiSessionEnded(ctx, s, 'mfa-not-given');
   // The same sweep forgets revocations past their expiry (nothing they name can still be valid).
   await pruneRevocations(ctx);

@@ -161,7 +161,7 @@ export async function completeMfaLogin(ctx: Ctx, identityId: string, apiSessionI
   if (!(await checkCode(ctx, m, code, { recovery: true }))) {
     if (failOnSession(ctx, apiSessionId) >= MAX_PARTIAL_FAILURES) {
       forgetSession(ctx, apiSessionId);
-      await deleteApiSession(ctx, apiSessionId);
+      await deleteApiSession(ctx, apiSessionId, 'mfa-failed');
       apiSessionEnded(ctx, { id: apiSessionId, identityId }, 'mfa-failed');
       throw new ApiError(401, 'MFA_INVALID_TOKEN', `The MFA code is not valid, and this login has had ${MAX_PARTIAL_FAILURES} wrong codes: it has ended, log in again`);
     }

@@ -4,13 +4,17 @@
 // that records it: an API_SESSION revocation ends that API session, an IDENTITY revocation ends every API
 // session the identity made up to then, and a JTI revocation ends the API session or service session
 // whose id it names (the data plane then closes their connections within a second, as for a DELETE).
-// Later token kinds (OIDC access tokens, JWT service sessions) ask isRevoked.
+// Later token kinds (OIDC access tokens, JWT service sessions) ask isRevoked. A JWT API session that ends
+// before its access token does (logout, deletion, a disabled or deleted identity, a credential taken away)
+// is revoked here too, as upstream's end_session and identity constraint revoke: 2.x routers check access
+// tokens on their own and hear of ended sessions only through these (the router data model carries every
+// revocation but spent refresh tokens, which routers never see).
 import type { Tx } from '../../store/db.js';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import { afterCommit, recordRowChange } from '../events/record.js';
 import { sessionDeleted } from '../events/emit.js';
-import { endApiSessions } from './revoke.js';
+import { endApiSessions, revokeEndedJwtSessions } from './revoke.js';
 
 export const REVOCATION_TYPES = ['JTI', 'IDENTITY', 'API_SESSION'] as const;
 export type RevocationType = (typeof REVOCATION_TYPES)[number];
@@ -24,6 +28,21 @@ export const REVOCATION_LIFETIME_MS = 24 * 3_600_000;
 
 const UUID = /^(urn:uuid:)?\{?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\}?$/i;
 export const isUuid = (id: string) => UUID.test(id);
+/** The jti of a token ztc's OIDC provider issued (ids.ts newId(22)). */
+export const isTokenId = (id: string) => /^[0-9A-Za-z]{22}$/.test(id);
+
+/**
+ * The tags of a spent refresh token's revocation (model/auth/oidc/grants.ts): it only keeps the token from
+ * being used twice at the token endpoint, and routers never see refresh tokens, so the router data model
+ * leaves these out (an SDK refreshing every half hour would otherwise add 48 a day each).
+ */
+export const SPENT_REFRESH_TOKEN_TAGS = JSON.stringify({ 'ztc.spent': 'refresh-token' });
+
+/** An identity about to be deleted: its JWT API sessions (which go with it by cascade) revoked by id. */
+export async function revokeDeletedIdentity(tx: Tx, ctx: Ctx, identityId: string): Promise<number> {
+  const sessions = await tx.selectFrom('apiSessions').select(['id', 'expiresAt']).where('identityId', '=', identityId).execute();
+  return revokeEndedJwtSessions(tx, ctx, sessions, 'identity-deleted');
+}
 
 /**
  * What a revocation does to what is live now, in the transaction that records it. Returns how many API

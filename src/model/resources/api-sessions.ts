@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { isSet } from '../../store/json.js';
 import { apiSessionDetail } from '../auth/api-sessions.js';
+import { revokeEndedJwtSessions } from '../auth/revoke.js';
 import { hashSecret } from '../ids.js';
 import { aliases, baseFilterable, defineResource } from '../resource.js';
 import { apiSessionSchema } from '../schemas/api-session.js';
@@ -44,6 +45,10 @@ export const apiSessions = defineResource({
       isCertKeyRollRequested: isSet(r.isCertExtendable) && isSet(r.certKeyRollRequested),
       improperClientCertChain: isSet(r.isCertExtendable) && r.certResolvedToRoot != null && !isSet(r.certResolvedToRoot),
     }),
+  hooks: {
+    // A JWT API session (an OIDC login) is revoked as it goes: 2.x routers check its access token on their own.
+    beforeDelete: async (tx, existing, ctx) => void (await revokeEndedJwtSessions(tx, ctx, [{ id: String(existing.id), expiresAt: existing.expiresAt as string | null }], 'deleted')),
+  },
   cli: { columns: ['id', 'identity.name', 'ipAddress', 'isMfaRequired', 'isMfaComplete', 'lastActivityAt'] },
 });
 

@@ -19,6 +19,7 @@ import { checkRouterIdentityDelete, checkRouterIdentityRename } from './router-i
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 import { Permissions } from '../permissions.js';
 import { edgeRouterConnection } from '../edge-connections.js';
+import { revokeDeletedIdentity } from '../auth/revocations.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
@@ -240,6 +241,8 @@ export const identities = defineResource({
     beforeDelete: async (tx, existing, ctx) => {
       if (isSet(existing.isDefaultAdmin)) throw cannotDelete('The default admin identity cannot be deleted');
       await checkRouterIdentityDelete(tx, existing, ctx);
+      // Its API sessions go by cascade; a JWT one's access token lives on at 2.x routers unless revoked.
+      await revokeDeletedIdentity(tx, ctx, String(existing.id));
     },
   },
   cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },

@@ -7,7 +7,7 @@ import { unindexEntity } from '../../store/entity-index.js';
 import { iso } from '../clock.js';
 import { couldNotValidate, notFound } from '../errors.js';
 import { recordChange } from '../events/record.js';
-import { enforceRevocation, isUuid, REVOCATION_LIFETIME_MS, REVOCATION_TYPES } from '../auth/revocations.js';
+import { enforceRevocation, isTokenId, isUuid, REVOCATION_LIFETIME_MS, REVOCATION_TYPES } from '../auth/revocations.js';
 import { baseDetail, baseFilterable, defineResource, type ResourceDecl } from '../resource.js';
 import { baseFields, DateTime, Tags } from '../schemas/common.js';
 
@@ -18,7 +18,7 @@ const RevocationType = Type.Union(
 
 export const revocationCreate = Type.Object(
   {
-    id: Type.String({ minLength: 1, maxLength: 64, description: 'What is revoked: a token id or API session id (a UUID, or the id of an API session or session of this controller), or an identity id' }),
+    id: Type.String({ minLength: 1, maxLength: 64, description: 'What is revoked: a token id (a UUID, or the jti of a token this controller issued) or API session id (a UUID, or the id of an API session or session of this controller), or an identity id' }),
     type: RevocationType,
     tags: Type.Optional(Tags),
   },
@@ -54,11 +54,12 @@ export const revocations: ResourceDecl = defineResource({
       const identity = await tx.selectFrom('identities').select('id').where('id', '=', id).executeTakeFirst();
       // 404 as upstream answers an identity revocation of an unknown identity.
       if (!identity) throw notFound('identity', id);
-    } else if (!isUuid(id)) {
-      // Upstream takes only UUIDs here (its JWTs' ids); ztc's own API sessions and sessions have short ids.
+    } else if (!isUuid(id) && !(type === 'JTI' && isTokenId(id))) {
+      // Upstream takes only UUIDs here (its JWTs' ids); ztc's own API sessions and sessions have short ids,
+      // and the tokens its OIDC provider issues 22-character ones (model/auth/oidc/tokens.ts).
       const own = await tx.selectFrom('apiSessions').select('id').where('id', '=', id).executeTakeFirst()
         ?? (type === 'JTI' ? await tx.selectFrom('sessions').select('id').where('id', '=', id).executeTakeFirst() : undefined);
-      if (!own) throw couldNotValidate('id', `must be a valid UUID v4, or the id of ${type === 'JTI' ? 'an API session or a session' : 'an API session'} of this controller`, id);
+      if (!own) throw couldNotValidate('id', `must be a valid UUID v4, or the id of ${type === 'JTI' ? 'a token, an API session or a session' : 'an API session'} of this controller`, id);
     }
     // A revocation of the same id is replaced (upstream's CreateOrReplace): a new expiry and cut-off.
     const before = await tx.selectFrom('revocations').selectAll().where('id', '=', id).executeTakeFirst();

@@ -22,7 +22,7 @@ import { writeTx } from '../../crud.js';
 import { isSet } from '../../../store/json.js';
 import { createApiSession, hasExpired } from '../api-sessions.js';
 import { loginState, recordClientInfo } from '../authenticate.js';
-import { isRevoked } from '../revocations.js';
+import { isRevoked, SPENT_REFRESH_TOKEN_TAGS } from '../revocations.js';
 import { endApiSessions } from '../revoke.js';
 import { issueSessionCertificate } from '../session-certificates.js';
 import { invalidClient, invalidGrant, invalidRequest, OidcError } from './errors.js';
@@ -233,7 +233,7 @@ async function spend(ctx: Ctx, claims: TokenClaims): Promise<boolean> {
   const now = iso(ctx.clock.now());
   const res = await ctx.store.db
     .insertInto('revocations')
-    .values({ id: String(claims.jti), createdAt: now, updatedAt: now, tags: '{}', type: 'JTI', expiresAt: iso(new Date((claims.exp ?? 0) * 1000)), issuedBefore: now })
+    .values({ id: String(claims.jti), createdAt: now, updatedAt: now, tags: SPENT_REFRESH_TOKEN_TAGS, type: 'JTI', expiresAt: iso(new Date((claims.exp ?? 0) * 1000)), issuedBefore: now })
     .onConflict((oc) => oc.column('id').doNothing())
     .executeTakeFirst();
   return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
