@@ -123,8 +123,9 @@ export const postureChecks = defineResource({
     name: { column: 'e.name', type: 'string', sortable: true },
     promptOnUnlock: jsonField('e.data', ['promptOnUnlock'], 'boolean'),
     promptOnWake: jsonField('e.data', ['promptOnWake'], 'boolean'),
-    reportOnly: { column: 'e.report_only', type: 'boolean', sortable: true },
     ...aliases({
+      // ztc's own field (ziti#2095): filterable, not among upstream's symbols.
+      reportOnly: { column: 'e.report_only', type: 'boolean', sortable: true },
       typeId: { column: 'e.type_id', type: 'string', sortable: true },
       roleAttributes: { column: 'e.role_attributes', type: 'set', indexed: true },
     }),
