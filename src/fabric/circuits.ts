@@ -1,15 +1,27 @@
 // Circuits on one router: a dialer's virtual connection joined to a host's, and the relay between them.
 // The router never decrypts: Data bodies (end-to-end encrypted by the SDKs) pass as they are, with the
 // Flags (1010) and trace (128) headers copied byte for byte and each side's own conn id and counter.
+import type { Flow } from './channel/channel.js';
 import { message, u32, type Message } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
-import type { EdgeConn } from './edge/sdk-connection.js';
+import type { Fabric } from './fabric.js';
 
 /** Data a side may receive before it is connected (a host's crypto header racing the dialer's StateConnected). */
 export const EARLY_DATA_CAP = 512 * 1024;
 
+/**
+ * What a side of a circuit lives on: an SDK's edge channel (edge/sdk-connection.ts), or a connection
+ * the router dialed for a terminator it serves itself (edge/transport-egress.ts). Messages to the side
+ * go to `channel`, which also takes part in backpressure.
+ */
+export interface SideConn {
+  readonly channel: Flow & { send(m: Message): number };
+  readonly fabric: Fabric;
+  forget(ep: Endpoint): void;
+}
+
 export interface Endpoint {
-  conn: EdgeConn;
+  conn: SideConn;
   connId: number;
   /** Our edge sequence counter for messages to this side. */
   seq: number;
@@ -30,12 +42,15 @@ export interface Circuit {
   id: string;
   serviceId: string;
   terminatorId: string;
+  /** The dialing identity, and the hosting one ('' for a terminator the router serves itself). */
+  clientId: string;
+  hostId: string;
   dialer: Endpoint;
   host: Endpoint;
   createdAt: number;
 }
 
-export function endpoint(conn: EdgeConn, connId: number, sessionId: string): Endpoint {
+export function endpoint(conn: SideConn, connId: number, sessionId: string): Endpoint {
   return { conn, connId, seq: 0, connected: false, early: [], earlyBytes: 0, closed: false, sessionId, rx: 0 };
 }
 

@@ -10,7 +10,8 @@ import type { Circuit } from './circuits.js';
 import { terminatorEvent } from './events.js';
 import type { CircuitRecorder } from './recorder.js';
 import type { EdgeConn } from './edge/sdk-connection.js';
-import { Terminators, type Terminator } from './terminators.js';
+import type { StaticTerminator, StaticTerminators } from './static-terminators.js';
+import { choose, Terminators, type Terminator } from './terminators.js';
 
 export interface FabricLog {
   info(o: object, msg: string): void;
@@ -41,7 +42,28 @@ export class Fabric {
     readonly routerId: string,
     readonly log: FabricLog,
     readonly recorder?: CircuitRecorder,
+    /** Router-side terminators: this router serves those made for it. */
+    readonly statics?: StaticTerminators,
   ) {}
+
+  /**
+   * Where a dial that arrived here goes (the one choice, terminators.ts `choose`): among the SDKs' binds
+   * on this router and the router-side terminators made for it; the latter read again once when none
+   * is found (one made a moment ago). `seen`: how many the service has here, reachable or not.
+   */
+  async pick(serviceId: string, instanceId?: string): Promise<{ hosted?: Terminator; served?: StaticTerminator; seen: number }> {
+    const look = () => {
+      const served = (this.statics?.ofService(serviceId) ?? []).filter((t) => t.routerId === this.routerId);
+      return choose<Terminator | StaticTerminator>([...this.terminators.ofService(serviceId), ...served], serviceId, instanceId, (t) => ('conn' in t && t.conn.closed ? undefined : 0));
+    };
+    let c = look();
+    if (!c.best && this.statics) {
+      await this.statics.refresh();
+      c = look();
+    }
+    const t = c.best;
+    return t && 'conn' in t ? { hosted: t, seen: c.seen } : { served: t, seen: c.seen };
+  }
 
   start() {
     this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
@@ -76,8 +98,7 @@ export class Fabric {
 
   circuitStarted(c: Circuit) {
     this.circuits.set(c.id, c);
-    const host = this.terminators.get(c.terminatorId)?.hostId ?? c.host.conn.apiSession.identityId;
-    this.recorder?.added({ id: c.id, serviceId: c.serviceId, clientId: c.dialer.conn.apiSession.identityId, hostId: host, terminatorId: c.terminatorId, routerIds: [this.routerId], linkIds: [] });
+    this.recorder?.added({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: c.hostId, terminatorId: c.terminatorId, routerIds: [this.routerId], linkIds: [] });
   }
 
   circuitEnded(c: Circuit) {

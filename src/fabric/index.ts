@@ -11,6 +11,7 @@ import { startEdgeListener } from './edge/listener.js';
 import { closeChannelListener } from './channel/listener.js';
 import { Fabric, type FabricLog } from './fabric.js';
 import type { CircuitRecorder } from './recorder.js';
+import type { StaticTerminators } from './static-terminators.js';
 
 export interface RouterOptions {
   bind: string;
@@ -23,6 +24,8 @@ export interface RouterOptions {
   log: FabricLog;
   /** Where its circuits are written for the Fabric API. */
   recorder?: CircuitRecorder;
+  /** Router-side terminators (those made for this router it serves itself). */
+  statics?: StaticTerminators;
 }
 
 export interface EdgeRouter {
@@ -40,7 +43,7 @@ const LEASE_MS = 30_000;
 export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeRouter> {
   // The port is known before the record is written: port 0 asks the OS for one.
   let router = await ensureEmbeddedRouter(ctx, { address: o.address, port: o.port || 3022, progress: o.progress });
-  const fabric = new Fabric(ctx, router.id, o.log, o.recorder);
+  const fabric = new Fabric(ctx, router.id, o.log, o.recorder, o.statics);
   const removed = await removeRouterEdgeTerminators(ctx, router.id);
   if (removed) o.progress?.(`removed ${removed} terminator(s) left by a previous run of the router`);
   const guard = new ListenerGuard('edge', (x, msg) => o.log.warn(x, msg));

@@ -1,5 +1,7 @@
 // The live terminators of this router: where a service's dials go. Each is one SDK's Bind on one edge
 // channel; the store keeps a copy for /terminators (model/data-plane.ts), this registry is what dials read.
+// And the terminator choice every router's dials make (`choose`), over these, router-side terminators
+// (static-terminators.ts) and those of upstream routers (ctrl/network.ts).
 import type { EdgeConn } from './edge/sdk-connection.js';
 
 export type Precedence = 'default' | 'required' | 'failed';
@@ -48,6 +50,33 @@ export function better(a: Ranked, b: Ranked | undefined): boolean {
   return a.dials < b.dials;
 }
 
+/** What a dial may go to, on any router: ranked by `better`, filtered by service and instance. */
+export interface Candidate extends Ranked {
+  id: string;
+  serviceId: string;
+  instanceId: string;
+}
+
+/**
+ * The terminator choice, one for every router (the embedded router's dials and the circuits upstream
+ * routers ask for): among the service's `candidates` (of `instanceId` when the dialer named one), those
+ * `reach` says can be reached, at the cost it gives (the path's, added to the terminator's own), the
+ * `better` one. `seen` counts the service's candidates whether reachable or not, for the error.
+ */
+export function choose<T extends Candidate>(candidates: Iterable<T>, serviceId: string, instanceId: string | undefined, reach: (t: T) => number | undefined): { best?: T; cost: number; seen: number } {
+  let best: { t: T; rank: Ranked } | undefined;
+  let seen = 0;
+  for (const t of candidates) {
+    if (t.serviceId !== serviceId || (instanceId && t.instanceId !== instanceId)) continue;
+    seen++;
+    const cost = reach(t);
+    if (cost === undefined) continue;
+    const rank = { precedence: t.precedence, cost: t.cost + cost, dials: t.dials };
+    if (better(rank, best?.rank)) best = { t, rank };
+  }
+  return { best: best?.t, cost: best?.rank.cost ?? 0, seen };
+}
+
 export class Terminators {
   private byId = new Map<string, Terminator>();
   private byService = new Map<string, Set<Terminator>>();
@@ -87,17 +116,8 @@ export class Terminators {
     return this.all().filter((t) => t.conn === conn);
   }
 
-  /**
-   * Where a dial goes: the best (`better`) of the service's terminators, only those of `instanceId` when
-   * the dialer named one.
-   */
-  pick(serviceId: string, instanceId?: string): Terminator | undefined {
-    let best: Terminator | undefined;
-    for (const t of this.byService.get(serviceId) ?? []) {
-      if (instanceId && t.instanceId !== instanceId) continue;
-      if (t.conn.closed) continue;
-      if (better(t, best)) best = t;
-    }
-    return best;
+  /** The service's terminators (for `choose`). */
+  ofService(serviceId: string): Iterable<Terminator> {
+    return this.byService.get(serviceId) ?? [];
   }
 }

@@ -56,6 +56,8 @@ export interface RunningFabric {
   ctrlPort?: number;
   /** False once the thread has failed or exited (the readiness check). */
   alive(): boolean;
+  /** A terminator was written through this controller's API: the data plane reads router-side ones again at once. */
+  terminatorsChanged(): void;
   close(): Promise<void>;
 }
 
@@ -92,6 +94,9 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
           edge: m.ready.edge,
           ctrlPort: m.ready.ctrlPort,
           alive: () => alive,
+          terminatorsChanged: () => {
+            if (alive) worker.postMessage('terminators');
+          },
           close() {
             closing ??= new Promise<void>((done) => {
               // A thread that has already ended has nothing to close (and would never answer).

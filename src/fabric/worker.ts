@@ -20,6 +20,7 @@ import { CtrlServer } from './ctrl/listener.js';
 import { clearFabricState } from '../model/fabric-state.js';
 import { AccessWatch } from './access-watch.js';
 import { CircuitRecorder } from './recorder.js';
+import { StaticTerminators } from './static-terminators.js';
 import { startEdgeRouter } from './index.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
 
@@ -45,13 +46,16 @@ try {
   const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
   // The data plane's events go to the main thread, which writes the events file and serves the stream.
   ctx.events.subscribe((e) => post({ event: e }));
-  // Links and circuits a previous run left in the store ended with it; circuits from now on are recorded.
   // Failed TLS handshakes on the edge and control ports are among them (ziti#1834).
   const tlsFailures = new TlsFailures(ctx.events);
   ListenerGuard.tlsFailed = (listener, address, why) => tlsFailures.failed(listener === 'ctrl' ? 'ctrl' : 'edge', address, why);
+  // Links and circuits a previous run left in the store ended with it; circuits from now on are recorded.
   const id = controllerId(config.dataDir);
   await clearFabricState(ctx, id);
   const recorder = new CircuitRecorder(ctx, id, log);
+  // Terminators an administrator made, which routers serve themselves (the embedded router and upstream's).
+  const statics = new StaticTerminators(ctx, log);
+  await statics.start();
   const router = !config.router ? undefined : await startEdgeRouter(ctx, {
     bind: config.bind,
     port: config.routerPort,
@@ -61,12 +65,13 @@ try {
     progress: (step) => post({ progress: step }),
     log,
     recorder,
+    statics,
   });
   // The control channel for upstream routers, in the same room (its terminators and circuits are the data plane's).
   let ctrl: CtrlServer | undefined;
   let ctrlPort: number | undefined;
   if (config.ctrl) {
-    ctrl = new CtrlServer(ctx, log, recorder);
+    ctrl = new CtrlServer(ctx, log, recorder, statics);
     ctrlPort = await ctrl.start({
       host: config.bind,
       port: config.ctrlPort,
@@ -122,12 +127,15 @@ try {
   }, STATS_MS);
   stats.unref();
   post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
-  parentPort!.on('message', (m: 'close') => {
+  parentPort!.on('message', (m: 'close' | 'terminators') => {
+    // A terminator written through this controller's API (those of others arrive with the next read).
+    if (m === 'terminators') return void statics.refresh();
     if (m !== 'close') return;
     clearInterval(stats);
     clearInterval(connections);
     post({ connected: [] });
     access.stop();
+    statics.stop();
     void (async () => {
       await ctrl?.stop();
       await router?.close();

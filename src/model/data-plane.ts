@@ -228,6 +228,24 @@ export async function removeTerminators(ctx: Ctx, ids: string[]) {
   for (let i = 0; i < ids.length; i += 500) await ctx.store.db.deleteFrom('terminators').where('id', 'in', ids.slice(i, i + 500)).execute();
 }
 
+/** A terminator an administrator made (any binding but an SDK's `edge`): the router dials its address. */
+export interface RouterSideTerminator {
+  id: string;
+  serviceId: string;
+  routerId: string;
+  binding: string;
+  address: string;
+  instanceId: string;
+  cost: number;
+  precedence: 'default' | 'required' | 'failed';
+}
+
+/** Every router-side terminator (made through the API or the CLI: `ziti edge create terminator`). */
+export async function routerSideTerminators(ctx: Ctx): Promise<RouterSideTerminator[]> {
+  const rows = await ctx.store.db.selectFrom('terminators').select(['id', 'serviceId', 'routerId', 'binding', 'address', 'identity', 'cost', 'precedence']).where('binding', '<>', 'edge').execute();
+  return rows.map((r) => ({ id: r.id, serviceId: r.serviceId, routerId: r.routerId, binding: r.binding, address: r.address, instanceId: r.identity ?? '', cost: Number(r.cost), precedence: r.precedence as RouterSideTerminator['precedence'] }));
+}
+
 /** At start: the edge terminators a previous run of this router left (its process died with its hosts gone). */
 export async function removeRouterEdgeTerminators(ctx: Ctx, routerId: string): Promise<number> {
   const r = await ctx.store.db.deleteFrom('terminators').where('routerId', '=', routerId).where('binding', '=', 'edge').executeTakeFirst();

@@ -138,6 +138,11 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       unlock();
       throw err;
     }
+    // Router-side terminators written here are routed to at once (the data plane reads them every second too).
+    const running = router;
+    ctx.events.subscribe((e) => {
+      if (e.namespace === 'entityChange' && e.entityType === 'terminators') running.terminatorsChanged();
+    });
   }
   // A failed start past this point leaves nothing open behind it (a busy port, the metrics port).
   const release = async () => {

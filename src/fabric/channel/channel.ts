@@ -6,6 +6,19 @@ import { EMPTY, encodeHead, FRAME_LIMITS, FrameDecoder, FrameError, i32, type Fr
 import type { ListenerGuard } from './guard.js';
 import { Header } from './messages.js';
 
+/**
+ * One end of backpressure: a channel, or a socket the router itself reads and writes (a terminator it
+ * dials: edge/transport-egress.ts). A source relaying into a destination that is full pauses for it
+ * (`pauseFor`), the destination holds it (`hold`) and releases it once drained (`released`).
+ */
+export interface Flow {
+  readonly closed: boolean;
+  readonly full: boolean;
+  pauseFor(dest: Flow): void;
+  hold(source: Flow): void;
+  released(by: Flow): void;
+}
+
 export interface ChannelEvents {
   message(m: Message): void;
   /** Once, whatever ended the channel; `error` says why when it was not a clean close. */
@@ -27,13 +40,13 @@ export interface Pacing {
   idle?(burst: number): void;
 }
 
-export class Channel {
+export class Channel implements Flow {
   private seq = 0;
   private waiters = new Map<number, { resolve(m: Message): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
   private decoder: FrameDecoder;
   /** Destinations this channel waits for, and the sources waiting for this one (backpressure). */
-  private pausedBy = new Set<Channel>();
-  private blocked = new Set<Channel>();
+  private pausedBy = new Set<Flow>();
+  private blocked = new Set<Flow>();
   closed = false;
   /** When bytes last arrived (ms since the epoch): whether the peer is still there (the control channel asks before letting a second connection of a router in). */
   lastReceivedAt = Date.now();
@@ -212,24 +225,32 @@ export class Channel {
    * Stop reading this channel until `dest` drains: what this channel sends is relayed to `dest`, whose
    * peer reads slower than ours writes. All virtual connections of this channel wait (as upstream's).
    */
-  pauseFor(dest: Channel) {
+  pauseFor(dest: Flow) {
     if (this.pausedBy.has(dest) || this.closed || dest.closed) return;
     this.pausedBy.add(dest);
-    dest.blocked.add(this);
+    dest.hold(this);
     this.socket.pause();
   }
 
-  /** This channel drained (or closed): the channels it held back read again, unless another still holds them. */
-  private releaseBlocked() {
-    for (const source of this.blocked) {
-      source.pausedBy.delete(this);
-      if (!source.pausedBy.size && !source.closed) {
-        // Time paused was ours, not the peer's: a frame in progress gets its whole deadline again.
-        if (source.partialSince) source.partialSince = Date.now();
-        source.socket.resume();
-      }
+  hold(source: Flow) {
+    this.blocked.add(source);
+  }
+
+  /** `by` drained (or closed): this channel reads again, unless another still holds it. */
+  released(by: Flow) {
+    this.pausedBy.delete(by);
+    if (!this.pausedBy.size && !this.closed) {
+      // Time paused was ours, not the peer's: a frame in progress gets its whole deadline again.
+      if (this.partialSince) this.partialSince = Date.now();
+      this.socket.resume();
     }
+  }
+
+  /** This channel drained (or closed): the sources it held back read again, unless another still holds them. */
+  private releaseBlocked() {
+    const sources = [...this.blocked];
     this.blocked.clear();
+    for (const source of sources) source.released(this);
   }
 
   close(error?: Error) {

@@ -21,6 +21,7 @@ import { routerEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { CONTROLLER_CAPABILITIES, CONTROLLER_CAPABILITIES_V2, CtrlHeader, CtrlType, hasCapability, LINK_MANAGEMENT, PeerState, RouterCapability, Schemas } from './messages.js';
 import { RouterNetwork, type EndedUse } from './network.js';
+import type { StaticTerminators } from '../static-terminators.js';
 import { RouterDataModelSender } from '../rdm/sender.js';
 import { RouterConn, type RouterHello } from './router-connection.js';
 
@@ -100,6 +101,8 @@ export class CtrlServer {
     readonly ctx: Ctx,
     readonly log: FabricLog,
     readonly recorder: CircuitRecorder,
+    /** Router-side terminators: upstream routers dial those made for them (their binding's xgress). */
+    readonly statics?: StaticTerminators,
   ) {
     this.rdm = new RouterDataModelSender(ctx, log);
   }
@@ -110,7 +113,7 @@ export class CtrlServer {
   }
 
   async start(o: CtrlOptions): Promise<number> {
-    this.network = new RouterNetwork(this.ctx, o.controllerId, this.routers, this.recorder, this.log);
+    this.network = new RouterNetwork(this.ctx, o.controllerId, this.routers, this.recorder, this.log, this.statics);
     const first = await apiSessionsForRouters(this.ctx);
     for (const s of first.sessions) this.remember(s);
     this.newest = first.newest;

@@ -12,7 +12,8 @@ import type { FabricLog } from '../fabric.js';
 import { linkEvent, terminatorEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
 import { Refused } from '../session-checks.js';
-import { better, type Precedence } from '../terminators.js';
+import type { StaticTerminator, StaticTerminators } from '../static-terminators.js';
+import { choose, type Precedence } from '../terminators.js';
 import { CtrlHeader } from './messages.js';
 import { cheapestPaths, routeSteps, type Path, type PathLink } from './paths.js';
 import type { RouterConn } from './router-connection.js';
@@ -52,11 +53,14 @@ export interface Link extends PathLink {
   dstLatencyNs: number;
 }
 
+/** Where a circuit of upstream routers ends: an SDK's Bind on a router, or a router-side terminator. */
+export type CircuitEnd = UpstreamTerminator | StaticTerminator;
+
 export interface UpstreamCircuit {
   id: string;
   serviceId: string;
   clientId: string;
-  terminator: UpstreamTerminator;
+  terminator: CircuitEnd;
   sessionId: string;
   apiSessionId: string;
   token: string;
@@ -104,6 +108,8 @@ export class RouterNetwork {
     readonly routers: Map<string, RouterConn>,
     readonly recorder: CircuitRecorder,
     readonly log: FabricLog,
+    /** Router-side terminators: those made for an upstream router are dialed by it (its binding's xgress). */
+    readonly statics?: StaticTerminators,
   ) {}
 
   /** Router costs are read when a router connects and refreshed with its lease (an admin may change them). */
@@ -218,22 +224,37 @@ export class RouterNetwork {
     const id = randomUUID();
     const started = performance.now();
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const choice = this.choose(from.routerId, r);
+      let choice = this.choose(from.routerId, r);
+      // None: perhaps a router-side terminator made a moment ago.
+      if (!choice.terminator && this.statics) {
+        await this.statics.refresh();
+        choice = this.choose(from.routerId, r);
+      }
       const t = choice.terminator;
       if (!t) throw new Refused(choice.why, EdgeError.InvalidTerminator);
-      if (r.encryptionRequired && !t.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
+      const hosted = 'peerData' in t;
+      // An SDK's terminator gave its key when it bound; a router-side one's egress router gives its own in
+      // its RouteResult (edge_transport), or none (checked below).
+      if (r.encryptionRequired && hosted && !t.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
       t.dials++;
       const circuit: UpstreamCircuit = { id, serviceId: r.serviceId, clientId: r.clientId, terminator: t, sessionId: r.sessionId, apiSessionId: r.apiSessionId, token: r.token, ingressId: randomUUID(), egressId: randomUUID(), path: choice.path! };
-      const tags = { serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId };
-      const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: 'edge', address: circuit.egressId, destination: t.address, peerData: r.peerData });
+      const hostId = hosted ? t.hostId : '';
+      const tags = { serviceId: r.serviceId, clientId: r.clientId, hostId };
+      // The egress router's xgress of the terminator's binding dials its address (edge: the SDK's terminator id).
+      const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: hosted ? 'edge' : t.binding, address: circuit.egressId, destination: t.address, peerData: r.peerData });
       const results = await Promise.all(steps.map((s) => this.routers.get(s.routerId)?.route(circuit.id, attempt, s, tags, ROUTE_TIMEOUT_MS) ?? Promise.resolve(undefined)));
       const failed = results.findIndex((m) => !m?.headers.has(CtrlHeader.RouteSuccess));
       if (failed < 0) {
-        this.circuits.set(circuit.id, circuit);
-        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId: t.hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links }, (performance.now() - started) * 1e6);
-        // The egress's RouteResult carries what the hosting SDK answered (its own key among it).
-        const peerData = new Map(t.peerData);
+        // The egress's RouteResult carries what the hosting SDK answered (its own key among it), or the
+        // key of the egress router itself when it ends the encryption (edge_transport).
+        const peerData = new Map(hosted ? t.peerData : []);
         for (const [k, v] of results[results.length - 1]!.headers) if (k >= 1000 && !(k >= 1101 && k <= 1113)) peerData.set(k, v);
+        if (r.encryptionRequired && !peerData.has(PUBLIC_KEY)) {
+          for (const s of steps) this.routers.get(s.routerId)?.unroute(circuit.id);
+          throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
+        }
+        this.circuits.set(circuit.id, circuit);
+        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links }, (performance.now() - started) * 1e6);
         return { circuit, peerData, tags };
       }
       const m = results[failed];
@@ -245,25 +266,22 @@ export class RouterNetwork {
     throw new Refused(`failed to establish connection with the service's terminator: ${why}`, EdgeError.InvalidTerminator);
   }
 
-  /** The best terminator for the request and the path to it (ranked with the path's cost added). */
-  private choose(fromId: string, r: CircuitRequest): { terminator?: UpstreamTerminator; path?: Path; why: string } {
+  /**
+   * The best terminator for the request and the path to it (terminators.ts `choose`, the path's cost
+   * added): SDKs' terminators on upstream routers and router-side terminators made for them.
+   */
+  private choose(fromId: string, r: CircuitRequest): { terminator?: CircuitEnd; path?: Path; why: string } {
     const routers = new Map([...this.routers.keys()].map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
     const pathTo = cheapestPaths(fromId, routers, this.links.values());
-    let best: { terminator: UpstreamTerminator; path: Path; rank: { precedence: Precedence; cost: number; dials: number } } | undefined;
-    let seen = 0;
-    for (const t of this.terminators.values()) {
-      if (t.serviceId !== r.serviceId || (r.instanceId && t.instanceId !== r.instanceId)) continue;
-      seen++;
-      const path = pathTo(t.routerId);
-      if (!path) continue;
-      const rank = { precedence: t.precedence, cost: t.cost + path.cost, dials: t.dials };
-      if (better(rank, best?.rank)) best = { terminator: t, path, rank };
-    }
-    if (best) return { ...best, why: '' };
+    const paths = new Map<string, Path | undefined>();
+    const path = (routerId: string) => (paths.has(routerId) ? paths.get(routerId) : paths.set(routerId, pathTo(routerId)).get(routerId));
+    const served = (this.statics?.ofService(r.serviceId) ?? []).filter((t) => this.routers.has(t.routerId));
+    const c = choose<CircuitEnd>([...this.terminators.values(), ...served], r.serviceId, r.instanceId, (t) => path(t.routerId)?.cost);
+    if (c.best) return { terminator: c.best, path: path(c.best.routerId), why: '' };
     const from = this.routers.get(fromId)?.name ?? fromId;
     return {
-      why: seen
-        ? `service '${r.serviceName}' has ${seen} terminator(s), none on a router reachable from router '${from}' (see ztc fabric links)`
+      why: c.seen
+        ? `service '${r.serviceName}' has ${c.seen} terminator(s), none on a router reachable from router '${from}' (see ztc fabric links)`
         : `service '${r.serviceName}' has no terminator on any router connected to this controller's control channel${r.instanceId ? ` for instance '${r.instanceId}'` : ''}`,
     };
   }
@@ -289,10 +307,10 @@ export class RouterNetwork {
           return this.endCircuit(c, true);
         }
         c.path = path;
-        const tags = { serviceId: c.serviceId, clientId: c.clientId, hostId: c.terminator.hostId };
+        const tags = { serviceId: c.serviceId, clientId: c.clientId, hostId: 'hostId' in c.terminator ? c.terminator.hostId : '' };
         const results = await Promise.all(routeSteps(path, c.ingressId, c.egressId).map((s) => this.routers.get(s.routerId)?.route(c.id, REROUTE_ATTEMPT, s, tags, ROUTE_TIMEOUT_MS)));
         if (results.some((m: Message | undefined) => !m?.headers.has(CtrlHeader.RouteSuccess))) return this.endCircuit(c, true);
-        this.recorder.updated({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: c.terminator.hostId, terminatorId: c.terminator.id, routerIds: path.routers, linkIds: path.links });
+        this.recorder.updated({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: tags.hostId, terminatorId: c.terminator.id, routerIds: path.routers, linkIds: path.links });
         this.log.info({ circuit: c.id, routers: path.routers.length }, 'ctrl: rerouted a circuit');
       }),
     );

@@ -12,6 +12,7 @@ import { ContentType, EdgeError, Header } from '../channel/messages.js';
 import { closeSide, connected, endpoint, link, relay, type Circuit, type Endpoint } from '../circuits.js';
 import type { Fabric } from '../fabric.js';
 import { checkServiceSession, Refused } from '../session-checks.js';
+import { TransportEgress } from './transport-egress.js';
 import type { Precedence, Terminator } from '../terminators.js';
 
 /** How long a host has to answer a Dial (upstream: 5 s). */
@@ -164,12 +165,23 @@ export class EdgeConn {
       dialer.sessionId = s.id;
       if (s.encryptionRequired && !m.headers.has(Header.PublicKey)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
       const instance = m.headers.get(Header.TerminatorIdentity)?.toString('utf8') || undefined;
-      const t = this.fabric.terminators.pick(s.serviceId, instance);
-      if (!t) throw new Refused(`service '${s.serviceName}' has no terminator${instance ? ` for instance '${instance}'` : ''} on this router: no host has bound it here (this router does not link with upstream routers: its dialers reach hosts bound through it)`, EdgeError.InvalidTerminator);
+      const { hosted: t, served } = await this.fabric.pick(s.serviceId, instance);
+      if (!t && !served) throw new Refused(`service '${s.serviceName}' has no terminator${instance ? ` for instance '${instance}'` : ''} on this router: no host has bound it here (this router does not link with upstream routers: its dialers reach hosts bound through it)`, EdgeError.InvalidTerminator);
       if (dialer.closed || this.closed) return;
-      t.dials++;
-      circuit = { id: randomUUID(), serviceId: s.serviceId, terminatorId: t.id, dialer, host: endpoint(t.conn, 0, t.sessionId), createdAt: Date.now() };
-      await t.conn.dialHost(t, circuit, m, s.identityName);
+      let hostKey = t?.hostKey;
+      let egress: TransportEgress | undefined;
+      if (t) {
+        t.dials++;
+        circuit = { id: randomUUID(), serviceId: s.serviceId, terminatorId: t.id, clientId: s.identityId, hostId: t.hostId, dialer, host: endpoint(t.conn, 0, t.sessionId), createdAt: Date.now() };
+        await t.conn.dialHost(t, circuit, m, s.identityName);
+      } else {
+        // A router-side terminator of this router: the router dials its address and is the far end.
+        served!.dials++;
+        egress = await TransportEgress.dial(this.fabric, served!, m, s.encryptionRequired, DIAL_TIMEOUT_MS);
+        hostKey = egress.publicKey;
+        circuit = { id: randomUUID(), serviceId: s.serviceId, terminatorId: served!.id, clientId: s.identityId, hostId: '', dialer, host: endpoint(egress, 0, ''), createdAt: Date.now() };
+        connected(circuit.host);
+      }
       if (dialer.closed || this.closed) {
         closeSide(circuit.host, 'the dialer went away', true);
         return;
@@ -177,10 +189,11 @@ export class EdgeConn {
       link(circuit);
       this.fabric.circuitStarted(circuit);
       const reply = message(ContentType.StateConnected, [[Header.ConnId, u32(connId)], [Header.Seq, u32(0)], [Header.CircuitId, str(circuit.id)]]);
-      if (t.hostKey) reply.headers.set(Header.PublicKey, t.hostKey);
+      if (hostKey) reply.headers.set(Header.PublicKey, hostKey);
       this.channel.reply(m, reply);
       // Host data that raced ahead (its crypto header) goes after the StateConnected (4.3).
       connected(dialer);
+      egress?.start(circuit.host);
       this.fabric.dialSetup(performance.now() - started);
     } catch (e) {
       this.sides.delete(connId);
