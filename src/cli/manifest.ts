@@ -33,6 +33,8 @@ export interface CliResource {
   references: Record<string, string>;
   /** PATCH takes our role attribute and tag edits (model/set-edits.ts): resources with role attributes. */
   setEdits?: boolean;
+  /** Flags of the list command that each add a condition to its filter. */
+  listFlags?: Record<string, { help: string; filter: string }>;
 }
 
 export type Manifest = Record<string, CliResource>;
@@ -65,7 +67,7 @@ export function describeResource(decl: ResourceDecl): CliResource {
     const target = p === 'typeId' ? TYPE_REFERENCES[decl.plural] : REFERENCES[p];
     if (target) references[p] = target;
   }
-  return { name: decl.name, plural: decl.plural, description: decl.description, ops: decl.ops, named: 'name' in decl.filterable, columns: decl.cli.columns, create, patch, references, setEdits: !!decl.roleAttributes && !!patch };
+  return { name: decl.name, plural: decl.plural, description: decl.description, ops: decl.ops, named: 'name' in decl.filterable, columns: decl.cli.columns, create, patch, references, setEdits: !!decl.roleAttributes && !!patch, ...(decl.cli.listFlags ? { listFlags: decl.cli.listFlags } : {}) };
 }
 
 // Literal imports: bundlers (esbuild for the executable, vite for the tests) follow only those.

@@ -34,7 +34,9 @@ export type Detail = Record<string, unknown>;
  * chunks of details instead, each expanded on its own (see store/list.ts), for the response to stream.
  */
 export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListParams, scope?: Scope): Promise<{ items: Detail[] | AsyncIterable<Detail[]>; pagination: Page['pagination'] }> {
-  const page = await listPage(ctx.store.db, ctx.store.dialect, listSource(decl), params, scope);
+  const src = listSource(decl);
+  if (decl.filterableNow) src.filterable = { ...src.filterable, ...decl.filterableNow(ctx) };
+  const page = await listPage(ctx.store.db, ctx.store.dialect, src, params, scope);
   const details = async (rows: Row[]) => {
     await decl.expand?.(ctx.store.db, rows, ctx);
     return rows.map((r) => decl.toDetail(r, ctx));

@@ -86,6 +86,11 @@ export interface ResourceDecl {
   description: string;
   schemas: { detail: TSchema; create?: TSchema; update?: TSchema; patch?: TSchema };
   filterable: Record<string, FieldSpec>;
+  /**
+   * Fields whose value this controller knows only at the time of the request, not in a column (an
+   * identity's edge-router connection): added to `filterable` for each list.
+   */
+  filterableNow?: (ctx: Ctx) => Record<string, FieldSpec>;
   /** The filterable set field holding role attributes: enables roleFilter/roleSemantic on the list. */
   roleAttributes?: string;
   /** The policy side this resource's entities sit on: their membership is kept in step on every write. */
@@ -135,8 +140,11 @@ export interface ResourceDecl {
     afterWrite?: (tx: Tx, id: string, ctx: Ctx, input: Row, mode: WriteMode) => Promise<void>;
     beforeDelete?: (tx: Tx, existing: Row, ctx: Ctx) => Promise<void>;
   };
-  /** Columns of the CLI's table view, as detail field paths. */
-  cli: { columns: string[] };
+  /**
+   * Columns of the CLI's table view, as detail field paths; `listFlags`: flags of its list command that
+   * each add a condition to the filter (`ztc identity list --online`).
+   */
+  cli: { columns: string[]; listFlags?: Record<string, { help: string; filter: string }> };
 }
 
 export const defineResource = (decl: ResourceDecl): ResourceDecl => decl;

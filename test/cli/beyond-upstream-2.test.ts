@@ -5,17 +5,20 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bin, cliRunner, killLeftovers, tracked } from '../helpers/cli.js';
 import { ADMIN, CLIENT, MGMT } from '../helpers/controller.js';
-import { startTlsController, type TlsController } from '../helpers/tls.js';
+import { startNetwork, type TestNetwork } from '../helpers/network.js';
+import type { TlsController } from '../helpers/tls.js';
 
 afterAll(killLeftovers);
 
 const cli = cliRunner();
 const { ztc } = cli;
+let n: TestNetwork;
 let tc: TlsController;
 let admin: string;
 beforeAll(async () => {
-  tc = await startTlsController();
-  admin = await tc.login();
+  n = await startNetwork();
+  tc = n.c;
+  admin = n.admin;
   const login = await ztc('login', tc.base, '-u', ADMIN.username, '-p', ADMIN.password, '--yes');
   if (login.code !== 0) throw new Error(`ztc login failed: ${login.stderr}`);
 }, 60_000);
@@ -104,5 +107,29 @@ describe('failed authentication visible (ziti#1834)', () => {
     expect(events.out.text).toMatch(/tls handshake-failed\s+api port\s+from 127\.0\.0\.1\s+not-tls ERR_SSL_HTTP_REQUEST/);
     const tls = await ztc('metrics', 'ztc_tls_handshakes_failed_total');
     expect(tls.stdout).toMatch(/ztc_tls_handshakes_failed_total\{listener=api, reason=not-tls\}\s+1\n/);
+  }, 60_000);
+});
+
+describe('who is online (ziti#4376)', () => {
+  it('ztc identity list --online: the identities with an SDK on an edge router now, with the filter and in the table', async () => {
+    const ana = await n.identity('cli-online-ana');
+    await n.identity('cli-online-bo');
+    const online = async (...args: string[]) => JSON.parse((await ztc('identity', 'list', '--online', '-o', 'json', ...args)).stdout).map((i: { name: string }) => i.name);
+    expect(await online()).toEqual([]);
+    const peer = await n.peer(ana);
+    await expect.poll(() => online(), { timeout: 5000 }).toEqual(['cli-online-ana']);
+    // With a filter of its own, and its sort.
+    expect(await online('name contains "cli-online" sort by name desc')).toEqual(['cli-online-ana']);
+    expect(await online('name = "cli-online-bo"')).toEqual([]);
+    const table = await ztc('identity', 'list', '--online');
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/ONLINE/);
+    expect(table.stdout).toMatch(/cli-online-ana .*true/);
+    expect(table.stdout).toMatch(/1-1 of 1/);
+    const all = await ztc('identity', 'list', 'name contains "cli-online"');
+    expect(all.stdout).toMatch(/cli-online-bo .*false/);
+    expect((await ztc('identity', 'list', '--help')).stdout).toMatch(/--online\s+only identities with an SDK connected to an edge router/);
+    peer.close();
+    await expect.poll(() => online(), { timeout: 5000 }).toEqual([]);
   }, 60_000);
 });

@@ -259,8 +259,37 @@ export async function resolveId(t: Transport, decl: CliResource, ref: string): P
   });
 }
 
+/**
+ * A filter with more conditions: `extra` and-ed with the filter's condition, the filter's own `sort by`,
+ * `skip` and `limit` kept at the end (found outside quoted strings).
+ */
+export function andFilter(filter: string | undefined, extra: string[]): string | undefined {
+  if (!extra.length) return filter;
+  const text = filter?.trim() ?? '';
+  let quote = '';
+  let tail = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = '';
+    } else if (c === '"' || c === "'") quote = c;
+    else if (/\s/.test(c) || i === 0) {
+      const rest = text.slice(i).trimStart().toLowerCase();
+      if (/^(sort\s+by|skip|limit)\b/.test(rest)) {
+        tail = i;
+        break;
+      }
+    }
+  }
+  const condition = text.slice(0, tail).trim();
+  return [[...extra, ...(condition ? [`(${condition})`] : [])].join(' and '), text.slice(tail).trim()].filter(Boolean).join(' ');
+}
+
 /** `list [filter]` for a resource at `base`: a page as a table, or every row as JSON/YAML for scripts. */
-export function listCommand(command: Command, decl: Pick<CliResource, 'plural' | 'columns'>, base: string): Command {
+export function listCommand(command: Command, decl: Pick<CliResource, 'plural' | 'columns' | 'listFlags'>, base: string): Command {
+  const flags = Object.entries(decl.listFlags ?? {});
+  for (const [name, f] of flags) command.option(`--${name}`, f.help);
   return targetOptions(command)
     .argument('[filter]', 'filter expression, e.g. \'name contains "web"\' (docs/filters.md)')
     .option('--filter <expr>', 'the filter expression as an option, as upstream\'s CLI takes it')
@@ -270,7 +299,7 @@ export function listCommand(command: Command, decl: Pick<CliResource, 'plural' |
     .action(async (argument: string | undefined, opts: CommonOpts & { filter?: string; limit?: string; offset?: string; all?: boolean }) => {
       const format = parseFormat(opts.output);
       if (argument !== undefined && opts.filter !== undefined && argument !== opts.filter) throw new CliError('Two filters: give it once, as the argument or as --filter');
-      const filter = argument ?? opts.filter;
+      const filter = andFilter(argument ?? opts.filter, flags.filter(([name]) => (opts as Record<string, unknown>)[camel(name)]).map(([, f]) => f.filter));
       // Scripts get every matching row (page after page) unless they ask for a window; people get a page.
       const everything = opts.all || (format !== 'table' && opts.limit === undefined && opts.offset === undefined);
       const page = (offset: number, limit?: string) => {

@@ -18,7 +18,7 @@ import { identityLinks } from './identity-links.js';
 import { checkRouterIdentityDelete, checkRouterIdentityRename } from './router-identity-guard.js';
 import { IDENTITY_TYPE_INPUTS, storedIdentityType } from './identity-types.js';
 import { Permissions } from '../permissions.js';
-import { edgeRouterConnection } from '../edge-connections.js';
+import { connectionFilterFields, edgeRouterConnection } from '../edge-connections.js';
 import { revokeDeletedIdentity } from '../auth/revocations.js';
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
@@ -173,6 +173,8 @@ export const identities = defineResource({
       defaultHostingPrecedence: { column: 'e.default_hosting_precedence', type: 'string', sortable: true },
     }),
   },
+  // Who is online (ziti#4376): the connection fields, filterable and sortable as the detail shows them.
+  filterableNow: connectionFilterFields,
   detailQuery: (db) =>
     db
       .selectFrom('identities as e')
@@ -245,7 +247,10 @@ export const identities = defineResource({
       await revokeDeletedIdentity(tx, ctx, String(existing.id));
     },
   },
-  cli: { columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username'] },
+  cli: {
+    columns: ['id', 'name', 'type.name', 'isAdmin', 'permissions', 'roleAttributes', 'authenticators.updb.username', 'online=hasEdgeRouterConnection'],
+    listFlags: { online: { help: 'only identities with an SDK connected to an edge router now (the filter hasEdgeRouterConnection = true)', filter: 'hasEdgeRouterConnection = true' } },
+  },
 });
 
 // The identity found by its primary key (the session's identity id, a subquery PostgreSQL runs first),
