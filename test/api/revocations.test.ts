@@ -64,6 +64,17 @@ describe('POST /revocations', () => {
     expectError(await mg('POST', '/revocations', { id: 'no-such-identity', type: 'IDENTITY' }), 404);
   });
 
+  it('IDENTITY again replaces the revocation and leaves the identity\'s role attributes and tags alone (the index is by id, shared with the identity)', async () => {
+    const id = (await mg('POST', '/identities', { name: 'rev-roles', type: 'Device', isAdmin: false, roleAttributes: ['rev-role'], tags: { team: 'ops' } })).body.data.id as string;
+    expect((await mg('POST', '/revocations', { id, type: 'IDENTITY', tags: { why: 'first' } })).status).toBe(201);
+    expect((await mg('POST', '/revocations', { id, type: 'IDENTITY', tags: { why: 'again' } })).status).toBe(201);
+    expect((await mg('GET', `/revocations/${id}`)).body.data.tags).toEqual({ why: 'again' });
+    // A policy made now still selects it by its attribute, and a filter on its tag still finds it.
+    const policy = (await mg('POST', '/service-policies', { name: 'rev-roles-dial', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#rev-role'], serviceRoles: [] })).body.data.id as string;
+    expect((await mg('GET', `/service-policies/${policy}/identities`)).body.data.map((i: { id: string }) => i.id)).toEqual([id]);
+    expect((await mg('GET', `/identities?filter=${encodeURIComponent('tags.team = "ops"')}`)).body.data.map((i: { id: string }) => i.id)).toEqual([id]);
+  });
+
   it('JTI: ends the API session or the service session its id names; any UUID is taken', async () => {
     const token = await c.login('rev-user', 'password1');
     const { id } = await sessionOf(token);

@@ -3,7 +3,7 @@
 // id and replaces an earlier revocation of the same id (upstream's CreateOrReplace), with a fresh expiry
 // and cut-off. What the revocation does to live API sessions and sessions is model/auth/revocations.ts.
 import { Type } from 'typebox';
-import { unindexEntity } from '../../store/entity-index.js';
+import { fromJson } from '../../store/json.js';
 import { iso } from '../clock.js';
 import { couldNotValidate, notFound } from '../errors.js';
 import { recordChange } from '../events/record.js';
@@ -65,7 +65,11 @@ export const revocations: ResourceDecl = defineResource({
     const before = await tx.selectFrom('revocations').selectAll().where('id', '=', id).executeTakeFirst();
     if (before) {
       await tx.deleteFrom('revocations').where('id', '=', id).execute();
-      await unindexEntity(tx, id);
+      // Only its own tags leave the index: the index is by id alone, and an IDENTITY revocation's id is
+      // its identity's (clearing every row of the id dropped the identity's role attributes, so policies
+      // made later left it out).
+      const keys = Object.keys(fromJson<Record<string, unknown>>(before.tags, {}));
+      if (keys.length) await tx.deleteFrom('entityTags').where('entityId', '=', id).where('tagKey', 'in', keys).execute();
       await recordChange(tx, ctx, revocations, 'deleted', id, before as never, null, 'replaced');
     }
     const now = ctx.clock.now();
