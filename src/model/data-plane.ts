@@ -209,15 +209,65 @@ export interface HostedTerminator {
   instanceId: string;
   cost: number;
   precedence: 'default' | 'required' | 'failed';
+  /** An upstream router's: its Bind session and the peer data the router sent, kept for after a restart. */
+  sessionId?: string;
+  peerData?: Map<number, Buffer>;
 }
+
+const peerDataJson = (m?: Map<number, Buffer>) => (m ? JSON.stringify(Object.fromEntries([...m].map(([k, v]) => [k, v.toString('base64')]))) : null);
 
 /** Record a terminator an SDK's Bind made (visible in /terminators with its router and host). */
 export async function addTerminator(ctx: Ctx, t: HostedTerminator) {
   const now = iso(ctx.clock.now());
   await ctx.store.db
     .insertInto('terminators')
-    .values({ id: t.id, createdAt: now, updatedAt: now, tags: '{}', serviceId: t.serviceId, routerId: t.routerId, binding: 'edge', address: t.id, identity: t.instanceId, identitySecret: null, cost: t.cost, precedence: t.precedence, hostId: t.hostId })
+    .values({ id: t.id, createdAt: now, updatedAt: now, tags: '{}', serviceId: t.serviceId, routerId: t.routerId, binding: 'edge', address: t.id, identity: t.instanceId, identitySecret: null, cost: t.cost, precedence: t.precedence, hostId: t.hostId, sessionId: t.sessionId ?? null, peerData: peerDataJson(t.peerData) })
     .execute();
+}
+
+/** An SDK's terminator on an upstream router as the store kept it, with its Bind session (null: ended). */
+export interface StoredRouterTerminator {
+  id: string;
+  serviceId: string;
+  hostId: string;
+  instanceId: string;
+  cost: number;
+  precedence: 'default' | 'required' | 'failed';
+  peerData: Map<number, Buffer>;
+  session: { id: string; apiSessionId: string; token: string } | null;
+}
+
+/**
+ * The edge terminators stored for an upstream router (a previous run of the controller, or another
+ * controller, held them): what routes to them, with the Bind session's token opened.
+ */
+export async function storedRouterTerminators(ctx: Ctx, routerId: string): Promise<StoredRouterTerminator[]> {
+  const rows = await ctx.store.db
+    .selectFrom('terminators as t')
+    .leftJoin('sessions as s', 's.id', 't.sessionId')
+    .select(['t.id', 't.serviceId', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed'])
+    .where('t.routerId', '=', routerId)
+    .where('t.binding', '=', 'edge')
+    .execute();
+  return rows.map((r) => {
+    let token = '';
+    try {
+      token = r.tokenSealed ? ctx.sealer.open(r.tokenSealed) : '';
+    } catch {
+      token = '';
+    }
+    const peerData = new Map<number, Buffer>(Object.entries(JSON.parse(r.peerData ?? '{}') as Record<string, string>).map(([k, v]) => [Number(k), Buffer.from(v, 'base64')]));
+    return {
+      id: r.id,
+      serviceId: r.serviceId,
+      hostId: r.hostId ?? '',
+      instanceId: r.identity ?? '',
+      cost: Number(r.cost),
+      precedence: r.precedence as StoredRouterTerminator['precedence'],
+      peerData,
+      session: r.liveSession && r.apiSessionId && token ? { id: r.liveSession, apiSessionId: r.apiSessionId, token } : null,
+    };
+  });
 }
 
 export async function updateTerminator(ctx: Ctx, id: string, o: { cost?: number; precedence?: string }) {

@@ -185,6 +185,12 @@ export class CtrlServer {
     // answered, and a subscription from a router the sender does not know yet would be lost (the router
     // asks again only when it expires, five minutes later).
     if (conn.hello.v2) this.rdm.add(conn);
+    // The terminators kept for it are its again at once (a dial from now on waits for them), then it is
+    // asked which it still holds.
+    const kept = this.network.restore(routerId).catch((e) => {
+      this.log.warn({ err: String(e), router: router.name }, 'ctrl: could not read the terminators kept for a router');
+      return [];
+    });
     // After the swap: the old connection's close must not read as the router going away.
     if (previous) previous.channel.close(new Error('replaced by a new connection: it did not answer a heartbeat'));
     channel.attach({
@@ -254,6 +260,7 @@ export class CtrlServer {
       .catch(() => {});
     await this.fullSync(conn);
     if (conn.hello.v2) await this.rdm.sendKeys(conn).catch((e) => this.log.warn({ err: String(e), router: router.name }, 'ctrl: could not send the public keys'));
+    void kept.then((terminators) => conn.validateTerminators(terminators)).catch((e) => this.log.warn({ err: String(e), router: router.name }, 'ctrl: terminator validation failed'));
   }
 
   /**

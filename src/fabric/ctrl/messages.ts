@@ -14,6 +14,9 @@ export const CtrlType = {
   RouterLinks: 1035,
   VerifyRouter: 1036,
   RemoveTerminatorsRequest: 1038,
+  /** Whether the router still holds terminators the controller kept for it (its reconnect, our restart); the reply says which. */
+  ValidateTerminatorsV2Request: 1041,
+  ValidateTerminatorsV2Response: 1042,
   PeerStateChanges: 1050,
   /** 2.x: the router's network interfaces, answered with a Result. */
   UpdateRouterInterfaces: 1052,
@@ -195,6 +198,14 @@ export const Schemas = {
   Unroute: { circuitId: { n: 1, type: 'string' }, now: { n: 2, type: 'bool' } },
   Fault: { subject: { n: 1, type: 'enum' }, id: { n: 2, type: 'string' }, iteration: { n: 3, type: 'uint32' } },
   RemoveTerminatorsRequest: { terminatorIds: { n: 1, type: 'string', repeated: true } },
+  ValidateTerminatorsV2Request: {
+    terminators: { n: 1, repeated: true, type: { message: { id: { n: 1, type: 'string' }, binding: { n: 2, type: 'string' }, address: { n: 3, type: 'string' }, marker: { n: 4, type: 'uint64' } } } },
+    fixInvalid: { n: 2, type: 'bool' },
+  },
+  /** states: terminator id -> RouterTerminatorState{valid, reason (UnknownBinding 0, UnknownTerminator 1, BadState 2), detail, marker}. */
+  ValidateTerminatorsV2Response: {
+    states: { n: 1, type: { map: ['string', { message: { valid: { n: 1, type: 'bool' }, reason: { n: 2, type: 'enum' }, detail: { n: 3, type: 'string' }, marker: { n: 4, type: 'uint64' } } }] } },
+  },
   CircuitConfirmation: { circuitIds: { n: 1, type: 'string', repeated: true } },
   /** metrics_pb.MetricsMessage, only what path costs read: histograms by name (each a Histogram, below). */
   Metrics: { sourceId: { n: 2, type: 'string' }, histograms: { n: 8, type: { map: ['string', 'bytes'] } } },

@@ -4,7 +4,7 @@
 // every router on it, and a new path for circuits whose link fails.
 import { randomUUID } from 'node:crypto';
 import { putLink, removeLinks, routerCosts, setLinkLatency, type RouterCosts } from '../../model/fabric-state.js';
-import { addTerminator, removeTerminators, updateTerminator, type SessionUse } from '../../model/data-plane.js';
+import { addTerminator, removeTerminators, storedRouterTerminators, updateTerminator, type SessionUse } from '../../model/data-plane.js';
 import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
 import { EdgeError } from '../channel/messages.js';
@@ -24,6 +24,8 @@ const ATTEMPTS = 2;
 /** The attempt number upstream gives Route messages that move an existing circuit to a new path. */
 const REROUTE_ATTEMPT = 99969996;
 const PUBLIC_KEY = 1003;
+/** RouteResult error code (header 1104): the egress router has no such terminator. */
+const ROUTE_ERROR_INVALID_TERMINATOR = 1;
 
 export interface UpstreamTerminator {
   id: string;
@@ -126,9 +128,42 @@ export class RouterNetwork {
   async addTerminator(t: UpstreamTerminator) {
     await removeTerminators(this.ctx, [t.id]);
     // The store shows the id as address: a legacy address holds the Bind token, which never leaves memory.
-    await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence });
+    await addTerminator(this.ctx, { id: t.id, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence, sessionId: t.sessionId, peerData: t.peerData });
     this.terminators.set(t.id, t);
     terminatorEvent(this.ctx, 'created', t);
+  }
+
+  /** Routers whose stored terminators are being read (restore): a dial waits for them. */
+  private restoring = new Map<string, Promise<unknown>>();
+
+  /**
+   * A router connected: the terminators kept for it are its again. Those of a previous run of the
+   * controller (in the store, not here) are read back; those whose Bind session ended are dropped.
+   * Routable at once, as upstream keeps them; returns every one the router should still hold, for it
+   * to confirm (ValidateTerminatorsV2, router-connection.ts validateTerminators).
+   */
+  async restore(routerId: string): Promise<UpstreamTerminator[]> {
+    const work = (async () => {
+      const stored = await storedRouterTerminators(this.ctx, routerId);
+      const ended: string[] = [];
+      for (const r of stored) {
+        if (this.terminators.has(r.id)) continue;
+        if (!r.session) {
+          ended.push(r.id);
+          continue;
+        }
+        const t: UpstreamTerminator = { id: r.id, address: r.id, routerId, serviceId: r.serviceId, hostId: r.hostId, instanceId: r.instanceId, cost: r.cost, precedence: r.precedence, sessionId: r.session.id, apiSessionId: r.session.apiSessionId, token: r.session.token, peerData: r.peerData, dials: 0 };
+        this.terminators.set(t.id, t);
+      }
+      if (ended.length) await removeTerminators(this.ctx, ended);
+      return [...this.terminators.values()].filter((t) => t.routerId === routerId);
+    })();
+    this.restoring.set(routerId, work);
+    try {
+      return await work;
+    } finally {
+      if (this.restoring.get(routerId) === work) this.restoring.delete(routerId);
+    }
   }
 
   async removeTerminators(ids: string[]) {
@@ -191,10 +226,12 @@ export class RouterNetwork {
 
   // ---- routers
 
-  /** A router's connection ended: its terminators and the links it dialed go; circuits it carried end or move. */
+  /**
+   * A router's connection ended: the links it dialed go; circuits it carried end or move. Its
+   * terminators stay (unreachable while it is away): a router that reconnects still holds them, and
+   * confirms which when it is back (restore), as upstream keeps and validates them.
+   */
   async routerGone(routerId: string) {
-    const terminators = this.terminatorsOf(routerId);
-    await this.removeTerminators(terminators);
     const dialed = [...this.links.values()].filter((l) => l.src === routerId).map((l) => l.id);
     for (const id of dialed) {
       linkEvent(this.ctx, 'removed', this.links.get(id)!);
@@ -219,6 +256,8 @@ export class RouterNetwork {
    */
   async createCircuit(from: RouterConn, r: CircuitRequest): Promise<RoutedCircuit> {
     if (!this.costs.has(from.routerId)) await this.refreshCosts();
+    // A router that just connected: its kept terminators are read back before any is chosen.
+    if (this.restoring.size) await Promise.all([...this.restoring.values()].map((p) => p.catch(() => {})));
     let why = '';
     // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.
     const id = randomUUID();
@@ -259,6 +298,11 @@ export class RouterNetwork {
       }
       const m = results[failed];
       why = m?.headers.get(CtrlHeader.RouteError)?.toString('utf8') ?? `router '${this.routers.get(steps[failed].routerId)?.name ?? steps[failed].routerId}' gave no route result within ${ROUTE_TIMEOUT_MS / 1000} s`;
+      // The egress does not know the terminator (its host left while the controller was away): it goes, as upstream deletes it.
+      if (hosted && failed === steps.length - 1 && m?.headers.get(CtrlHeader.RouteErrorCode)?.[0] === ROUTE_ERROR_INVALID_TERMINATOR) {
+        this.log.info({ terminator: t.id, router: this.routers.get(t.routerId)?.name ?? t.routerId, reason: why }, 'ctrl: the router no longer holds a terminator: removed');
+        await this.removeTerminators([t.id]);
+      }
       // What the routers that succeeded built for this attempt is abandoned.
       steps.forEach((s, i) => results[i]?.headers.has(CtrlHeader.RouteSuccess) && this.routers.get(s.routerId)?.unroute(circuit.id));
       this.log.info({ circuit: circuit.id, attempt, reason: why }, 'ctrl: a route attempt failed');

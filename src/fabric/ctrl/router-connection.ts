@@ -31,6 +31,8 @@ function leafFingerprint(pem: string): string {
 /** How often one connection may have certificates signed (a 1.1 router asks again after 35 s without an answer). */
 const EXTEND_EVERY_MS = 30_000;
 const PUBLIC_KEY = 1003;
+/** How long a router has to answer a terminator validation (upstream's router gives its checks 30 s). */
+const VALIDATE_TIMEOUT_MS = 35_000;
 
 /** What a router's hello says of it (headers 4, 10, 11). */
 export interface RouterHello {
@@ -334,6 +336,31 @@ export class RouterConn {
       this.routeWaiters.set(key, done);
       this.send(CtrlType.Route, encode(Schemas.Route, { circuitId, attempt, egress: step.egress, forwards: step.forwards, timeout: BigInt(timeoutMs) * 1_000_000n, tags }));
     });
+  }
+
+  /**
+   * Ask the router which of `terminators` (kept for it across its reconnect or our restart) it still
+   * holds (ValidateTerminatorsV2, fixInvalid as upstream sends it: the router marks those it has as
+   * established and creates none again); those it does not are removed. A router that does not answer
+   * keeps them: a dial to one it lost fails at its egress, which removes it then.
+   */
+  async validateTerminators(terminators: { id: string; address: string }[]) {
+    if (!terminators.length || this.closed) return;
+    const body = encode(Schemas.ValidateTerminatorsV2Request, { terminators: terminators.map((t) => ({ id: t.id, binding: 'edge', address: t.address })), fixInvalid: true });
+    let reply: Message;
+    try {
+      reply = await this.channel.request(message(CtrlType.ValidateTerminatorsV2Request, [], body), VALIDATE_TIMEOUT_MS);
+    } catch (e) {
+      if (!this.closed) this.server.log.info({ router: this.name, err: String(e) }, 'ctrl: the router did not answer the terminator validation: its terminators are kept');
+      return;
+    }
+    if (reply.type !== CtrlType.ValidateTerminatorsV2Response) return;
+    const states = decode(Schemas.ValidateTerminatorsV2Response, reply.body).states as Record<string, { valid?: boolean; reason?: number; detail?: string }>;
+    const asked = new Set(terminators.map((t) => t.id));
+    const invalid = Object.entries(states).filter(([id, st]) => asked.has(id) && !st.valid);
+    for (const [id, st] of invalid) this.server.log.info({ router: this.name, terminator: id, reason: ['unknown binding', 'unknown terminator', 'bad state'][Number(st.reason ?? 0)] ?? String(st.reason), detail: st.detail }, 'ctrl: the router no longer holds a terminator: removed');
+    if (invalid.length) await this.network.removeTerminators(invalid.map(([id]) => id));
+    this.server.log.info({ router: this.name, kept: terminators.length - invalid.length, removed: invalid.length }, 'ctrl: terminators validated with their router');
   }
 
   unroute(circuitId: string, now = true) {
