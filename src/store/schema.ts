@@ -363,11 +363,11 @@ export interface TerminatorRow extends BaseRow {
   cost: number;
   precedence: string;
   hostId: string | null;
-}
-
   /** An SDK's terminator on an upstream router: its Bind session and the peer data the router sent (JSON, base64 values). */
   sessionId: string | null;
   peerData: string | null;
+}
+
 export interface PostureResponseRow {
   apiSessionId: string;
   checkId: string;

@@ -61,6 +61,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0033-router-2x-fields': router2xFields(),
     '0034-signer-enrollment': signerEnrollment(),
     '0035-posture-report-only': postureReportOnly(),
-  };
     '0036-terminator-sessions': terminatorSessions(),
+  };
 }
