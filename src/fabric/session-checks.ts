@@ -3,6 +3,8 @@
 import type { Ctx } from '../model/context.js';
 import { liveApiSession, policiesAllow, sessionForEdge, type EdgeApiSession, type EdgeSession } from '../model/data-plane.js';
 import { EdgeError } from './channel/messages.js';
+import { grantsFor } from '../model/policy/access.js';
+import { checksOfIdentity, failingChecks, postureLeftToRouters, responsesOf } from '../model/posture/evaluate.js';
 
 export class Refused extends Error {
   constructor(
@@ -18,7 +20,7 @@ export class Refused extends Error {
  * belongs to it (not necessarily the channel's own API session: an SDK that logged in again keeps using
  * sessions of the older one), and the policies still grant it on `routerId`.
  */
-export async function checkServiceSession(ctx: Ctx, token: string, type: 'Dial' | 'Bind', fingerprints: string[], routerId: string, known?: EdgeApiSession): Promise<EdgeSession> {
+export async function checkServiceSession(ctx: Ctx, token: string, type: 'Dial' | 'Bind', fingerprints: string[], routerId: string, known?: EdgeApiSession, routerJudgesPosture = false): Promise<EdgeSession> {
   const s = await sessionForEdge(ctx, token);
   if (!s) throw new Refused('invalid session', EdgeError.InvalidSession);
   if (s.type !== type) throw new Refused(`incorrect session type: a ${s.type} session cannot ${type === 'Dial' ? 'dial' : 'bind'}`, EdgeError.WrongSessionType);
@@ -27,5 +29,25 @@ export async function checkServiceSession(ctx: Ctx, token: string, type: 'Dial' 
   const allowed = await policiesAllow(ctx, s.identityId, s.serviceId, routerId, type === 'Dial' ? 'dial' : 'bind');
   if (!allowed.grant) throw new Refused(`invalid session: no service policy grants ${type} on '${s.serviceName}' any more`, EdgeError.InvalidSession);
   if (!allowed.router) throw new Refused('invalid edge router for session', EdgeError.InvalidEdgeRouterForSession);
+  if (!routerJudgesPosture) await checkPostureLeftToRouters(ctx, s, type);
   return s;
+}
+
+/**
+ * A JWT API session whose SDK sent this controller no posture responses had its sessions made without
+ * posture checks (model/posture/evaluate.ts postureLeftToRouters: 2.x routers judge them). On a router
+ * that does not (the embedded router) its Dial or Bind is judged here, with what the controller holds:
+ * refused when every policy granting it has a failing enforced check.
+ */
+async function checkPostureLeftToRouters(ctx: Ctx, s: EdgeSession, type: 'Dial' | 'Bind') {
+  const kind = type === 'Dial' ? 'dial' : 'bind';
+  const checks = await checksOfIdentity(ctx.store.db, s.identityId, [kind]);
+  if (!checks.size || !(await postureLeftToRouters(ctx.store.db, [s.apiSessionId])).size) return;
+  const [grants, responses] = await Promise.all([grantsFor(ctx.store.db, s.identityId, [s.serviceId]), responsesOf(ctx.store.db, s.apiSessionId)]);
+  const now = ctx.clock.now();
+  const failing = grants.filter((g) => g.kind === kind).map((g) => failingChecks(checks.get(g.policyId) ?? [], responses, now).enforced);
+  if (failing.length && failing.every((f) => f.length)) {
+    const names = [...new Set(failing.flat().map((c) => c.name))];
+    throw new Refused(`the posture checks of every policy granting ${type} on '${s.serviceName}' fail: ${names.join(', ')} (no posture responses were sent to the controller)`, EdgeError.Internal);
+  }
 }

@@ -12,7 +12,7 @@ import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { claimsOf, oidcClient } from '../helpers/oidc.js';
 import { bytesMap, capable, connectRouter, connectRouter2x, enrollRouter, fp, i32, KeyUsage, RdmSchemas, readBytesMap, strings, T, T2, type EnrolledRouter } from '../peers/ctrl-router.js';
-import { le32, type EdgePeer } from '../peers/edge-sdk.js';
+import { CT, EdgePeer, H, le32 } from '../peers/edge-sdk.js';
 
 let n: TestNetwork;
 let ctrlPort: number;
@@ -481,5 +481,92 @@ describe('a 2.x router: JWT API sessions that end reach it as revocations in the
     const removed = await p.next((f) => f.type === T.ApiSessionRemoved && (decode(Schemas.ApiSessionRemoved, f.body).ids as string[]).includes(id), 4000);
     expect(removed).toBeTruthy();
     expect((await n.api('GET', `/revocations/${id}`)).status).toBe(404);
+  });
+});
+
+describe('a 2.x router judges the posture of OIDC sessions whose SDK reports posture to it', () => {
+  // The C SDK 1.18.7 sends its posture responses to every router whose hello says it takes them (2.0.3
+  // does) and to the controller only while one of its routers does not: through 2.x routers alone the
+  // controller never hears them. Upstream 2.0.3 evaluates posture at session creation only for legacy
+  // sessions and leaves JWT ones to the routers; so does ztc, while it holds no responses from that SDK.
+  let p: EdgePeer;
+  let r2: EnrolledRouter;
+  let oidc: ReturnType<typeof oidcClient>;
+  let host: Member;
+  let client: Member;
+  let service: string;
+  let check: string;
+  let terminatorId: string;
+
+  beforeAll(async () => {
+    oidc = oidcClient(n.c);
+    r2 = await enrollRouter(n, 'upstream-2x-posture');
+    service = await n.service('pst-2x');
+    host = await n.identity('pst-host', ['pst-2x-hosts']);
+    client = await n.identity('pst-client', ['pst-2x-clients']);
+    check = (await n.api('POST', '/posture-checks', { name: 'corp-domain', typeId: 'DOMAIN', domains: ['corp.example'], roleAttributes: ['pst-2x-check'] })).body.data.id;
+    const dial = (await n.api('GET', `/service-policies?filter=${encodeURIComponent('name="pst-2x-dial"')}`)).body.data[0];
+    expect((await n.api('PATCH', `/service-policies/${dial.id}`, { postureCheckRoles: ['#pst-2x-check'] })).status).toBe(200);
+    p = (await connectRouter2x(ctrlPort, r2)).p;
+    const bind = await n.session(host, service, 'Bind');
+    terminatorId = 'pst-' + Math.random().toString(36).slice(2);
+    const t = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: terminatorId, sessionToken: bind, apiSessionToken: host.token, fingerprints: [fp(host.cert)], peerData: {} })));
+    expect(decode(Schemas.CreateTerminatorV2Response, t.body).result ?? 0).toBe(0);
+  }, 60_000);
+  afterAll(() => p.close());
+
+  const dialSession = (access: string) => n.c.call('POST', `${CLIENT}/sessions`, { bearer: access, body: { serviceId: service, type: 'Dial' } });
+
+  it('the data model gives the router the check on the Dial policy', async () => {
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { subscriptionDurationSeconds: 60, subscriptionId: 'pst' }));
+    const events = decode(RdmSchemas.DataState, (await p.next((f) => f.type === T2.DataState)).body).events as Record<string, any>[];
+    expect(events.find((e) => e.postureCheck?.id === check)?.postureCheck).toMatchObject({ name: 'corp-domain', typeId: 'DOMAIN' });
+    const policy = events.find((e) => e.servicePolicy?.name === 'pst-2x-dial')!.servicePolicy;
+    expect(events.find((e) => e.servicePolicyChange?.policyId === policy.id && e.servicePolicyChange.relatedEntityType === 3)?.servicePolicyChange.relatedEntityIds).toEqual([check]);
+  });
+
+  it('an OIDC session that sent the controller no responses gets its Dial session and dials through the 2.x router; the access watch leaves it be', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    const s = await dialSession(tokens.access_token);
+    expect(s.status, s.text).toBe(201);
+    // Through the 2.x router: the controller routes it (the router checked the posture it holds).
+    const seq = p.send(T.CreateCircuitV2, [[11, Buffer.from(s.body.data.token)], [12, strings([fp(client.cert)])], [14, Buffer.from(tokens.access_token)], [10, bytesMap([])]]);
+    const route = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(route.circuitId));
+    expect((await p.replyTo(seq)).type).toBe(T.CreateCircuitV2Response);
+    // Posture is judged every 5 s: the session is still there after more than that.
+    await new Promise((r) => setTimeout(r, 6000));
+    expect((await n.api('GET', `/sessions/${s.body.data.id}`)).status).toBe(200);
+    p.send(T.Fault, [], encode(Schemas.Fault, { subject: 1, id: route.circuitId }));
+  });
+
+  it('the embedded router, which takes no posture responses, judges it on the controller: refused without responses', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    const s = await dialSession(tokens.access_token);
+    expect(s.status, s.text).toBe(201);
+    const sdk = await EdgePeer.connect(n.routerPort, { cert: client.cert, key: client.key });
+    expect((await sdk.hello(tokens.access_token)).type).toBe(CT.Result);
+    const refused = await sdk.replyTo(sdk.send(CT.Connect, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(s.body.data.token)));
+    expect(refused.type).toBe(CT.StateClosed);
+    expect(refused.body.toString()).toMatch(/posture checks of every policy granting Dial on 'pst-2x' fail: corp-domain/);
+    sdk.close();
+  });
+
+  it('once its SDK reports to the controller, the controller judges it: a failing response takes the session away and refuses new ones', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    const s = await dialSession(tokens.access_token);
+    expect(s.status, s.text).toBe(201);
+    expect((await n.c.call('POST', `${CLIENT}/posture-response`, { bearer: tokens.access_token, body: { id: check, typeId: 'DOMAIN', domain: 'home.example' } })).status).toBe(201);
+    await expect.poll(async () => (await n.api('GET', `/sessions/${s.body.data.id}`)).status, { timeout: 8000, interval: 250 }).toBe(404);
+    expect((await dialSession(tokens.access_token)).body.error?.code).toBe('INVALID_POSTURE');
+    // A passing one: granted again.
+    expect((await n.c.call('POST', `${CLIENT}/posture-response`, { bearer: tokens.access_token, body: { id: check, typeId: 'DOMAIN', domain: 'corp.example' } })).status).toBe(201);
+    expect((await dialSession(tokens.access_token)).status).toBe(201);
+  });
+
+  it('a legacy session is judged on the controller as before: no responses, no Dial session', async () => {
+    const r = await n.c.call('POST', `${CLIENT}/sessions`, { token: client.token, body: { serviceId: service, type: 'Dial' } });
+    expect(r.status).toBe(401);
+    expect(r.body.error.code).toBe('INVALID_POSTURE');
   });
 });

@@ -85,4 +85,13 @@ describe('router data model snapshots', () => {
       ['revocation', 2, 'asid1'],
     ]);
   });
+
+  it('an OS check without versions is given the range of every version (a 2.0.3 router fails an OS with an empty list); versions given go as they are', () => {
+    const postureChecks = [{ id: 'c1', name: 'os', typeId: 'OS', data: { operatingSystems: [{ type: 'Linux' }, { type: 'Windows', versions: ['>=10.0.19041'] }] } }];
+    const events = wire(fullEvents(buildSnapshot(source({ postureChecks }), [])));
+    expect(events.find((e) => e.postureCheck)!.postureCheck.osList.osList).toEqual([
+      { osType: 'Linux', osVersions: ['>=0.0.0'] },
+      { osType: 'Windows', osVersions: ['>=10.0.19041'] },
+    ]);
+  });
 });

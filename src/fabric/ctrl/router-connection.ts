@@ -234,7 +234,7 @@ export class RouterConn {
   private async updateTerminator(m: Message) {
     const req = decode(Schemas.UpdateTerminatorRequest, m.body);
     try {
-      const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId);
+      const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
       const t = this.network.terminators.get(String(req.terminatorId ?? ''));
       if (!t || t.routerId !== this.routerId || t.serviceId !== s.serviceId) throw new Refused(`invalid terminator: no terminator '${String(req.terminatorId ?? '')}' of this session's service on this router`, EdgeError.InvalidTerminator);
       if (req.updateCost && Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.InvalidCost);
@@ -258,7 +258,7 @@ export class RouterConn {
   }
 
   private async storeTerminator(id: string, address: string, req: Record<string, unknown>) {
-    const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId);
+    const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
     if (Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.Internal);
     await this.network.addTerminator({
       id,
@@ -315,7 +315,8 @@ export class RouterConn {
 
   /** Both forms: the Dial session's checks, then the network routes it (across routers when it must). */
   private async routeCircuit(r: { token: string; fingerprints: string[]; instanceId?: string; peerData: Map<number, Buffer> }) {
-    const s = await checkServiceSession(this.ctx, r.token, 'Dial', r.fingerprints.map((f) => f.toLowerCase()), this.routerId);
+    // A 2.x router judges a JWT session's posture itself (from what the SDK sends it).
+    const s = await checkServiceSession(this.ctx, r.token, 'Dial', r.fingerprints.map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
     if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
     // The caller the host is told is the identity the session belongs to, never what the dialer claims.
     r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));

@@ -36,6 +36,9 @@ export interface Snapshot {
 /** An event as the codec encodes it (schemas.ts Event). */
 export type RdmEvent = Record<string, unknown>;
 
+/** The semver range (blang/semver, as 2.x routers parse it) every version is in. */
+export const ANY_VERSION = '>=0.0.0';
+
 /** A posture check's own fields, in the router's model (edge_ctrl.proto DataState.PostureCheck). */
 function postureModel(c: RdmPostureCheck): Record<string, unknown> {
   const d = c.data as Record<string, never>;
@@ -49,7 +52,10 @@ function postureModel(c: RdmPostureCheck): Record<string, unknown> {
     case 'MFA':
       return { ...base, mfa: { timeoutSeconds: Number(d.timeoutSeconds ?? -1), promptOnWake: !!d.promptOnWake, promptOnUnlock: !!d.promptOnUnlock, ignoreLegacyEndpoints: !!d.ignoreLegacyEndpoints } };
     case 'OS':
-      return { ...base, osList: { osList: ((d.operatingSystems ?? []) as { type?: string; versions?: string[] }[]).map((o) => ({ osType: String(o.type ?? ''), osVersions: list(o.versions) })) } };
+      // No versions means any version (as the controllers of ztc and upstream judge it); a 2.0.3 router
+      // fails an OS without versions ("none of the given values were in the valid values, valid: []",
+      // router/posture/os.go), so it is given the range every version is in.
+      return { ...base, osList: { osList: ((d.operatingSystems ?? []) as { type?: string; versions?: string[] }[]).map((o) => ({ osType: String(o.type ?? ''), osVersions: list(o.versions).length ? list(o.versions) : [ANY_VERSION] })) } };
     case 'PROCESS': {
       const p = (d.process ?? {}) as { osType?: string; path?: string; hashes?: string[]; signerFingerprint?: string };
       return { ...base, process: { osType: String(p.osType ?? ''), path: String(p.path ?? ''), hashes: list(p.hashes), fingerprints: p.signerFingerprint ? [p.signerFingerprint] : [] } };

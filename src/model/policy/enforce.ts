@@ -14,7 +14,7 @@ import type { Ctx } from '../context.js';
 import { writeTx } from '../crud.js';
 import { sessionDeleted } from '../events/emit.js';
 import { afterCommit, recordRowChange } from '../events/record.js';
-import { checksOfPolicies, failingChecks, responsesFrom, RESPONSE_FIELDS } from '../posture/evaluate.js';
+import { checksOfPolicies, failingChecks, postureLeftToRouters, responsesFrom, RESPONSE_FIELDS } from '../posture/evaluate.js';
 import { grantsForMany } from './access.js';
 
 export interface Revocation {
@@ -92,15 +92,18 @@ export async function sessionsFailingPosture(ctx: Ctx): Promise<Revocation[]> {
 
 async function failing(ctx: Ctx, sessions: SessionRef[], checks: Awaited<ReturnType<typeof checksOfPolicies>>): Promise<Revocation[]> {
   const db = ctx.store.db;
-  const [grants, responseRows] = await Promise.all([
+  const [grants, responseRows, leftToRouters] = await Promise.all([
     grantsForMany(db, sessions.map((s) => s.identityId), sessions.map((s) => s.serviceId)),
     db.selectFrom('postureResponses').select(['apiSessionId', ...RESPONSE_FIELDS]).where('apiSessionId', 'in', [...new Set(sessions.map((s) => s.apiSessionId))]).execute(),
+    // JWT API sessions whose SDK reports posture to 2.x routers only: those routers judge them.
+    postureLeftToRouters(db, sessions.map((s) => s.apiSessionId)),
   ]);
   const bySession = new Map<string, typeof responseRows>();
   for (const r of responseRows) bySession.set(r.apiSessionId, [...(bySession.get(r.apiSessionId) ?? []), r]);
   const now = ctx.clock.now();
   const out: Revocation[] = [];
   for (const s of sessions) {
+    if (leftToRouters.has(s.apiSessionId)) continue;
     const responses = responsesFrom(bySession.get(s.apiSessionId) ?? []);
     const mine = grants.filter((g) => g.identityId === s.identityId && g.serviceId === s.serviceId && g.kind === kindOf(s.type));
     // A grant through a policy without checks, or whose checks all pass, keeps the session.

@@ -50,6 +50,35 @@ export async function responsesOf(db: AnyDb, apiSessionId: string): Promise<Resp
   return responsesFrom(await responsesQuery(db, apiSessionId).execute());
 }
 
+/** Whether an SDK sent these responses itself (not only the API session's MFA and endpoint-state records, kept under '#' keys). */
+export const hasSdkResponses = (r: Responses) => [...r.keys()].some((k) => !k.startsWith('#'));
+
+/**
+ * JWT API sessions (OIDC logins) whose posture this controller leaves to 2.x routers: those among `ids`
+ * whose SDK sent the controller no posture responses. Current SDKs send their responses to every router
+ * that takes them (2.x routers, which judge a JWT session's posture themselves against the router data
+ * model's checks: upstream 2.0.3 evaluates posture at session creation only for legacy sessions) and to
+ * the controller only while one of their routers does not (ztc's embedded router). A controller that
+ * judged these anyway would refuse, and revoke, what the routers grant. A legacy (zt-session) API
+ * session is always judged here.
+ */
+export async function postureLeftToRouters(db: AnyDb, ids: string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += 500) {
+    const some = unique.slice(i, i + 500);
+    const rows = await db
+      .selectFrom('apiSessions as a')
+      .select('a.id')
+      .where('a.id', 'in', some)
+      .where('a.expiresAt', 'is not', null)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('postureResponses as r').select('r.apiSessionId').whereRef('r.apiSessionId', '=', 'a.id').where('r.checkId', 'not like', '#%'))))
+      .execute();
+    for (const r of rows) out.add(r.id as string);
+  }
+  return out;
+}
+
 /** What a check's queries select: the policy that holds it (`m`) and the check (`c`). */
 const CHECK_COLUMNS = ['m.policyId', 'c.id', 'c.name', 'c.typeId', 'c.data', 'c.createdAt', 'c.updatedAt', 'c.tags', 'c.reportOnly'] as const;
 /** The same columns as named in a row, for reading the rows as JSON (dialect jsonRows). */

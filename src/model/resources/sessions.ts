@@ -14,7 +14,7 @@ import { ApiError, notFound } from '../errors.js';
 import { hashSecret, newId } from '../ids.js';
 import { signServiceSessionJwt } from '../pki/jwt.js';
 import { grantsFor, grantsForMany } from '../policy/access.js';
-import { checksOfIdentity, failingChecks, failureValues, responsesOf } from '../posture/evaluate.js';
+import { checksOfIdentity, failingChecks, failureValues, postureLeftToRouters, responsesOf } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, entityRef, type Row } from '../resource.js';
 import { baseFields, EntityRef, MapOf, Tags } from '../schemas/common.js';
 import { edgeRouterClientFields, edgeRouterClientView, isOnline } from './routers.js';
@@ -172,8 +172,10 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   const grants = all.filter((g) => g.kind === kind);
   if (!grants.length) throw new ApiError(401, 'UNAUTHORIZED', `No service policy grants this identity ${type} on service '${service.name}'`);
 
-  // Responses matter only to checks: none in most networks, so no query for them.
-  const responses = checks.size ? await responsesOf(db, who.apiSessionId) : new Map();
+  // Responses matter only to checks: none in most networks, so no query for them. A JWT API session
+  // whose SDK reports its posture to 2.x routers only is judged there (postureLeftToRouters).
+  const [responses, leftToRouters] = checks.size ? await Promise.all([responsesOf(db, who.apiSessionId), postureLeftToRouters(db, [who.apiSessionId])]) : [new Map(), new Set<string>()];
+  const policyChecks = leftToRouters.size ? new Map<string, never[]>() : checks;
   const now = ctx.clock.now();
   // Each granting policy's failing checks. A policy whose enforced checks pass grants the session; a
   // failing report-only check (ziti#2095) denies nothing, but when every policy has one failing (the
@@ -182,7 +184,7 @@ export async function createSession(ctx: Ctx, who: Principal, body: { serviceId:
   let granted = false;
   let clean = false;
   for (const g of grants) {
-    const { enforced, reported } = failingChecks(checks.get(g.policyId) ?? [], responses, now);
+    const { enforced, reported } = failingChecks(policyChecks.get(g.policyId) ?? [], responses, now);
     if (!enforced.length) {
       granted = true;
       if (!reported.length) {
