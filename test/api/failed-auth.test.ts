@@ -102,8 +102,10 @@ describe('refused enrollments', () => {
     const before = await metric('ztc_enrollments_failed_total', { method: 'ott', reason: 'INVALID_ENROLLMENT_TOKEN' });
     const r = await tc.call('POST', `${CLIENT}/enroll/ott`, { body: { token: 'not-a-token', clientCsr: 'x' } });
     expect(r.status).toBeGreaterThanOrEqual(400);
-    const event = heard.filter((e) => e.namespace === 'enrollment').at(-1) as Extract<ZtcEvent, { namespace: 'enrollment' }>;
-    expect(event).toMatchObject({ event_type: 'fail', method: 'ott', remote_address: '127.0.0.1' });
+    // Told once the answer is sent (server/enrollment-events.ts: an onResponse hook).
+    const enrollmentFailure = () => heard.filter((e) => e.namespace === 'enrollment').at(-1) as Extract<ZtcEvent, { namespace: 'enrollment' }> | undefined;
+    await expect.poll(enrollmentFailure, { timeout: 3000 }).toMatchObject({ event_type: 'fail', method: 'ott', remote_address: '127.0.0.1' });
+    const event = enrollmentFailure()!;
     const code = /^([A-Z_]+):/.exec(event.reason)![1];
     expect(await metric('ztc_enrollments_failed_total', { method: 'ott', reason: code })).toBe((code === 'INVALID_ENROLLMENT_TOKEN' ? before : 0) + 1);
     expect(JSON.stringify(event)).not.toContain('not-a-token');
