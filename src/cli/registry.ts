@@ -64,7 +64,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'revocation', description: 'Revocations: a token, an API session or an identity whose tokens no longer count; what it names that is live ends at once', load: resource('revocations') },
   { name: 'token', description: 'API tokens for automation: long-lived, revocable, admin or read-only; shown once when created', load: async () => (await import('./commands/token.js')).tokenCommand() },
   { name: 'events', usage: '--follow [--type T] [options]', description: 'follow the controller\'s events as they happen: entity changes, logins, API sessions, sessions, enrollments, posture failures, failed TLS handshakes, routers, links, circuits, terminators', load: async () => (await import('./commands/events.js')).eventsCommand() },
-  { name: 'audit', usage: '[--entity X] [--since 1d] [options]', description: 'who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery, posture failures) of the retention window, newest first', load: async () => (await import('./commands/events.js')).auditCommand() },
+  { name: 'audit', usage: '[--entity X] [--since 1d] [options]', description: 'who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery, posture failures, sessions made and refused) of the retention window, newest first', load: async () => (await import('./commands/events.js')).auditCommand() },
   {
     name: 'metrics',
     usage: '[options] [name...]',

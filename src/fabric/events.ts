@@ -3,7 +3,7 @@
 // forwards to the events file and the live stream (thread.ts). Not kept in the audit table: a busy
 // network makes many circuits a second.
 import type { Ctx } from '../model/context.js';
-import type { CircuitEvent, LinkEvent, RouterEvent, TerminatorEvent } from '../model/events/types.js';
+import type { CircuitEvent, GrantedBy, LinkEvent, RouterEvent, TerminatorEvent } from '../model/events/types.js';
 
 export function routerEvent(ctx: Ctx, routerId: string, online: boolean) {
   ctx.events.emit(ctx.events.stamp<RouterEvent>({ namespace: 'fabric.routers', event_type: online ? 'router-online' : 'router-offline', router_id: routerId, router_online: online }));
@@ -16,11 +16,13 @@ export function linkEvent(ctx: Ctx, type: LinkEvent['event_type'], l: { id: stri
 export function circuitEvent(
   ctx: Ctx,
   type: CircuitEvent['event_type'],
-  c: { id: string; clientId: string; serviceId: string; terminatorId: string; routers: string[]; links: string[]; setupNs?: number },
+  c: { id: string; clientId: string; serviceId: string; terminatorId: string; routers: string[]; links: string[]; setupNs?: number; sessionId?: string; grantedBy?: GrantedBy },
 ) {
   ctx.events.emit(ctx.events.stamp<CircuitEvent>({
     namespace: 'fabric.circuits', event_type: type, circuit_id: c.id, client_id: c.clientId, service_id: c.serviceId, terminator_id: c.terminatorId,
     path: { nodes: c.routers, links: c.links }, link_count: c.links.length, ...(c.setupNs !== undefined ? { creation_timespan: Math.round(c.setupNs) } : {}),
+    // The access log (edge#227): the dialing session and what granted the circuit.
+    ...(c.sessionId ? { session_id: c.sessionId } : {}), ...(c.grantedBy ? { granted_by: c.grantedBy } : {}),
   }));
 }
 

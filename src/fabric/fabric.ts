@@ -98,7 +98,7 @@ export class Fabric {
 
   circuitStarted(c: Circuit) {
     this.circuits.set(c.id, c);
-    this.recorder?.added({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: c.hostId, terminatorId: c.terminatorId, routerIds: [this.routerId], linkIds: [] });
+    this.recorder?.added({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: c.hostId, terminatorId: c.terminatorId, routerIds: [this.routerId], linkIds: [], sessionId: c.dialer.sessionId });
   }
 
   circuitEnded(c: Circuit) {

@@ -3,6 +3,8 @@
 // a dial never waits for a write and a burst of dials is one transaction; and, as they happen, their
 // fabric.circuits events.
 import type { Ctx } from '../model/context.js';
+import { circuitGrant } from '../model/access-log.js';
+import type { GrantedBy } from '../model/events/types.js';
 import { recordCircuits, type CircuitRecord } from '../model/fabric-state.js';
 import { circuitEvent } from './events.js';
 import type { FabricLog } from './fabric.js';
@@ -17,6 +19,11 @@ export class CircuitRecorder {
   private flushing?: Promise<void>;
   /** Live circuits, for the event of their end. */
   private live = new Map<string, CircuitRecord>();
+  /**
+   * What granted each live circuit (the access log, edge#227), read once it is made, never on the
+   * dial's path: its events wait for it, in their order.
+   */
+  private grants = new Map<string, Promise<GrantedBy | undefined>>();
 
   constructor(
     readonly ctx: Ctx,
@@ -27,15 +34,29 @@ export class CircuitRecorder {
   added(c: CircuitRecord, setupNs?: number) {
     this.add.set(c.id, c);
     this.live.set(c.id, c);
+    if (c.sessionId && c.routerIds.length) {
+      const read = circuitGrant(this.ctx, { sessionId: c.sessionId, identityId: c.clientId, serviceId: c.serviceId, routerId: c.routerIds[0] }).catch((e) => {
+        this.log.debug({ err: String(e) }, 'fabric: could not read what granted a circuit');
+        return undefined;
+      });
+      this.grants.set(c.id, read);
+    }
     this.event('created', c, setupNs);
     this.schedule();
   }
 
   private event(type: 'created' | 'pathUpdated' | 'deleted', c: CircuitRecord, setupNs?: number) {
-    circuitEvent(this.ctx, type, { id: c.id, clientId: c.clientId, serviceId: c.serviceId, terminatorId: c.terminatorId, routers: c.routerIds, links: c.linkIds, setupNs });
+    const emit = (grantedBy?: GrantedBy) =>
+      circuitEvent(this.ctx, type, { id: c.id, clientId: c.clientId, serviceId: c.serviceId, terminatorId: c.terminatorId, routers: c.routerIds, links: c.linkIds, setupNs, sessionId: c.sessionId, grantedBy });
+    const grant = this.grants.get(c.id);
+    if (!grant) return emit();
+    void grant.then(emit);
+    if (type === 'deleted') this.grants.delete(c.id);
   }
 
-  updated(c: CircuitRecord) {
+  updated(moved: CircuitRecord) {
+    // The same circuit on another path: still the session that dialed it.
+    const c = { ...moved, sessionId: moved.sessionId ?? this.live.get(moved.id)?.sessionId };
     this.live.set(c.id, c);
     this.event('pathUpdated', c);
     // Not written yet: the insert carries the new path.
@@ -47,6 +68,7 @@ export class CircuitRecorder {
   removed(id: string) {
     const c = this.live.get(id);
     if (c) this.event('deleted', c);
+    this.grants.delete(id);
     this.live.delete(id);
     this.update.delete(id);
     // Made and ended within one batch: never written.

@@ -23,6 +23,8 @@ export interface CircuitRecord {
   terminatorId: string;
   routerIds: string[];
   linkIds: string[];
+  /** The dialing service session (not stored with the circuit: its events name it, and what granted it). */
+  sessionId?: string;
 }
 
 /** At start: what a previous run of this controller left (its routers' links and circuits ended with it). */
@@ -59,7 +61,7 @@ export async function recordCircuits(ctx: Ctx, controllerId: string, added: Circ
   const now = iso(ctx.clock.now());
   await ctx.store.write(async (tx) => {
     for (let i = 0; i < removed.length; i += 500) await tx.deleteFrom('circuits').where('id', 'in', removed.slice(i, i + 500)).execute();
-    const rows = added.map((c) => ({ ...c, routerIds: JSON.stringify(c.routerIds), linkIds: JSON.stringify(c.linkIds), createdAt: now, updatedAt: now, tags: '{}', controllerId }));
+    const rows = added.map(({ sessionId: _, ...c }) => ({ ...c, routerIds: JSON.stringify(c.routerIds), linkIds: JSON.stringify(c.linkIds), createdAt: now, updatedAt: now, tags: '{}', controllerId }));
     for (let i = 0; i < rows.length; i += 100) await tx.insertInto('circuits').values(rows.slice(i, i + 100)).execute();
     for (const c of updated) await tx.updateTable('circuits').set({ routerIds: JSON.stringify(c.routerIds), linkIds: JSON.stringify(c.linkIds), updatedAt: now }).where('id', '=', c.id).execute();
   });

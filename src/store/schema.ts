@@ -351,6 +351,8 @@ export interface SessionRow extends BaseRow {
   type: string;
   tokenHash: string;
   tokenSealed: string | null;
+  /** What granted it when it was made (JSON: service policies, posture checks passed); null before 0037. */
+  grantedBy: string | null;
 }
 
 export interface TerminatorRow extends BaseRow {

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bin, cliRunner, killLeftovers, tracked } from '../helpers/cli.js';
+import { CT, H, le32, one } from '../peers/edge-sdk.js';
 import { ADMIN, CLIENT, MGMT } from '../helpers/controller.js';
 import { startNetwork, type TestNetwork } from '../helpers/network.js';
 import type { TlsController } from '../helpers/tls.js';
@@ -131,5 +132,39 @@ describe('who is online (ziti#4376)', () => {
     expect((await ztc('identity', 'list', '--help')).stdout).toMatch(/--online\s+only identities with an SDK connected to an edge router/);
     peer.close();
     await expect.poll(() => online(), { timeout: 5000 }).toEqual([]);
+  }, 60_000);
+});
+
+describe('an access log that names the grant (edge#227)', () => {
+  it('ztc audit --entity SERVICE --type session: who reached it, granted by which policies; a refusal and what was missing; ztc events shows the circuit with its grant', async () => {
+    const service = await n.service('cli-log');
+    const host = await n.identity('cli-log-host', ['cli-log-hosts']);
+    const client = await n.identity('cli-log-client', ['cli-log-clients']);
+    const stranger = await n.identity('cli-log-stranger');
+    expect((await tc.call('POST', `${CLIENT}/sessions`, { token: stranger.token, body: { serviceId: service, type: 'Dial' } })).status).toBe(404);
+    const circuits = follow('--type', 'circuit');
+    await until(() => circuits.out.stderr.includes('following events'));
+    // A circuit: the host binds, the client dials.
+    const h = await n.peer(host);
+    expect((await h.replyTo(h.send(CT.Bind, [[H.ConnId, le32(1)], [H.Seq, le32(0)], [H.RouterProvidedConnId, one]], Buffer.from(await n.session(host, service, 'Bind'))))).type).toBe(CT.StateConnected);
+    const d = await n.peer(client);
+    const connect = d.send(CT.Connect, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(await n.session(client, service, 'Dial')));
+    const dial = await h.next((f) => f.type === CT.Dial);
+    h.send(CT.DialSuccess, [[H.ConnId, le32(1)], [H.ReplyFor, Buffer.from(new Int32Array([dial.seq]).buffer)]], le32(dial.headers.get(H.RouterProvidedConnId)!.readUInt32LE(0)));
+    expect((await d.replyTo(connect)).type).toBe(CT.StateConnected);
+    await until(() => circuits.out.text.includes('circuit created'));
+    circuits.stop();
+    expect(circuits.out.text).toMatch(new RegExp(`circuit created\\s+\\S+\\s+identity ${client.id}\\s+service ${service}\\s+path \\S+\\s+granted by service-policy cli-log-dial; edge-router-policy all; service-edge-router-policy all`));
+    d.close();
+    h.close();
+
+    await tc.running.ctx.events.flush();
+    const audit = await ztc('audit', '--entity', 'cli-log', '--type', 'session');
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout).toMatch(/session created\s+Dial \S+\s+identity cli-log-client\s+service cli-log\s+granted by service-policy cli-log-dial; edge-router-policy all; service-edge-router-policy all/);
+    expect(audit.stdout).toMatch(/session created\s+Bind \S+\s+identity cli-log-host\s+service cli-log\s+granted by service-policy cli-log-bind/);
+    expect(audit.stdout).toMatch(/session refused\s+Dial\s+identity cli-log-stranger\s+service cli-log\s+missing: no Dial service policy grants identity 'cli-log-stranger' service 'cli-log'/);
+    const mine = await ztc('audit', '--actor', 'cli-log-client', '--type', 'session', '-o', 'json');
+    expect(JSON.parse(mine.stdout).map((e: { service_name: string; event_type: string }) => `${e.event_type} ${e.service_name}`)).toEqual(['created cli-log']);
   }, 60_000);
 });

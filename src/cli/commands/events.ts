@@ -31,7 +31,10 @@ export function eventLine(e: Ev): string {
       cols.push(`api-session ${e.event_type}`, e.id, `identity ${e.identity_id}`, e.ip_address ? `from ${e.ip_address}` : (e.reason ?? ''));
       break;
     case 'edge.sessions':
-      cols.push(`session ${e.event_type}`, `${e.session_type} ${e.id}`, `identity ${e.identity_id}`, `service ${e.service_id}`);
+      cols.push(`session ${e.event_type}`, `${e.session_type}${e.id ? ` ${e.id}` : ''}`, `identity ${e.identity_name ?? e.identity_id}`, `service ${e.service_name ?? e.service_id}`, grantLine(e.granted_by), missingLine(e.missing), e.reason ?? '');
+      break;
+    case 'fabric.circuits':
+      cols.push(`circuit ${e.event_type}`, e.circuit_id, `identity ${e.client_id}`, `service ${e.service_id}`, `path ${(e.path?.nodes ?? []).join('>')}`, grantLine(e.granted_by));
       break;
     case 'enrollment':
       cols.push(`enrollment ${e.event_type}`, `${e.method}${e.identity_id ? ` [${e.identity_id}]` : e.router_id ? ` [router ${e.router_id}]` : ''}`, `from ${e.remote_address}`, e.reason ?? '');
@@ -52,6 +55,24 @@ export function eventLine(e: Ev): string {
       cols.push(String(e.namespace), JSON.stringify(e));
   }
   return cols.filter(Boolean).join('  ');
+}
+
+/** What granted a session or circuit (the access log): its policies of each kind and the checks that passed. */
+function grantLine(g: Ev | undefined): string {
+  if (!g) return '';
+  const names = (list: Ev[] | undefined) => (list ?? []).map((x) => x.name || x.id).join(',');
+  const parts = [
+    `service-policy ${names(g.service_policies) || '-'}`,
+    `edge-router-policy ${names(g.edge_router_policies) || '-'}`,
+    `service-edge-router-policy ${names(g.service_edge_router_policies) || '-'}`,
+    ...(g.posture_checks?.length ? [`posture ${names(g.posture_checks)}`] : []),
+  ];
+  return `granted by ${parts.join('; ')}`;
+}
+
+/** What a refused session lacked. */
+function missingLine(list: Ev[] | undefined): string {
+  return list?.length ? `missing: ${list.map((m) => m.message).join('; ')}` : '';
 }
 
 /** The fields an update changed (their values are in -o json). */
@@ -107,11 +128,11 @@ export function eventsCommand(): Command {
 }
 
 export function auditCommand(): Command {
-  return targetOptions(new Command('audit').usage('[--entity X] [--since 1d] [options]').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery, posture failures) of the retention window, newest first'))
+  return targetOptions(new Command('audit').usage('[--entity X] [--since 1d] [options]').description('who changed what, when: the stored events (entity changes, logins, enrollments, admin recovery, posture failures, sessions made and refused) of the retention window, newest first'))
     .option('-e, --entity <id-or-name>', 'only events about this entity, by id or name alike (an identity\'s include its logins and enrollments)')
-    .option('--actor <id-or-name>', 'only what this identity did')
+    .option('--actor <id-or-name>', 'only what this identity did (the sessions it opened, too)')
     .option('-s, --since <when>', 'only events since a duration ago (30m, 12h, 1d, 2w) or an ISO-8601 time')
-    .option('-t, --type <types>', 'only these types: entityChange, authentication, enrollment, admin, posture', collect, [])
+    .option('-t, --type <types>', 'only these types: entityChange, authentication, enrollment, admin, posture, session', collect, [])
     .option('--limit <n>', 'at most this many events (default 100, at most 1000)')
     .action(async (opts: CommonOpts & { entity?: string; actor?: string; since?: string; type: string[]; limit?: string }) => {
       const format = parseFormat(opts.output);

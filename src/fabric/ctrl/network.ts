@@ -293,7 +293,7 @@ export class RouterNetwork {
           throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
         }
         this.circuits.set(circuit.id, circuit);
-        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links }, (performance.now() - started) * 1e6);
+        this.recorder.added({ id: circuit.id, serviceId: r.serviceId, clientId: r.clientId, hostId, terminatorId: t.id, routerIds: circuit.path.routers, linkIds: circuit.path.links, sessionId: r.sessionId }, (performance.now() - started) * 1e6);
         return { circuit, peerData, tags };
       }
       const m = results[failed];

@@ -17,6 +17,15 @@ import { kindOf } from './types.js';
 /** Namespaces kept in the audit table. */
 export const STORED: ReadonlySet<string> = new Set(['entityChange', 'authentication', 'enrollment', 'admin', 'posture']);
 
+/**
+ * Whether an event is kept in the audit table: those of STORED, and the access log (edge#227): service
+ * sessions made and refused, each naming what granted it or what was missing. Their rows are batched
+ * off the request like logins'. Sessions ended are not kept (their API session's end, or an entity
+ * change when the controller revoked them, says it), nor circuits (a busy network makes many a second:
+ * the events file and the stream carry them, each naming its session and grant).
+ */
+export const isStored = (e: ZtcEvent): boolean => STORED.has(e.namespace) || (e.namespace === 'edge.sessions' && e.event_type !== 'deleted');
+
 export interface AuditRow {
   id: string;
   at: string;
@@ -57,6 +66,13 @@ export function auditRow(id: string, e: ZtcEvent): AuditRow {
     actorId = e.identity_id;
     entityType = 'identities';
     entityId = e.identity_id;
+  } else if (e.namespace === 'edge.sessions') {
+    // Who reached what: the identity as the actor, the service as the entity.
+    actorId = e.identity_id;
+    actorName = e.identity_name ?? null;
+    entityType = 'services';
+    entityId = e.service_id;
+    entityName = e.service_name ?? null;
   } else if (e.namespace === 'admin') {
     entityType = 'identities';
     entityId = e.identity_id;

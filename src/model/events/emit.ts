@@ -2,7 +2,7 @@
 // routes and model functions know. Each is an emit() (a queue push): nothing here waits for I/O.
 import type { Ctx } from '../context.js';
 import { ApiError } from '../errors.js';
-import type { ApiSessionEvent, AuthenticationEvent, EnrollmentEvent, PostureEvent, SessionEvent } from './types.js';
+import type { ApiSessionEvent, AuthenticationEvent, EnrollmentEvent, GrantedBy, Missing, PostureEvent, SessionEvent } from './types.js';
 
 /** The method as upstream's authentication events name it (its password method is updb). */
 const methodName = (m: string) => (m === 'password' ? 'updb' : m);
@@ -56,10 +56,24 @@ export function apiSessionEnded(ctx: Ctx, s: { id: string; identityId: string; e
   ctx.events.emit(ctx.events.stamp<ApiSessionEvent>({ namespace: 'edge.apiSessions', event_type: 'deleted', id: s.id, type: s.expiresAt ? 'jwt' : 'legacy', identity_id: s.identityId, reason }));
 }
 
-export function sessionEvent(ctx: Ctx, eventType: SessionEvent['event_type'], s: { id: string; type: string; apiSessionId: string; identityId: string; serviceId: string }) {
+/** `access`: the access log's fields (ztc's, edge#227): names, what granted it, what it lacks. */
+export function sessionEvent(
+  ctx: Ctx,
+  eventType: SessionEvent['event_type'],
+  s: { id: string; type: string; apiSessionId: string; identityId: string; serviceId: string },
+  access?: { identityName: string; serviceName: string; grantedBy?: GrantedBy; missing?: Missing[] },
+) {
   ctx.events.emit(ctx.events.stamp<SessionEvent>({
     namespace: 'edge.sessions', event_type: eventType, session_type: s.type, id: s.id, api_session_id: s.apiSessionId, identity_id: s.identityId, service_id: s.serviceId,
+    ...(access ? { identity_name: access.identityName, service_name: access.serviceName } : {}),
+    ...(access?.grantedBy ? { granted_by: access.grantedBy } : {}),
+    ...(access?.missing?.length ? { missing: access.missing } : {}),
   }));
+}
+
+/** A session request refused: what was missing (a service policy, passing posture checks). */
+export function sessionRefused(ctx: Ctx, r: { type: string; apiSessionId: string; identityId: string; identityName: string; serviceId: string; serviceName: string; missing: Missing[] }) {
+  sessionEvent(ctx, 'refused', { id: '', type: r.type, apiSessionId: r.apiSessionId, identityId: r.identityId, serviceId: r.serviceId }, { identityName: r.identityName, serviceName: r.serviceName, missing: r.missing });
 }
 
 /** A session request's posture failures: refused (denied), or granted with only report-only checks failing (reported). */

@@ -8,7 +8,7 @@ import os from 'node:os';
 import type { Store } from '../../store/db.js';
 import { iso } from '../clock.js';
 import { newId } from '../ids.js';
-import { AuditBatcher, auditRow, STORED } from './audit-store.js';
+import { AuditBatcher, auditRow, isStored } from './audit-store.js';
 import { FileSink, type FileSinkOptions } from './file-sink.js';
 import type { ZtcEvent } from './types.js';
 
@@ -55,7 +55,7 @@ export class Events {
    * in its write's transaction).
    */
   emit(e: ZtcEvent, stored = false) {
-    if (!stored && this.audit && STORED.has(e.namespace)) this.audit.add(auditRow(newId(12), e));
+    if (!stored && this.audit && isStored(e)) this.audit.add(auditRow(newId(12), e));
     for (const s of this.subscribers) {
       try {
         s(e);

@@ -62,16 +62,52 @@ export interface ApiSessionEvent extends Base {
   reason?: string;
 }
 
+/** An entity an access-log event names: its id and name. */
+export interface Named {
+  id: string;
+  name: string;
+}
+
+/**
+ * What granted access (ztc's addition, edge#227): the service policies of the session's type whose
+ * enforced posture checks passed, those checks (report-only ones that passed too), and the edge router
+ * policies and service edge router policies that give the identity and the service the routers offered
+ * (a session) or the router the circuit came in by (a circuit).
+ */
+export interface GrantedBy {
+  service_policies: Named[];
+  posture_checks: (Named & { type: string })[];
+  edge_router_policies: Named[];
+  service_edge_router_policies: Named[];
+  /** The routers a session offers (at most 25), or a circuit's ingress router. */
+  edge_routers: Named[];
+}
+
+/** What a refused session request lacked, or what a session made lacks to be of use (no edge router). */
+export interface Missing {
+  code: 'NO_SERVICE_POLICY' | 'POSTURE_CHECKS_FAILING' | 'NO_EDGE_ROUTER_POLICY' | 'NO_SERVICE_EDGE_ROUTER_POLICY' | 'NO_COMMON_ROUTER';
+  message: string;
+  /** POSTURE_CHECKS_FAILING: each policy that would grant it, with its failing enforced checks. */
+  policies?: (Named & { posture_checks: (Named & { type: string })[] })[];
+}
+
 export interface SessionEvent extends Base {
   namespace: 'edge.sessions';
-  event_type: 'created' | 'deleted';
+  /** refused (ztc's addition): a session request a policy did not grant, with what was missing. */
+  event_type: 'created' | 'deleted' | 'refused';
   session_type: string;
+  /** The session ('' when refused). */
   id: string;
   api_session_id: string;
   identity_id: string;
   service_id: string;
   /** Why it ended, when the controller ended it (ztc's addition): access-lost: ... */
   reason?: string;
+  /** ztc's additions on created and refused (the access log, edge#227): names, what granted it, what was missing. */
+  identity_name?: string;
+  service_name?: string;
+  granted_by?: GrantedBy;
+  missing?: Missing[];
 }
 
 export interface AuthenticationEvent extends Base {
@@ -151,6 +187,9 @@ export interface CircuitEvent extends Base {
   link_count: number;
   /** How long the set-up took, ns (created only). */
   creation_timespan?: number;
+  /** ztc's addition (edge#227): the dialing session, and what granted it at its ingress router. */
+  session_id?: string;
+  granted_by?: GrantedBy;
 }
 
 /** A terminator a hosting SDK's Bind made on a router, or its end (upstream's fabric.terminators). */

@@ -29,6 +29,7 @@ import { router2xFields } from './0033-router-2x-fields.js';
 import { signerEnrollment } from './0034-signer-enrollment.js';
 import { postureReportOnly } from './0035-posture-report-only.js';
 import { terminatorSessions } from './0036-terminator-sessions.js';
+import { sessionGrants } from './0037-session-grants.js';
 import { oidc } from './0032-oidc.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
@@ -62,5 +63,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0034-signer-enrollment': signerEnrollment(),
     '0035-posture-report-only': postureReportOnly(),
     '0036-terminator-sessions': terminatorSessions(),
+    '0037-session-grants': sessionGrants(),
   };
 }

@@ -106,7 +106,7 @@ export function registerEvents(app: FastifyInstance, ctx: Ctx) {
       config: { access: 'admin' },
       schema: {
         operationId: 'listAuditEvents', tags,
-        summary: 'Stored events, newest first: who changed an entity and when, logins, enrollments, admin recovery, posture failures (kept auditRetentionDays)',
+        summary: 'Stored events, newest first: who changed an entity and when, logins, enrollments, admin recovery, posture failures, sessions made and refused (kept auditRetentionDays)',
         querystring: Type.Object({
           entity: Type.Optional(Type.String({ maxLength: 255, description: 'an entity id or name' })),
           actor: Type.Optional(Type.String({ maxLength: 255, description: 'the identity (id or name) that acted' })),

@@ -1,0 +1,42 @@
+// The access log's circuits (edge#227): what granted a circuit, for its fabric.circuits events. The
+// session that dialed keeps what granted it when it was made (sessions.granted_by: its service policies
+// and the posture checks that passed); the edge router policies and service edge router policies are
+// those that give the identity and the service the router the circuit came in by. One statement, read
+// by the data plane's recorder after the circuit is made, never on the dial's path.
+import { fromJson } from '../store/json.js';
+import type { Ctx } from './context.js';
+import type { GrantedBy, Named } from './events/types.js';
+
+/** What granted the circuit `sessionId` opened for `identityId` on `serviceId`, entering at `routerId`. */
+export async function circuitGrant(ctx: Ctx, o: { sessionId: string; identityId: string; serviceId: string; routerId: string }): Promise<GrantedBy> {
+  const db = ctx.store.db;
+  const d = ctx.store.dialect;
+  // The policies of one kind that hold `entityId` on `side` and the router.
+  const via = (side: 'identity' | 'service', kind: 'erp' | 'serp', entityId: string, table: 'edgeRouterPolicies' | 'serviceEdgeRouterPolicies') =>
+    db
+      .selectFrom('policyMembers as f')
+      .innerJoin('policyMembers as t', (j) => j.onRef('t.policyId', '=', 'f.policyId').on('t.side', '=', 'edge-router').on('t.entityId', '=', o.routerId))
+      .innerJoin(`${table} as p` as 'edgeRouterPolicies as p', 'p.id', 'f.policyId')
+      .select(['p.id', 'p.name'])
+      .distinct()
+      .where('f.side', '=', side)
+      .where('f.kind', '=', kind)
+      .where('f.entityId', '=', entityId);
+  const row = (await db
+    .selectNoFrom([
+      db.selectFrom('sessions').select('grantedBy').where('id', '=', o.sessionId).as('grantedBy'),
+      db.selectFrom('routers').select('name').where('id', '=', o.routerId).as('routerName'),
+      d.jsonRows(via('identity', 'erp', o.identityId, 'edgeRouterPolicies'), ['id', 'name']).as('erps'),
+      d.jsonRows(via('service', 'serp', o.serviceId, 'serviceEdgeRouterPolicies'), ['id', 'name']).as('serps'),
+    ] as never)
+    .executeTakeFirst()) as { grantedBy: string | null; routerName: string | null; erps: unknown; serps: unknown } | undefined;
+  const list = (v: unknown): Named[] => ((typeof v === 'string' ? JSON.parse(v) : (v ?? [])) as Named[]).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  const session = fromJson<Partial<GrantedBy>>(row?.grantedBy ?? null, {});
+  return {
+    service_policies: session.service_policies ?? [],
+    posture_checks: session.posture_checks ?? [],
+    edge_router_policies: list(row?.erps),
+    service_edge_router_policies: list(row?.serps),
+    edge_routers: [{ id: o.routerId, name: row?.routerName ?? '' }],
+  };
+}
