@@ -94,6 +94,53 @@ export async function sessionForEdge(ctx: Ctx, token: string): Promise<EdgeSessi
   return row ? { ...row, encryptionRequired: isSet(row.encryptionRequired) } : null;
 }
 
+/**
+ * What a 2.x router's CreateCircuitV2 or CreateTerminatorV2 says of the SDK's API session (its
+ * apiSessionToken): an OIDC access token must be valid, not revoked, and the service session's
+ * identity's (upstream checks sub against the session's identity, GHSA-7868-235p-7497 for the V3 form).
+ * A legacy token, or none, says nothing more than the session's fingerprint check. Returns the claims'
+ * API session id, or undefined for a token that is not a JWT; throws a message otherwise.
+ */
+export async function accessTokenOf(ctx: Ctx, apiSessionToken: string | undefined, identityId?: string): Promise<{ apiSessionId: string; identityId: string } | undefined> {
+  if (!apiSessionToken || !looksLikeJwt(apiSessionToken)) return undefined;
+  const claims = await checkAccessToken(ctx, apiSessionToken).catch((e: Error) => {
+    throw new Error(`invalid api session: the access token is not accepted: ${e.message}`);
+  });
+  if (identityId !== undefined && claims.sub !== identityId) throw new Error('invalid api session: the access token and the service session are not the same identity\'s');
+  return { apiSessionId: String(claims.z_asid), identityId: String(claims.sub) };
+}
+
+/**
+ * A Dial that names its service by id instead of a service session (a 2.x router's Connect with a
+ * non-JWT token: router/state/manager.go GetServiceSessionToken): the OIDC API session's Dial session
+ * of that service, its latest one, or a new one made as POST /sessions makes it (policies and posture
+ * checked). Null when the token is not such a dial (no OIDC access token, or no such service).
+ */
+export async function sessionTokenForServiceId(ctx: Ctx, serviceId: string, apiSessionToken: string | undefined, type: 'Dial' | 'Bind'): Promise<string | null> {
+  if (!serviceId || looksLikeJwt(serviceId)) return null;
+  const who = await accessTokenOf(ctx, apiSessionToken);
+  if (!who) return null;
+  const db = ctx.store.db;
+  const service = await db.selectFrom('services').select('id').where('id', '=', serviceId).executeTakeFirst();
+  if (!service) return null;
+  const had = await db
+    .selectFrom('sessions')
+    .select('tokenSealed')
+    .where('apiSessionId', '=', who.apiSessionId)
+    .where('serviceId', '=', serviceId)
+    .where('type', '=', type)
+    .where('tokenSealed', 'is not', null)
+    .orderBy('createdAt', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (had?.tokenSealed) return ctx.sealer.open(had.tokenSealed);
+  const identity = await db.selectFrom('identities').select('name').where('id', '=', who.identityId).executeTakeFirst();
+  if (!identity) return null;
+  const { createSession } = await import('./resources/sessions.js');
+  const made = await createSession(ctx, { identityId: who.identityId, identityName: identity.name, isAdmin: false, readOnlyAdmin: false, apiSessionId: who.apiSessionId, token: apiSessionToken! }, { serviceId, type });
+  return String((made as { token?: unknown }).token ?? '') || null;
+}
+
 /** The API session behind a service session, when it is still live, with its fingerprints. */
 export async function liveApiSession(ctx: Ctx, apiSessionId: string): Promise<EdgeApiSession | null> {
   const row = (await apiSessions(ctx).where('s.id', '=', apiSessionId).executeTakeFirst()) as LiveRow | undefined;

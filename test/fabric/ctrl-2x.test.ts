@@ -570,3 +570,88 @@ describe('a 2.x router judges the posture of OIDC sessions whose SDK reports pos
     expect(r.body.error.code).toBe('INVALID_POSTURE');
   });
 });
+
+describe('a 2.x router: OIDC sessions in CreateCircuitV2 and CreateTerminatorV2', () => {
+  // A 2.x router's Connect takes a service id in place of a service session for an OIDC session (its
+  // GetServiceSessionToken looks the id up in the data model) and forwards it as the session token, with
+  // the SDK's access token as apiSessionToken (header 14, field 9 of CreateTerminatorV2).
+  let p: EdgePeer;
+  let oidc: ReturnType<typeof oidcClient>;
+  let host: Member;
+  let client: Member;
+  let service: string;
+
+  beforeAll(async () => {
+    oidc = oidcClient(n.c);
+    service = await n.service('sid-2x');
+    host = await n.identity('sid-host', ['sid-2x-hosts']);
+    client = await n.identity('sid-client', ['sid-2x-clients']);
+    p = (await connectRouter2x(ctrlPort, await enrollRouter(n, 'upstream-2x-sid'))).p;
+    const bind = await n.session(host, service, 'Bind');
+    const t = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'sid-' + Math.random().toString(36).slice(2), sessionToken: bind, apiSessionToken: host.token, fingerprints: [fp(host.cert)], peerData: {} })));
+    expect(decode(Schemas.CreateTerminatorV2Response, t.body).result ?? 0).toBe(0);
+  }, 60_000);
+  afterAll(() => p.close());
+
+  const dial = (token: string, access?: string, who = client) =>
+    p.send(T.CreateCircuitV2, [[11, Buffer.from(token)], [12, strings([fp(who.cert)])], ...(access ? [[14, Buffer.from(access)] as [number, Buffer]] : []), [10, bytesMap([])]]);
+  /** Answer the Route of a dial and take the controller's answer. */
+  async function routed(seq: number) {
+    const route = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(route.circuitId));
+    const answer = await p.replyTo(seq);
+    expect(answer.type, answer.body.toString()).toBe(T.CreateCircuitV2Response);
+    return route.circuitId as string;
+  }
+  const dialSessions = async (apiSessionId: string) =>
+    ((await n.api('GET', `/sessions?filter=${encodeURIComponent(`apiSessionId = "${apiSessionId}" and type = "Dial"`)}`)).body.data as { id: string; service: { id: string } }[]).filter((x) => x.service.id === service);
+
+  it('a Dial naming the service by id, with the access token: routed on the API session\'s Dial session, made once and used again', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    const asid = claimsOf(tokens.access_token).z_asid as string;
+    const first = await routed(dial(service, tokens.access_token));
+    expect(await dialSessions(asid)).toHaveLength(1);
+    await routed(dial(service, tokens.access_token));
+    expect(await dialSessions(asid)).toHaveLength(1);
+    // The session ends with its API session (a logout): so do its circuits, at once.
+    const at = Date.now();
+    expect((await n.c.call('DELETE', `${CLIENT}/current-api-session`, { bearer: tokens.access_token })).status).toBe(200);
+    await p.next((f) => f.type === T.Unroute && decode(Schemas.Unroute, f.body).circuitId === first, 4000);
+    expect(Date.now() - at).toBeLessThan(2000);
+  });
+
+  it('a service id is no session without a valid OIDC access token, nor for an identity no policy lets dial', async () => {
+    // A legacy API session's token, or none: the id is taken for a session token, and there is none.
+    for (const access of [client.token, undefined]) {
+      const r = await p.replyTo(dial(service, access));
+      expect(r.type).toBe(T.Error);
+      expect(r.body.toString()).toMatch(/invalid session/);
+    }
+    // The host may bind but not dial.
+    const { tokens } = await oidc.cCert({ cert: host.cert, key: host.key });
+    const r = await p.replyTo(dial(service, tokens.access_token, host));
+    expect(r.type).toBe(T.Error);
+    expect(r.body.toString()).toMatch(/No service policy grants this identity Dial/);
+    // A revoked access token.
+    const c = await oidc.cCert({ cert: client.cert, key: client.key });
+    expect((await n.api('POST', '/revocations', { id: claimsOf(c.tokens.access_token).jti, type: 'JTI' })).status).toBe(201);
+    const revoked = await p.replyTo(dial(service, c.tokens.access_token));
+    expect(revoked.type).toBe(T.Error);
+    expect(revoked.body.toString()).toMatch(/access token is not accepted/);
+  });
+
+  it('with a service session, the access token (when a JWT) must be the session identity\'s, on circuits and terminators alike', async () => {
+    const mine = await oidc.cCert({ cert: client.cert, key: client.key });
+    const theirs = await oidc.cCert({ cert: host.cert, key: host.key });
+    const session = (await n.c.call('POST', `${CLIENT}/sessions`, { bearer: mine.tokens.access_token, body: { serviceId: service, type: 'Dial' } })).body.data.token as string;
+    await routed(dial(session, mine.tokens.access_token));
+    const wrong = await p.replyTo(dial(session, theirs.tokens.access_token));
+    expect(wrong.type).toBe(T.Error);
+    expect(wrong.body.toString()).toMatch(/not the same identity/);
+    const bind = (await n.c.call('POST', `${CLIENT}/sessions`, { bearer: theirs.tokens.access_token, body: { serviceId: service, type: 'Bind' } })).body.data.token as string;
+    const t = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'sid-x-' + Math.random().toString(36).slice(2), sessionToken: bind, apiSessionToken: mine.tokens.access_token, fingerprints: [fp(host.cert)], peerData: {} })));
+    expect(decode(Schemas.CreateTerminatorV2Response, t.body)).toMatchObject({ result: 4 });
+    const ok = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'sid-y-' + Math.random().toString(36).slice(2), sessionToken: bind, apiSessionToken: theirs.tokens.access_token, fingerprints: [fp(host.cert)], peerData: {} })));
+    expect(decode(Schemas.CreateTerminatorV2Response, ok.body).result ?? 0).toBe(0);
+  });
+});

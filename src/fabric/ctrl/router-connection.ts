@@ -6,7 +6,7 @@ import type { Channel } from '../channel/channel.js';
 import { bool, message, readUint, str, u32, type Message } from '../channel/codec.js';
 import { ContentType, EdgeError, Header } from '../channel/messages.js';
 import { decode, encode } from '../channel/protobuf.js';
-import { touchApiSessions } from '../../model/data-plane.js';
+import { accessTokenOf, sessionTokenForServiceId, touchApiSessions } from '../../model/data-plane.js';
 import { routerFingerprint } from '../../model/fabric-state.js';
 import { fingerprintOf } from '../../model/pki/certs.js';
 import { adoptRouterCerts, issueRouterExtension, type RouterCerts } from '../../model/pki/router-enroll.js';
@@ -259,6 +259,7 @@ export class RouterConn {
 
   private async storeTerminator(id: string, address: string, req: Record<string, unknown>) {
     const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
+    await this.checkAccessToken(req.apiSessionToken as string | undefined, s.identityId);
     if (Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.Internal);
     await this.network.addTerminator({
       id,
@@ -285,6 +286,7 @@ export class RouterConn {
         fingerprints: decodeStrings(m.headers.get(CtrlHeader.CircuitFingerprints)),
         instanceId: m.headers.get(CtrlHeader.CircuitTerminatorInstanceId)?.toString('utf8') || undefined,
         peerData: decodeBytesMap(m.headers.get(CtrlHeader.CircuitPeerData)),
+        apiSessionToken: m.headers.get(CtrlHeader.CircuitApiSessionToken)?.toString('utf8') || undefined,
       });
       this.channel.reply(
         m,
@@ -305,7 +307,7 @@ export class RouterConn {
     const req = decode(Schemas.CreateCircuitRequest, m.body);
     try {
       const peerData = new Map(Object.entries((req.peerData ?? {}) as Record<string, Buffer>).map(([k, v]) => [Number(k), v]));
-      const routed = await this.routeCircuit({ token: req.sessionToken ?? '', fingerprints: req.fingerprints as string[], instanceId: req.terminatorInstanceId || undefined, peerData });
+      const routed = await this.routeCircuit({ token: req.sessionToken ?? '', fingerprints: req.fingerprints as string[], instanceId: req.terminatorInstanceId || undefined, peerData, apiSessionToken: req.apiSessionToken || undefined });
       const body = encode(Schemas.CreateCircuitResponse, { circuitId: routed.circuit.id, address: routed.circuit.ingressId, peerData: routed.peerData, tags: routed.tags });
       this.channel.reply(m, message(CtrlType.CreateCircuitResponse, [], body));
     } catch (e) {
@@ -314,13 +316,27 @@ export class RouterConn {
   }
 
   /** Both forms: the Dial session's checks, then the network routes it (across routers when it must). */
-  private async routeCircuit(r: { token: string; fingerprints: string[]; instanceId?: string; peerData: Map<number, Buffer> }) {
+  private async routeCircuit(r: { token: string; fingerprints: string[]; instanceId?: string; peerData: Map<number, Buffer>; apiSessionToken?: string }) {
+    // A 2.x router's Connect may name the service by id instead of a service session (OIDC sessions):
+    // the API session's Dial session of that service stands for it.
+    const byServiceId = this.hello.v2 ? await sessionTokenForServiceId(this.ctx, r.token, r.apiSessionToken, 'Dial').catch((e: Error) => {
+      throw new Refused(`invalid session: ${e.message}`, EdgeError.InvalidSession);
+    }) : null;
+    if (byServiceId) r.token = byServiceId;
     // A 2.x router judges a JWT session's posture itself (from what the SDK sends it).
     const s = await checkServiceSession(this.ctx, r.token, 'Dial', r.fingerprints.map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
+    await this.checkAccessToken(r.apiSessionToken, s.identityId);
     if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
     // The caller the host is told is the identity the session belongs to, never what the dialer claims.
     r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));
     return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, apiSessionId: s.apiSessionId, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
+  }
+
+  /** The SDK's OIDC access token, when the router sent one (apiSessionToken): valid, and the session's identity's. */
+  private async checkAccessToken(token: string | undefined, identityId: string) {
+    await accessTokenOf(this.ctx, token, identityId).catch((e: Error) => {
+      throw new Refused(e.message, EdgeError.InvalidApiSession);
+    });
   }
 
   /** Send this router its part of a circuit's path and wait for its RouteResult for that attempt. */
