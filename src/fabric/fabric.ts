@@ -7,6 +7,7 @@ import { NO_ROUTER, revokeSessions } from '../model/policy/enforce.js';
 import { message, str, u32 } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 import type { Circuit } from './circuits.js';
+import { reportDialFailure, type DialFailure } from './dial-failures.js';
 import { terminatorEvent } from './events.js';
 import type { CircuitRecorder } from './recorder.js';
 import type { EdgeConn } from './edge/sdk-connection.js';
@@ -111,8 +112,25 @@ export class Fabric {
     this.dials.setupMs.push(ms);
   }
 
-  dialFailed() {
+  /** The router's name, for what its failed dials say (index.ts sets it). */
+  name = '';
+  /**
+   * Terminators of a service on other routers (upstream routers' SDKs and router-side terminators made
+   * for them): what a dial that finds none here is told it cannot reach (worker.ts sets it).
+   */
+  elsewhere?: (serviceId: string) => { count: number; routers: string[] };
+
+  /** A dial here failed: counted, logged and an event (dial-failures.ts). */
+  dialFailed(f: Omit<DialFailure, 'routerId' | 'routerName'>) {
     this.dials.failed++;
+    reportDialFailure(this.ctx, this.log, { ...f, routerId: this.routerId, routerName: this.name || this.routerId });
+  }
+
+  /** How many of the service's terminators this router holds (an SDK's bind or one it serves), for other routers' failed dials. */
+  terminatorsHere(serviceId: string): number {
+    let n = 0;
+    for (const t of this.terminators.ofService(serviceId)) if (!t.conn.closed) n++;
+    return n + (this.statics?.ofService(serviceId).filter((t) => t.routerId === this.routerId).length ?? 0);
   }
 
   /** Why sessions this controller is revoking end (told to SDKs by the sweep that ends them), with when. */

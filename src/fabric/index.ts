@@ -44,6 +44,7 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
   // The port is known before the record is written: port 0 asks the OS for one.
   let router = await ensureEmbeddedRouter(ctx, { address: o.address, port: o.port || 3022, progress: o.progress });
   const fabric = new Fabric(ctx, router.id, o.log, o.recorder, o.statics);
+  fabric.name = router.name;
   const removed = await removeRouterEdgeTerminators(ctx, router.id);
   if (removed) o.progress?.(`removed ${removed} terminator(s) left by a previous run of the router`);
   const guard = new ListenerGuard('edge', (x, msg) => o.log.warn(x, msg));

@@ -6,10 +6,24 @@ import { EdgeError } from './channel/messages.js';
 import { grantsFor } from '../model/policy/access.js';
 import { checksOfIdentity, failingChecks, postureLeftToRouters, responsesOf } from '../model/posture/evaluate.js';
 
+/** Who a refused dial or bind was (known once its session was found). */
+export interface Who {
+  serviceId: string;
+  serviceName: string;
+  identityId: string;
+  identityName: string;
+}
+
+/**
+ * A Dial or Bind refused: the text the SDK is told, its edge error code, and for a dial the failure
+ * cause it is counted under (dial-failures.ts; upstream's circuit failure causes where it has them).
+ */
 export class Refused extends Error {
   constructor(
     message: string,
     readonly code: number,
+    readonly failure?: string,
+    public who?: Who,
   ) {
     super(message);
   }
@@ -27,8 +41,9 @@ export async function checkServiceSession(ctx: Ctx, token: string, type: 'Dial' 
   const owner = known && s.apiSessionId === known.id ? known : await liveApiSession(ctx, s.apiSessionId);
   if (!owner || !fingerprints.some((f) => owner.fingerprints.has(f))) throw new Refused('invalid api session', EdgeError.InvalidApiSession);
   const allowed = await policiesAllow(ctx, s.identityId, s.serviceId, routerId, type === 'Dial' ? 'dial' : 'bind');
-  if (!allowed.grant) throw new Refused(`invalid session: no service policy grants ${type} on '${s.serviceName}' any more`, EdgeError.InvalidSession);
-  if (!allowed.router) throw new Refused('invalid edge router for session', EdgeError.InvalidEdgeRouterForSession);
+  const who = { serviceId: s.serviceId, serviceName: s.serviceName, identityId: s.identityId, identityName: s.identityName };
+  if (!allowed.grant) throw new Refused(`invalid session: no service policy grants ${type} on '${s.serviceName}' any more`, EdgeError.InvalidSession, 'ACCESS_DENIED', who);
+  if (!allowed.router) throw new Refused('invalid edge router for session: no edge router policy or service edge router policy lets this identity and service use this router', EdgeError.InvalidEdgeRouterForSession, 'INVALID_EDGE_ROUTER_FOR_SESSION', who);
   if (!routerJudgesPosture) await checkPostureLeftToRouters(ctx, s, type);
   return s;
 }
@@ -51,3 +66,4 @@ async function checkPostureLeftToRouters(ctx: Ctx, s: EdgeSession, type: 'Dial' 
     throw new Refused(`the posture checks of every policy granting ${type} on '${s.serviceName}' fail: ${names.join(', ')} (no posture responses were sent to the controller)`, EdgeError.Internal);
   }
 }
+

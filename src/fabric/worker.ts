@@ -85,6 +85,14 @@ try {
       controllerId: id,
     });
   }
+  // The embedded router does not link with upstream routers: a dial on either side that finds the
+  // service's terminators only on the other says so (fabric/dial-failures.ts).
+  if (router && ctrl) {
+    const network = ctrl.network;
+    const fabric = router.fabric;
+    fabric.elsewhere = (serviceId) => network.terminatorsOfService(serviceId, fabric.routerId);
+    network.embedded = { name: router.router.name, terminators: (serviceId) => fabric.terminatorsHere(serviceId) };
+  }
   // Access taken away (a policy, a role attribute, a posture check...) ends the traffic it granted.
   const access = new AccessWatch(
     ctx,

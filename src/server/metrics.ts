@@ -30,6 +30,7 @@ export class Metrics {
   private readonly loginsFailed: Counter<'method' | 'reason'>;
   private readonly enrollmentsFailed: Counter<'method' | 'reason'>;
   private readonly tlsFailed: Counter<'listener' | 'reason'>;
+  private readonly dialFailures: Counter<'cause'>;
   /** Stops hearing the events the counters below count (when the app closes). */
   readonly unsubscribe: () => void;
 
@@ -73,6 +74,14 @@ export class Metrics {
       name: 'ztc_tls_handshakes_failed_total',
       help: 'TLS handshakes that failed, by listener (api, edge, ctrl) and reason (timeout, disconnected, not-tls, no-common-protocol, no-common-alpn, client-alert, refused-certificate, other)',
       labelNames: ['listener', 'reason'],
+      registers,
+    });
+    // Every router's failed dials (the embedded router's and upstream routers' CreateCircuit), from their
+    // fabric.circuits failed events (fabric/dial-failures.ts).
+    this.dialFailures = new Counter({
+      name: 'ztc_dial_failures_total',
+      help: 'Dials that made no circuit, on the embedded router and through upstream routers alike, by cause: upstream\'s circuit failure causes (NO_TERMINATORS, NO_PATH, ROUTER_RESPONSE_TIMEOUT, ROUTER_ERR_CONN_REFUSED, ROUTER_ERR_DIAL_TIMED_OUT, ROUTER_ERR_INVALID_TERMINATOR, ...) and the session checks\' (ACCESS_DENIED, INVALID_SESSION, INVALID_API_SESSION, WRONG_SESSION_TYPE, INVALID_EDGE_ROUTER_FOR_SESSION, ENCRYPTION_DATA_MISSING)',
+      labelNames: ['cause'],
       registers,
     });
     this.unsubscribe = ctx.events.subscribe((e) => this.heard(e));
@@ -144,6 +153,8 @@ export class Metrics {
       this.enrollmentsFailed.inc({ method: ENROLL_METHODS.has(e.method) ? e.method : 'other', reason: enrollmentReason(e.reason) });
     } else if (e.namespace === 'tls') {
       this.tlsFailed.inc({ listener: e.listener, reason: e.reason }, e.count);
+    } else if (e.namespace === 'fabric.circuits' && e.event_type === 'failed') {
+      this.dialFailures.inc({ cause: e.failure_cause ?? 'INTERNAL' });
     }
   }
 

@@ -11,6 +11,7 @@ import { EdgeError } from '../channel/messages.js';
 import type { FabricLog } from '../fabric.js';
 import { linkEvent, terminatorEvent } from '../events.js';
 import type { CircuitRecorder } from '../recorder.js';
+import { ROUTE_ERROR_CAUSES } from '../dial-failures.js';
 import { Refused } from '../session-checks.js';
 import type { StaticTerminator, StaticTerminators } from '../static-terminators.js';
 import { choose, type Precedence } from '../terminators.js';
@@ -75,6 +76,7 @@ export interface CircuitRequest {
   serviceId: string;
   serviceName: string;
   clientId: string;
+  clientName?: string;
   sessionId: string;
   apiSessionId: string;
   token: string;
@@ -255,10 +257,27 @@ export class RouterNetwork {
    * attempt, else Unroute what was built and try again.
    */
   async createCircuit(from: RouterConn, r: CircuitRequest): Promise<RoutedCircuit> {
+    try {
+      return await this.routeToTerminator(from, r);
+    } catch (e) {
+      // A refusal names who dialed what (dial-failures.ts).
+      if (e instanceof Refused && !e.who) e.who = { serviceId: r.serviceId, serviceName: r.serviceName, identityId: r.clientId, identityName: r.clientName ?? r.clientId };
+      throw e;
+    }
+  }
+
+  /**
+   * The embedded router of this controller: its name and how many terminators of a service it holds.
+   * Upstream routers cannot reach it (it does not link), so a dial that finds only those says so.
+   */
+  embedded?: { name: string; terminators(serviceId: string): number };
+
+  private async routeToTerminator(from: RouterConn, r: CircuitRequest): Promise<RoutedCircuit> {
     if (!this.costs.has(from.routerId)) await this.refreshCosts();
     // A router that just connected: its kept terminators are read back before any is chosen.
     if (this.restoring.size) await Promise.all([...this.restoring.values()].map((p) => p.catch(() => {})));
     let why = '';
+    let cause = 'ROUTER_ERR_GENERIC';
     // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.
     const id = randomUUID();
     const started = performance.now();
@@ -270,7 +289,7 @@ export class RouterNetwork {
         choice = this.choose(from.routerId, r);
       }
       const t = choice.terminator;
-      if (!t) throw new Refused(choice.why, EdgeError.InvalidTerminator);
+      if (!t) throw new Refused(choice.why, EdgeError.InvalidTerminator, choice.cause);
       const hosted = 'peerData' in t;
       // An SDK's terminator gave its key when it bound; a router-side one's egress router gives its own in
       // its RouteResult (edge_transport), or none (checked below).
@@ -298,6 +317,8 @@ export class RouterNetwork {
       }
       const m = results[failed];
       why = m?.headers.get(CtrlHeader.RouteError)?.toString('utf8') ?? `router '${this.routers.get(steps[failed].routerId)?.name ?? steps[failed].routerId}' gave no route result within ${ROUTE_TIMEOUT_MS / 1000} s`;
+      const code = m?.headers.get(CtrlHeader.RouteErrorCode)?.[0];
+      cause = !m ? 'ROUTER_RESPONSE_TIMEOUT' : code !== undefined ? (ROUTE_ERROR_CAUSES[code] ?? 'ROUTER_ERR_GENERIC') : 'ROUTER_ERR_GENERIC';
       // The egress does not know the terminator (its host left while the controller was away): it goes, as upstream deletes it.
       if (hosted && failed === steps.length - 1 && m?.headers.get(CtrlHeader.RouteErrorCode)?.[0] === ROUTE_ERROR_INVALID_TERMINATOR) {
         this.log.info({ terminator: t.id, router: this.routers.get(t.routerId)?.name ?? t.routerId, reason: why }, 'ctrl: the router no longer holds a terminator: removed');
@@ -307,14 +328,14 @@ export class RouterNetwork {
       steps.forEach((s, i) => results[i]?.headers.has(CtrlHeader.RouteSuccess) && this.routers.get(s.routerId)?.unroute(circuit.id));
       this.log.info({ circuit: circuit.id, attempt, reason: why }, 'ctrl: a route attempt failed');
     }
-    throw new Refused(`failed to establish connection with the service's terminator: ${why}`, EdgeError.InvalidTerminator);
+    throw new Refused(`failed to establish connection with the service's terminator: ${why}`, EdgeError.InvalidTerminator, cause);
   }
 
   /**
    * The best terminator for the request and the path to it (terminators.ts `choose`, the path's cost
    * added): SDKs' terminators on upstream routers and router-side terminators made for them.
    */
-  private choose(fromId: string, r: CircuitRequest): { terminator?: CircuitEnd; path?: Path; why: string } {
+  private choose(fromId: string, r: CircuitRequest): { terminator?: CircuitEnd; path?: Path; why: string; cause?: string } {
     const routers = new Map([...this.routers.keys()].map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
     const pathTo = cheapestPaths(fromId, routers, this.links.values());
     const paths = new Map<string, Path | undefined>();
@@ -323,11 +344,25 @@ export class RouterNetwork {
     const c = choose<CircuitEnd>([...this.terminators.values(), ...served], r.serviceId, r.instanceId, (t) => path(t.routerId)?.cost);
     if (c.best) return { terminator: c.best, path: path(c.best.routerId), why: '' };
     const from = this.routers.get(fromId)?.name ?? fromId;
-    return {
-      why: c.seen
-        ? `service '${r.serviceName}' has ${c.seen} terminator(s), none on a router reachable from router '${from}' (see ztc fabric links)`
-        : `service '${r.serviceName}' has no terminator on any router connected to this controller's control channel${r.instanceId ? ` for instance '${r.instanceId}'` : ''}`,
-    };
+    const of = r.instanceId ? ` for instance '${r.instanceId}'` : '';
+    // Those on the embedded router are out of reach: it does not link with upstream routers.
+    const embedded = this.embedded?.terminators(r.serviceId) ?? 0;
+    if (c.seen) return { why: `service '${r.serviceName}' has ${c.seen} terminator(s)${of} on upstream routers, none on a router reachable from router '${from}' (see ztc fabric links)`, cause: 'NO_PATH' };
+    if (embedded)
+      return {
+        why: `service '${r.serviceName}' has ${embedded} terminator(s)${of}, all on ztc's embedded router '${this.embedded!.name}', which router '${from}' cannot reach: the embedded router does not link with upstream routers. Dial through the embedded router, or host the service on an upstream router too`,
+        cause: 'NO_PATH',
+      };
+    return { why: `service '${r.serviceName}' has no terminators${of}: no host has bound it (on any router) and no router-side terminator names it`, cause: 'NO_TERMINATORS' };
+  }
+
+  /** The service's terminators on upstream routers (connected or not) and router-side ones made for them, for the embedded router's failed dials. */
+  terminatorsOfService(serviceId: string, embeddedId?: string): { count: number; routers: string[] } {
+    const routerIds = new Set<string>();
+    let count = 0;
+    for (const t of this.terminators.values()) if (t.serviceId === serviceId) (count++, routerIds.add(t.routerId));
+    for (const t of this.statics?.ofService(serviceId) ?? []) if (t.routerId !== embeddedId) (count++, routerIds.add(t.routerId));
+    return { count, routers: [...routerIds].map((id) => this.routers.get(id)?.name ?? id) };
   }
 
   /** A circuit ended: forget it and tell every router on its path to drop its forwarding (`now`: at once). */

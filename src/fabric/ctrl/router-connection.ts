@@ -10,6 +10,7 @@ import { accessTokenOf, sessionTokenForServiceId, touchApiSessions } from '../..
 import { routerFingerprint } from '../../model/fabric-state.js';
 import { fingerprintOf } from '../../model/pki/certs.js';
 import { adoptRouterCerts, issueRouterExtension, type RouterCerts } from '../../model/pki/router-enroll.js';
+import { failureOf, reportDialFailure } from '../dial-failures.js';
 import { checkServiceSession, Refused } from '../session-checks.js';
 import type { Precedence } from '../terminators.js';
 import type { CtrlServer } from './listener.js';
@@ -298,8 +299,15 @@ export class RouterConn {
         ]),
       );
     } catch (e) {
-      this.refuse(m, (e as Error).message, e instanceof Refused ? e.code : EdgeError.Internal);
+      this.dialFailed(m, e);
     }
+  }
+
+  /** A CreateCircuit refused: the router is told why (its SDK hears the text), and the failure is reported (dial-failures.ts). */
+  private dialFailed(m: Message, e: unknown) {
+    const f = failureOf(e);
+    this.refuse(m, f.reason, f.code);
+    reportDialFailure(this.ctx, this.server.log, { routerId: this.routerId, routerName: this.name, reason: f.reason, code: f.code, cause: f.cause, ...f.who });
   }
 
   /** The legacy CreateCircuitRequest: the same circuit, request and answer as protobuf bodies. */
@@ -311,7 +319,7 @@ export class RouterConn {
       const body = encode(Schemas.CreateCircuitResponse, { circuitId: routed.circuit.id, address: routed.circuit.ingressId, peerData: routed.peerData, tags: routed.tags });
       this.channel.reply(m, message(CtrlType.CreateCircuitResponse, [], body));
     } catch (e) {
-      this.refuse(m, (e as Error).message, e instanceof Refused ? e.code : EdgeError.Internal);
+      this.dialFailed(m, e);
     }
   }
 
@@ -326,10 +334,10 @@ export class RouterConn {
     // A 2.x router judges a JWT session's posture itself (from what the SDK sends it).
     const s = await checkServiceSession(this.ctx, r.token, 'Dial', r.fingerprints.map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
     await this.checkAccessToken(r.apiSessionToken, s.identityId);
-    if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
+    if (s.encryptionRequired && !r.peerData.has(PUBLIC_KEY)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing, undefined, { serviceId: s.serviceId, serviceName: s.serviceName, identityId: s.identityId, identityName: s.identityName });
     // The caller the host is told is the identity the session belongs to, never what the dialer claims.
     r.peerData.set(Header.CallerId, Buffer.from(s.identityName, 'utf8'));
-    return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, sessionId: s.id, apiSessionId: s.apiSessionId, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
+    return this.network.createCircuit(this, { serviceId: s.serviceId, serviceName: s.serviceName, clientId: s.identityId, clientName: s.identityName, sessionId: s.id, apiSessionId: s.apiSessionId, token: r.token, instanceId: r.instanceId, encryptionRequired: s.encryptionRequired, peerData: r.peerData });
   }
 
   /** The SDK's OIDC access token, when the router sent one (apiSessionToken): valid, and the session's identity's. */

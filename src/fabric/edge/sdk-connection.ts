@@ -11,6 +11,7 @@ import { bool, message, readBool, readUint, str, u32, type Message } from '../ch
 import { ContentType, EdgeError, Header } from '../channel/messages.js';
 import { closeSide, connected, endpoint, link, relay, type Circuit, type Endpoint } from '../circuits.js';
 import type { Fabric } from '../fabric.js';
+import { failureOf } from '../dial-failures.js';
 import { checkServiceSession, Refused } from '../session-checks.js';
 import { TransportEgress } from './transport-egress.js';
 import type { Precedence, Terminator } from '../terminators.js';
@@ -124,8 +125,11 @@ export class EdgeConn {
     if (this.binds.has(id)) this.unbind(id);
   }
 
-  private refuse(to: Message, connId: number, text: string) {
-    this.channel.reply(to, message(ContentType.StateClosed, [[Header.ConnId, u32(connId)], [Header.Seq, u32(0)]], str(text)));
+  /** A Connect or Bind refused: StateClosed with the reason, and its edge error code (header 1014) when there is one. */
+  private refuse(to: Message, connId: number, text: string, code?: number) {
+    const m = message(ContentType.StateClosed, [[Header.ConnId, u32(connId)], [Header.Seq, u32(0)]], str(text));
+    if (code !== undefined) m.headers.set(Header.ErrorCode, u32(code));
+    this.channel.reply(to, m);
   }
 
   /**
@@ -160,13 +164,14 @@ export class EdgeConn {
     // Held from now, so a StateClosed during the checks finds (and ends) it.
     this.sides.set(connId, dialer);
     let circuit: Circuit | undefined;
+    let s: EdgeSession | undefined;
     try {
-      const s = await this.checkSession(m.body.toString('utf8'), 'Dial');
+      s = await this.checkSession(m.body.toString('utf8'), 'Dial');
       dialer.sessionId = s.id;
       if (s.encryptionRequired && !m.headers.has(Header.PublicKey)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
       const instance = m.headers.get(Header.TerminatorIdentity)?.toString('utf8') || undefined;
       const { hosted: t, served } = await this.fabric.pick(s.serviceId, instance);
-      if (!t && !served) throw new Refused(`service '${s.serviceName}' has no terminator${instance ? ` for instance '${instance}'` : ''} on this router: no host has bound it here (this router does not link with upstream routers: its dialers reach hosts bound through it)`, EdgeError.InvalidTerminator);
+      if (!t && !served) throw this.noTerminator(s, instance);
       if (dialer.closed || this.closed) return;
       let hostKey = t?.hostKey;
       let egress: TransportEgress | undefined;
@@ -199,10 +204,36 @@ export class EdgeConn {
       this.sides.delete(connId);
       dialer.closed = true;
       if (circuit && !circuit.host.closed) circuit.host.conn.forget(circuit.host);
-      const text = e instanceof Refused ? e.message : `failed to dial: ${(e as Error).message}`;
-      if (!this.closed) this.refuse(m, connId, text);
-      this.fabric.dialFailed();
+      const f = failureOf(e);
+      if (!this.closed) this.refuse(m, connId, f.reason, f.code);
+      const who = s ?? f.who;
+      this.fabric.dialFailed({
+        reason: f.reason,
+        code: f.code,
+        cause: f.cause,
+        serviceId: who?.serviceId,
+        serviceName: who?.serviceName,
+        identityId: who?.identityId ?? this.apiSession.identityId,
+        identityName: who?.identityName ?? this.apiSession.identityName,
+      });
     }
+  }
+
+  /**
+   * Why a dial found no terminator here: none anywhere (NO_TERMINATORS), or only on upstream routers,
+   * which this router cannot reach (NO_PATH: it does not link with them).
+   */
+  private noTerminator(s: EdgeSession, instance?: string): Refused {
+    const of = instance ? ` for instance '${instance}'` : '';
+    const other = this.fabric.elsewhere?.(s.serviceId) ?? { count: 0, routers: [] };
+    if (other.count) {
+      return new Refused(
+        `service '${s.serviceName}' has no terminator${of} on this router; its ${other.count} terminator(s) are on upstream router(s) ${other.routers.map((r) => `'${r}'`).join(', ')}, which this router (ztc's embedded router) cannot reach: it does not link with upstream routers. Dial through one of those routers, or host the service on this one too`,
+        EdgeError.InvalidTerminator,
+        'NO_PATH',
+      );
+    }
+    return new Refused(`service '${s.serviceName}' has no terminators${of}: no host has bound it (on any router) and no router-side terminator names it`, EdgeError.InvalidTerminator, 'NO_TERMINATORS');
   }
 
   /**
@@ -228,18 +259,18 @@ export class EdgeConn {
       answer = await this.channel.request(dial, DIAL_TIMEOUT_MS);
     } catch (e) {
       this.forget(host);
-      throw new Refused(`failed to establish connection with terminator address ${t.id}: ${(e as Error).message}`, EdgeError.InvalidTerminator);
+      throw new Refused(`failed to establish connection with terminator address ${t.id}: ${(e as Error).message}`, EdgeError.InvalidTerminator, (e as Error).message.startsWith('no answer') ? 'ROUTER_ERR_DIAL_TIMED_OUT' : 'ROUTER_ERR_GENERIC');
     }
     if (answer.type !== ContentType.DialSuccess) {
       this.forget(host);
       const why = answer.type === ContentType.DialFailed ? answer.body.toString('utf8') || 'dial failed' : `unexpected answer type ${answer.type}`;
-      throw new Refused(`failed to establish connection with terminator address ${t.id}: ${why}`, EdgeError.InvalidTerminator);
+      throw new Refused(`failed to establish connection with terminator address ${t.id}: ${why}`, EdgeError.InvalidTerminator, answer.type === ContentType.DialFailed ? 'ROUTER_ERR_REJECTED_BY_APPLICATION' : 'ROUTER_ERR_GENERIC');
     }
     if (!t.assignIds) {
       // The C SDK 0.29 picks its own id and waits for StateConnected before it sends or accepts data.
       const id = readUint(answer.body.subarray(0, 4));
       if (id === undefined || this.sides.has(id)) {
-        throw new Refused(`failed to establish connection with terminator address ${t.id}: the host answered an unusable conn id`, EdgeError.InvalidTerminator);
+        throw new Refused(`failed to establish connection with terminator address ${t.id}: the host answered an unusable conn id`, EdgeError.InvalidTerminator, 'ROUTER_ERR_GENERIC');
       }
       host.connId = id;
       this.sides.set(id, host);
@@ -257,7 +288,7 @@ export class EdgeConn {
     try {
       s = await this.checkSession(token, 'Bind');
     } catch (e) {
-      if (!this.closed) this.refuse(m, connId, e instanceof Refused ? e.message : `failed to bind: ${(e as Error).message}`);
+      if (!this.closed) this.refuse(m, connId, e instanceof Refused ? e.message : `failed to bind: ${(e as Error).message}`, e instanceof Refused ? e.code : EdgeError.Internal);
       return;
     }
     if (this.closed) return;

@@ -61,7 +61,7 @@ export class TransportEgress implements SideConn, Flow {
    */
   static async dial(fabric: Fabric, t: StaticTerminator, connect: Message, encryptionRequired: boolean, timeoutMs: number): Promise<TransportEgress> {
     const target = tcpAddress(t.address);
-    if (typeof target === 'string') throw new Refused(`failed to establish connection with terminator ${t.id}: ${target}`, EdgeError.InvalidTerminator);
+    if (typeof target === 'string') throw new Refused(`failed to establish connection with terminator ${t.id}: ${target}`, EdgeError.InvalidTerminator, 'ROUTER_ERR_MISCONFIGURED_TERMINATOR');
     const peerKey = t.binding === 'edge_transport' ? connect.headers.get(Header.PublicKey) : undefined;
     if (encryptionRequired && !peerKey) throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
     const socket = await new Promise<net.Socket>((resolve, reject) => {
@@ -72,8 +72,9 @@ export class TransportEgress implements SideConn, Flow {
       }, timeoutMs);
       s.once('connect', () => (clearTimeout(timer), s.removeAllListeners('error'), resolve(s)));
       s.once('error', (e) => (clearTimeout(timer), reject(e)));
-    }).catch((e: Error) => {
-      throw new Refused(`failed to establish connection with terminator ${t.id} at ${t.address}: ${e.message}`, EdgeError.InvalidTerminator);
+    }).catch((e: NodeJS.ErrnoException) => {
+      const cause = e.code === 'ECONNREFUSED' ? 'ROUTER_ERR_CONN_REFUSED' : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'ROUTER_ERR_DNS_RESOLUTION_FAILED' : e.message.startsWith('no connection within') ? 'ROUTER_ERR_DIAL_TIMED_OUT' : 'ROUTER_ERR_GENERIC';
+      throw new Refused(`failed to establish connection with terminator ${t.id} at ${t.address}: ${e.message}`, EdgeError.InvalidTerminator, cause);
     });
     // Nothing is read until the circuit stands (start).
     socket.pause();

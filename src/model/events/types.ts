@@ -177,7 +177,8 @@ export interface LinkEvent extends Base {
 /** A circuit routed, moved to another path, or ended (upstream's fabric.circuits). */
 export interface CircuitEvent extends Base {
   namespace: 'fabric.circuits';
-  event_type: 'created' | 'pathUpdated' | 'deleted';
+  /** failed: a dial that made no circuit (fabric/dial-failures.ts), with its cause. */
+  event_type: 'created' | 'pathUpdated' | 'deleted' | 'failed';
   circuit_id: string;
   client_id: string;
   service_id: string;
@@ -187,6 +188,9 @@ export interface CircuitEvent extends Base {
   link_count: number;
   /** How long the set-up took, ns (created only). */
   creation_timespan?: number;
+  /** failed only: upstream's cause (NO_TERMINATORS, NO_PATH, ROUTER_ERR_...) or ztc's (ACCESS_DENIED, INVALID_SESSION...), and what the SDK was told. */
+  failure_cause?: string;
+  failure_reason?: string;
   /** ztc's addition (edge#227): the dialing session, and what granted it at its ingress router. */
   session_id?: string;
   granted_by?: GrantedBy;
