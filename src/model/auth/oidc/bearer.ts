@@ -23,7 +23,7 @@ const sessionById = precompile((db, p) =>
 /** The claims of a live access token (not revoked), or InvalidToken. */
 export async function checkAccessToken(ctx: Ctx, token: string): Promise<TokenClaims> {
   const claims = await verifyToken(ctx, token, TOKEN_TYPE.access);
-  if (await isRevoked(ctx, { jti: claims.jti, apiSessionId: claims.z_asid, identityId: claims.sub, issuedAt: (claims.iat ?? 0) * 1000 })) throw new InvalidToken('the token has been revoked');
+  if (await isRevoked(ctx, { jti: claims.jti, apiSessionId: claims.z_asid, identityId: claims.sub, issuedAt: (claims.iat ?? 0) * 1000 })) throw new InvalidToken('its API session was revoked or has ended: log in again');
   return claims;
 }
 
