@@ -41,6 +41,8 @@ export interface Principal {
   isAdmin: boolean;
   /** Reads what an admin reads, changes nothing (the admin_readonly permission, or a read-only API token). */
   readOnlyAdmin: boolean;
+  /** The identity's entity permissions (model/permissions.ts), checked on admin routes when it is no admin. */
+  permissions?: readonly string[];
   apiSessionId: string;
   /** The API token the request came with (its id), when it came with one. */
   apiTokenId?: string;

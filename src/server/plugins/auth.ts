@@ -10,7 +10,8 @@ import type { Ctx, Principal } from '../../model/context.js';
 import { ApiError, unauthorized } from '../../model/errors.js';
 import { hashSecret, safeEqual } from '../../model/ids.js';
 import { isSet } from '../../store/json.js';
-import { ADMIN_READONLY, hasPermission, READ_METHODS } from '../../model/permissions.js';
+import { ADMIN_READONLY, hasPermission, permits, READ_METHODS } from '../../model/permissions.js';
+import { fromJson } from '../../store/json.js';
 
 /**
  * public: anyone; partial: any API session, even one still owing MFA (the MFA routes, the session
@@ -72,7 +73,7 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     // An API token (automation): no API session, so no MFA to owe; what it may do is its identity's, capped by its scope.
     if (token.startsWith(API_TOKEN_PREFIX)) {
       request.principal = await resolveApiToken(ctx, token);
-      if (access === 'admin') assertAdmin(request.principal, request.method);
+      if (access === 'admin') assertAdmin(request.principal, request.method, request.url);
       return;
     }
     let s: SessionWithIdentity;
@@ -88,18 +89,25 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
     }
     request.apiSession = s;
     const isAdmin = isSet(s.isAdmin);
-    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin, readOnlyAdmin: !isAdmin && hasPermission(s.permissions, ADMIN_READONLY), apiSessionId: s.id, token };
+    request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin, readOnlyAdmin: !isAdmin && hasPermission(s.permissions, ADMIN_READONLY), permissions: fromJson<string[]>(s.permissions, []), apiSessionId: s.id, token };
     if (access !== 'partial' && isSet(s.isMfaRequired) && !isSet(s.isMfaComplete)) {
       throw new ApiError(401, 'MFA_REQUIRED', 'This API session must complete MFA first: POST /authenticate/mfa with a code (or enroll MFA, as the auth policy requires)');
     }
-    if (access === 'admin') assertAdmin(request.principal, request.method);
+    if (access === 'admin') assertAdmin(request.principal, request.method, request.url);
   });
 }
 
-/** Admin routes: admins; read-only admins when the method only reads (403: known, but not allowed to change). */
-function assertAdmin(p: Principal, method: string) {
+/**
+ * Admin routes: admins; read-only admins when the method only reads (403: known, but not allowed to
+ * change); an identity whose permissions name the entity of a Management API path, or that action on it.
+ */
+function assertAdmin(p: Principal, method: string, url: string) {
   if (p.isAdmin) return;
-  if (!p.readOnlyAdmin) throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
+  if (p.permissions && permits(p.permissions, method, url)) return;
+  if (!p.readOnlyAdmin) {
+    if (p.permissions?.length) throw new ApiError(403, 'UNAUTHORIZED', `This operation needs an administrator or a permission for it: the calling identity '${p.identityName}' holds ${p.permissions.join(', ')}`);
+    throw new ApiError(401, 'UNAUTHORIZED', 'This operation needs an administrator: the calling identity is not an admin');
+  }
   if (READ_METHODS.has(method)) return;
   // Said with what to do instead: the caller cannot fix this by retrying or logging in again.
   if (p.apiTokenId) throw new ApiError(403, 'UNAUTHORIZED', `This operation changes the network: the calling API token is read-only, which may only read; make the change with an admin's API token created without --read-only, or logged in as an admin`);
