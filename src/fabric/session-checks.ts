@@ -55,6 +55,8 @@ export async function checkServiceSession(ctx: Ctx, token: string, type: 'Dial' 
  * refused when every policy granting it has a failing enforced check.
  */
 async function checkPostureLeftToRouters(ctx: Ctx, s: EdgeSession, type: 'Dial' | 'Bind') {
+  // A legacy session's posture was judged when it was made, and is by the access watch: no query here.
+  if (!s.jwt) return;
   const kind = type === 'Dial' ? 'dial' : 'bind';
   const checks = await checksOfIdentity(ctx.store.db, s.identityId, [kind]);
   if (!checks.size || !(await postureLeftToRouters(ctx.store.db, [s.apiSessionId])).size) return;

@@ -80,6 +80,8 @@ export interface EdgeSession {
   identityName: string;
   type: string;
   encryptionRequired: boolean;
+  /** Its API session is a JWT one (an OIDC login). */
+  jwt: boolean;
 }
 
 /** The service session a Dial or Bind carries in its body, with its service. */
@@ -88,10 +90,13 @@ export async function sessionForEdge(ctx: Ctx, token: string): Promise<EdgeSessi
     .selectFrom('sessions as e')
     .innerJoin('services as s', 's.id', 'e.serviceId')
     .innerJoin('identities as i', 'i.id', 'e.identityId')
-    .select(['e.id', 'e.apiSessionId', 'e.identityId', 'e.serviceId', 's.name as serviceName', 'i.name as identityName', 'e.type', 's.encryptionRequired'])
+    .leftJoin('apiSessions as a', 'a.id', 'e.apiSessionId')
+    .select(['e.id', 'e.apiSessionId', 'e.identityId', 'e.serviceId', 's.name as serviceName', 'i.name as identityName', 'e.type', 's.encryptionRequired', 'a.expiresAt as apiSessionExpiresAt'])
     .where('e.tokenHash', '=', hashSecret(token))
     .executeTakeFirst();
-  return row ? { ...row, encryptionRequired: isSet(row.encryptionRequired) } : null;
+  if (!row) return null;
+  const { apiSessionExpiresAt, ...rest } = row;
+  return { ...rest, encryptionRequired: isSet(row.encryptionRequired), jwt: !!apiSessionExpiresAt };
 }
 
 /**
