@@ -8,6 +8,7 @@ import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
+import { expireApiSessions } from '../../src/model/auth/api-sessions.js';
 import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { claimsOf, oidcClient } from '../helpers/oidc.js';
@@ -653,5 +654,26 @@ describe('a 2.x router: OIDC sessions in CreateCircuitV2 and CreateTerminatorV2'
     expect(decode(Schemas.CreateTerminatorV2Response, t.body)).toMatchObject({ result: 4 });
     const ok = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'sid-y-' + Math.random().toString(36).slice(2), sessionToken: bind, apiSessionToken: theirs.tokens.access_token, fingerprints: [fp(host.cert)], peerData: {} })));
     expect(decode(Schemas.CreateTerminatorV2Response, ok.body).result ?? 0).toBe(0);
+  });
+});
+
+// Last in this file: it moves the controller's clock a day on.
+describe('a 2.x router: an OIDC session that runs out is revoked too', () => {
+  it('the expiry sweep revokes it (an access token exchanged for another may outlive it)', async () => {
+    const oidc = oidcClient(n.c);
+    const who = await n.identity('rev-2x-expiry', []);
+    const c = await connectRouter2x(ctrlPort, await enrollRouter(n, 'upstream-2x-expiry'));
+    c.p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { subscriptionDurationSeconds: 300, subscriptionId: 'exp' }));
+    await c.p.next((f) => f.type === T2.DataState);
+    const { tokens } = await oidc.cCert({ cert: who.cert, key: who.key });
+    const asid = claimsOf(tokens.access_token).z_asid as string;
+    // Past its refresh token's 24 h: the sweep (every minute in a running controller) ends it.
+    n.c.clock.advance(24 * 3_600_000 + 60_000);
+    const at = Date.now();
+    await expireApiSessions(n.c.running.ctx);
+    const m = await c.p.next((f) => f.type === T2.DataStateChangeSet && (decode(RdmSchemas.ChangeSet, f.body).changes as Record<string, any>[]).some((e) => e.revocation?.id === asid), 4000);
+    expect(Date.now() - at).toBeLessThan(2000);
+    expect((decode(RdmSchemas.ChangeSet, m.body).changes as Record<string, any>[]).find((e) => e.revocation?.id === asid)!.revocation.type).toBe('API_SESSION');
+    c.p.close();
   });
 });
