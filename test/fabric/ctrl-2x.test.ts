@@ -621,6 +621,20 @@ describe('a 2.x router: OIDC sessions in CreateCircuitV2 and CreateTerminatorV2'
     expect(Date.now() - at).toBeLessThan(2000);
   });
 
+  it('its Dial policy deleted: the OIDC session\'s circuit through the 2.x router is unrouted within 2 s and a new Dial refused', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    const circuit = await routed(dial(service, tokens.access_token));
+    const policy = (await n.api('GET', `/service-policies?filter=${encodeURIComponent('name="sid-2x-dial"')}`)).body.data[0];
+    const at = Date.now();
+    expect((await n.api('DELETE', `/service-policies/${policy.id}`)).status).toBe(200);
+    await p.next((f) => f.type === T.Unroute && decode(Schemas.Unroute, f.body).circuitId === circuit, 4000);
+    expect(Date.now() - at).toBeLessThan(2000);
+    // (A real 2.x router also refuses it itself, from the change set: seen by hand.)
+    const r = await p.replyTo(dial(service, tokens.access_token));
+    expect(r.type).toBe(T.Error);
+    expect((await n.api('POST', '/service-policies', { name: 'sid-2x-dial', type: 'Dial', identityRoles: policy.identityRoles, serviceRoles: policy.serviceRoles, semantic: 'AnyOf' })).status).toBe(201);
+  });
+
   it('a service id is no session without a valid OIDC access token, nor for an identity no policy lets dial', async () => {
     // A legacy API session's token, or none: the id is taken for a session token, and there is none.
     for (const access of [client.token, undefined]) {
