@@ -34,7 +34,8 @@ export function eventLine(e: Ev): string {
       cols.push(`session ${e.event_type}`, `${e.session_type}${e.id ? ` ${e.id}` : ''}`, `identity ${e.identity_name ?? e.identity_id}`, `service ${e.service_name ?? e.service_id}`, grantLine(e.granted_by), missingLine(e.missing), e.reason ?? '');
       break;
     case 'fabric.circuits':
-      cols.push(`circuit ${e.event_type}`, e.circuit_id, `identity ${e.client_id}`, `service ${e.service_id}`, `path ${(e.path?.nodes ?? []).join('>')}`, grantLine(e.granted_by));
+      // A failed dial (fabric/dial-failures.ts): its cause and what the SDK was told instead of a grant.
+      cols.push(`circuit ${e.event_type}`, e.circuit_id, `identity ${e.client_id}`, `service ${e.service_id}`, `path ${(e.path?.nodes ?? []).join('>')}`, e.failure_cause ? `${e.failure_cause}: ${e.failure_reason ?? ''}` : grantLine(e.granted_by));
       break;
     case 'enrollment':
       cols.push(`enrollment ${e.event_type}`, `${e.method}${e.identity_id ? ` [${e.identity_id}]` : e.router_id ? ` [router ${e.router_id}]` : ''}`, `from ${e.remote_address}`, e.reason ?? '');
