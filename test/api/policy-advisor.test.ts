@@ -64,6 +64,31 @@ describe('policy advisor', () => {
     expect(codes(pair.bind)).toEqual(['NO_SERVICE_POLICY']);
   });
 
+  it('sees what a dial sees: a service hosted only where the identity\'s routers cannot reach (the embedded router does not link with upstream ones)', async () => {
+    const db = c.opened.ctx.store.db;
+    const er2 = (await mg('GET', `/edge-routers?filter=${encodeURIComponent('name = "er-2"')}`)).body.data[0].id as string;
+    const at = new Date().toISOString();
+    const terminator = (id: string, routerId: string) => db.insertInto('terminators').values({ id, createdAt: at, updatedAt: at, tags: '{}', serviceId: web, routerId, binding: 'edge', address: id, identity: '', identitySecret: null, cost: 0, precedence: 'default', hostId: null, sessionId: null, peerData: null }).execute();
+    // Hosted on another upstream router: upstream routers link with each other, so nothing to say.
+    await terminator('t-upstream', er2);
+    let [pair] = await advice('?identity=alice&service=web');
+    expect(pair.dial).toMatchObject({ allowed: true, reasons: [] });
+    // The identity's only router for it is an embedded router (of a ztc controller): it cannot reach er-2.
+    await db.updateTable('routers').set({ controllerId: 'a-controller' }).where('id', '=', router).execute();
+    try {
+      [pair] = await advice('?identity=alice&service=web');
+      expect(codes(pair.dial)).toEqual(['NO_REACHABLE_TERMINATOR']);
+      expect(pair.dial.reasons[0].message).toMatch(/hosted on router\(s\) 'er-2', which the identity's router\(s\) for it \('er-1'\) cannot reach/);
+      // Hosted on that router too: reachable again.
+      await terminator('t-embedded', router);
+      [pair] = await advice('?identity=alice&service=web');
+      expect(pair.dial).toMatchObject({ allowed: true, reasons: [] });
+    } finally {
+      await db.updateTable('routers').set({ controllerId: null }).where('id', '=', router).execute();
+      await db.deleteFrom('terminators').where('id', 'in', ['t-upstream', 't-embedded']).execute();
+    }
+  });
+
   it('reports posture checks required, failing, passing, and MFA never enrolled', async () => {
     const svc = (await mg('POST', '/services', { name: 'payroll', encryptionRequired: true, roleAttributes: ['web'] })).body.data.id;
     const domain = (await mg('POST', '/posture-checks', { name: 'corp-domain', typeId: 'DOMAIN', domains: ['corp.example'], roleAttributes: ['corp'] })).body.data.id;

@@ -20,7 +20,8 @@ export type ReasonCode =
   | 'NO_COMMON_ROUTER'
   | 'ROUTER_NOT_READY'
   | 'POSTURE_CHECKS_REQUIRED'
-  | 'POSTURE_CHECKS_FAILING';
+  | 'POSTURE_CHECKS_FAILING'
+  | 'NO_REACHABLE_TERMINATOR';
 
 export interface Reason {
   code: ReasonCode;
@@ -69,7 +70,7 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
   const onlyServices = <Q extends { where: (...a: never[]) => Q }>(q: Q, col: string): Q => (sel.serviceIds ? (q.where as (...a: unknown[]) => Q)(col, 'in', sel.serviceIds) : q);
   if (sel.identityIds?.length === 0 || sel.serviceIds?.length === 0) return [];
 
-  const [identityRows, serviceRows, authenticated, mfa, grants, identityRouters, serviceRouters, routers] = await Promise.all([
+  const [identityRows, serviceRows, authenticated, mfa, grants, identityRouters, serviceRouters, routers, terminatorRows] = await Promise.all([
     onlyIdentities(db.selectFrom('identities as i').leftJoin('authPolicies as ap', 'ap.id', 'i.authPolicyId').select(['i.id', 'i.name', 'i.disabled', 'ap.secondaryJson']), 'i.id').orderBy('i.name').execute(),
     onlyServices(db.selectFrom('services').select(['id', 'name']), 'id').orderBy('name').execute(),
     onlyIdentities(db.selectFrom('authenticators').select('identityId').distinct(), 'identityId').execute(),
@@ -89,7 +90,9 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
     ).execute(),
     onlyIdentities(reach(db, 'identity', 'erp'), 'f.entityId').execute(),
     onlyServices(reach(db, 'service', 'serp'), 'f.entityId').execute(),
-    db.selectFrom('routers').select(['id', 'name', 'isVerified', 'disabled', 'fingerprint']).where('isEdge', '=', 1).execute(),
+    db.selectFrom('routers').select(['id', 'name', 'isVerified', 'disabled', 'fingerprint', 'controllerId']).where('isEdge', '=', 1).execute(),
+    // Where each service's dials can end: the routers its terminators are on (what a dial sees).
+    onlyServices(db.selectFrom('terminators').select(['serviceId', 'routerId']).distinct(), 'serviceId').execute(),
   ]);
 
   const policyIds = [...new Set(grants.map((g) => g.policyId as string))];
@@ -127,6 +130,12 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
   const routersOfIdentity = groupPairs(identityRouters as { a: string; b: string }[]);
   const routersOfService = groupPairs(serviceRouters as { a: string; b: string }[]);
   const routerById = new Map(routers.map((r) => [r.id as string, r]));
+  const terminatorRoutersOf = groupPairs((terminatorRows as { serviceId: string; routerId: string }[]).map((t) => ({ a: t.serviceId, b: t.routerId })));
+  // An embedded router (of a ztc controller) does not link with upstream routers: a dial arriving at it
+  // reaches only its own terminators, one arriving at an upstream router only upstream routers' (the
+  // links between upstream routers are theirs to make).
+  const embedded = (id: string) => !!routerById.get(id)?.controllerId;
+  const reaches = (from: string, to: string) => from === to || (!embedded(from) && !embedded(to));
 
   const out: PairAdvice[] = [];
   for (const identity of identities) {
@@ -155,6 +164,16 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
         const reasons = [...shared];
         if (!granting.length) reasons.push({ code: 'NO_SERVICE_POLICY', message: `no ${kind === 'dial' ? 'Dial' : 'Bind'} service policy names both` });
         else for (const r of postureReasons(identity, granting.map((g) => checks.get(g.policyId) ?? []), now)) if (!reasons.some((x) => x.code === r.code)) reasons.push(r);
+        // What a dial sees: the service is hosted, but on no router one of the usable common routers reaches.
+        const hosts = [...(terminatorRoutersOf.get(serviceId) ?? [])];
+        const entries = common.filter((r) => r.usable).map((r) => r.id);
+        if (kind === 'dial' && hosts.length && entries.length && !entries.some((from) => hosts.some((to) => reaches(from, to)))) {
+          const names = (ids: string[]) => ids.map((id) => `'${(routerById.get(id)?.name as string) ?? id}'`).join(', ');
+          reasons.push({
+            code: 'NO_REACHABLE_TERMINATOR',
+            message: `service '${s.name}' is hosted on router(s) ${names(hosts)}, which the identity's router(s) for it (${names(entries)}) cannot reach: ztc's embedded router does not link with upstream routers`,
+          });
+        }
         const policies = [...new Map(granting.map((g) => [g.policyId, { id: g.policyId, name: g.policyName }])).values()].sort((a, b) => a.name.localeCompare(b.name));
         return { allowed: !reasons.length, policies, reasons };
       };
