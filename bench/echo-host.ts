@@ -5,7 +5,7 @@ import { CT, EdgePeer, H, le32, type Frame } from '../test/peers/edge-sdk.js';
 
 const [port, certFile, keyFile, token, bindToken] = process.argv.slice(2);
 const p = await EdgePeer.connect(Number(port), { cert: fs.readFileSync(certFile, 'utf8'), key: fs.readFileSync(keyFile, 'utf8') });
-await p.hello(token);
+await p.hello(token, 0, { current: true });
 p.onFrame = (f: Frame) => {
   if (f.type === CT.Dial) {
     p.send(CT.DialSuccess, [[H.ConnId, f.headers.get(H.ConnId)!], [H.ReplyFor, Buffer.from(new Int32Array([f.seq]).buffer)]], f.headers.get(H.RouterProvidedConnId)!);

@@ -136,9 +136,13 @@ export class EdgePeer {
     });
   }
 
-  /** Hello with the API session token, as the C SDK sends it (sequence 0). */
-  async hello(token: string, seq = 0): Promise<Frame> {
-    this.send(CT.Hello, [[H.SessionToken, Buffer.from(token)]], Buffer.from('ziti-sdk-c[0]@test'), seq);
+  /**
+   * Hello with the API session token, as the C SDK sends it (sequence 0): as the C SDK 0.29 by default,
+   * which the router writes to a few frames at a time (src/fabric/edge/legacy-c-sdk.ts); `current`: as a
+   * C SDK from 0.36.5 on (SupportsInspect, header 1023), written to as fast as its socket takes.
+   */
+  async hello(token: string, seq = 0, o: { current?: boolean } = {}): Promise<Frame> {
+    this.send(CT.Hello, [[H.SessionToken, Buffer.from(token)], ...(o.current ? ([[1023, one]] as [number, Buffer][]) : [])], Buffer.from('ziti-sdk-c[0]@test'), seq);
     return this.next((f) => f.type === CT.Result);
   }
 
