@@ -93,6 +93,21 @@ export async function routerModelChanges(ctx: Ctx, since: string): Promise<{ id:
     .execute();
 }
 
+/**
+ * When the newest recorded change of what routers see was made, by the clock of whoever made it (''
+ * when none): where a data plane starts looking, rather than its own clock, which may run ahead of
+ * another controller's (or of a test controller's stopped clock) by more than the look-back.
+ */
+export async function newestRouterModelChange(ctx: Ctx): Promise<string> {
+  const row = await ctx.store.db
+    .selectFrom('auditEvents')
+    .select((eb) => eb.fn.max('at').as('at'))
+    .where('namespace', '=', 'entityChange')
+    .where('entityType', 'in', ROUTER_MODEL_ENTITIES)
+    .executeTakeFirst();
+  return (row?.at as string | null | undefined) ?? '';
+}
+
 /** The whole model, each list sorted by id (so two reads of an unchanged store compare equal). */
 export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSource> {
   const db = ctx.store.db;

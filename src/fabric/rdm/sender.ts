@@ -12,7 +12,7 @@
 // advanced.
 import { randomUUID } from 'node:crypto';
 import type { Ctx } from '../../model/context.js';
-import { readRouterDataModel, routerModelChanges } from '../../model/router-data-model.js';
+import { newestRouterModelChange, readRouterDataModel, routerModelChanges } from '../../model/router-data-model.js';
 import { str } from '../channel/codec.js';
 import { encode } from '../channel/protobuf.js';
 import { CtrlHeader, CtrlType } from '../ctrl/messages.js';
@@ -65,7 +65,8 @@ export class RouterDataModelSender {
   private queue: Promise<unknown> = Promise.resolve();
   /** Recorded changes seen (id -> time) within LOOKBACK_MS of the newest. */
   private seen = new Map<string, string>();
-  private newest = new Date().toISOString();
+  /** Set at the first look from the store's newest change (newestRouterModelChange), not this clock. */
+  private newest?: string;
   private readAt = 0;
   private timers: NodeJS.Timeout[] = [];
 
@@ -136,6 +137,7 @@ export class RouterDataModelSender {
 
   /** New recorded changes since the last look: the model is read again (also when it is REREAD_MS old). */
   private async lookForChanges() {
+    this.newest ??= (await newestRouterModelChange(this.ctx)) || new Date().toISOString();
     const since = new Date(Date.parse(this.newest) - LOOKBACK_MS).toISOString();
     const rows = await routerModelChanges(this.ctx, since);
     let fresh = false;
@@ -145,7 +147,7 @@ export class RouterDataModelSender {
       this.seen.set(r.id, r.at);
       if (r.at > this.newest) this.newest = r.at;
     }
-    const horizon = new Date(Date.parse(this.newest) - LOOKBACK_MS).toISOString();
+    const horizon = new Date(Date.parse(this.newest!) - LOOKBACK_MS).toISOString();
     for (const [id, at] of this.seen) if (at < horizon) this.seen.delete(id);
     if (fresh || !this.snapshot || Date.now() - this.readAt >= REREAD_MS) await this.reread();
   }
