@@ -71,7 +71,8 @@ describe('ztc admin', { timeout: 120_000 }, () => {
     expect(text).not.toContain(second);
 
     // ... and in the stored audit the server shares: the recovery, and its changes made as the local admin.
-    const stored = await running.ctx.store.db.selectFrom('auditEvents').selectAll().execute();
+    // In the order they were made: PostgreSQL returns rows in no particular order without one (seen in CI).
+    const stored = await running.ctx.store.db.selectFrom('auditEvents').selectAll().orderBy('at').execute();
     expect(stored.filter((r) => r.namespace === 'admin').map((r) => `${r.eventType} ${r.entityName}`)).toEqual(['password-reset Default Admin', 'created ops-admin', 'password-reset ops-admin']);
     const local = stored.map((r) => JSON.parse(r.body)).find((e) => e.entityType === 'authenticators' && e.eventType === 'updated');
     expect(local.metadata.source).toMatchObject({ type: 'local', host: os.hostname() });
