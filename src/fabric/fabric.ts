@@ -3,7 +3,7 @@
 // store is the truth, so a logout elsewhere reaches these connections within a second).
 import type { Ctx } from '../model/context.js';
 import { addTerminator, removeTerminators, routerAccessLost, stillLive, touchApiSessions, updateTerminator } from '../model/data-plane.js';
-import { NO_ROUTER, revokeSessions } from '../model/policy/enforce.js';
+import { revokeRouterless } from '../model/policy/enforce.js';
 import { message, str, u32 } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 import type { Circuit } from './circuits.js';
@@ -218,7 +218,6 @@ export class Fabric {
       for (const c of conns) c.endSession(sessionId, why);
       for (const t of terminators) if (t.sessionId === sessionId) await this.removeTerminator(t, why);
     }
-    const nowhere = [...lost.values()].filter((s) => !s.anyRouter);
-    if (nowhere.length) await revokeSessions(this.ctx, nowhere.map((s) => ({ ...s, reason: NO_ROUTER })));
+    await revokeRouterless(this.ctx, lost.values());
   }
 }

@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
 import { apiSessionsForRouters, routerAccessLost, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
-import { NO_ROUTER, revokeSessions } from '../../model/policy/enforce.js';
+import { revokeRouterless } from '../../model/policy/enforce.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { ListenerGuard } from '../channel/guard.js';
@@ -515,8 +515,7 @@ export class CtrlServer {
     if (!lost.size) return;
     for (const [key, s] of lost) this.log.info({ session: s.id, identity: s.identityId, service: s.serviceId, router: key.slice(key.indexOf('|') + 1) }, 'ctrl: edge-router access lost, ending what the session carried on that router');
     this.dropUses(await this.network.usesEnded(new Set(lost.keys())));
-    const nowhere = [...new Map([...lost.values()].filter((s) => !s.anyRouter).map((s) => [s.id, s])).values()];
-    if (nowhere.length) await revokeSessions(this.ctx, nowhere.map((s) => ({ ...s, reason: NO_ROUTER })));
+    await revokeRouterless(this.ctx, lost.values());
   }
 
   /**

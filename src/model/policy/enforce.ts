@@ -37,7 +37,16 @@ interface SessionRef {
 
 const CHUNK = 500;
 /** The reason of a session whose identity and service no longer share any edge router (fabric's check). */
-export const NO_ROUTER = 'access-lost: no edge router policy and service edge router policy share a router for it any more';
+const NO_ROUTER = 'access-lost: no edge router policy and service edge router policy share a router for it any more';
+
+/**
+ * Of uses that lost their router (data-plane.ts routerAccessLost), the sessions left with no router at
+ * all have lost their access: revoked, once each (revokeSessions records a session deleted twice once).
+ */
+export function revokeRouterless(ctx: Ctx, lost: Iterable<Omit<Revocation, 'reason'> & { anyRouter: boolean }>): Promise<Revocation[]> {
+  const nowhere = [...lost].filter((s) => !s.anyRouter).map(({ anyRouter: _, ...s }) => ({ ...s, reason: NO_ROUTER }));
+  return nowhere.length ? revokeSessions(ctx, nowhere) : Promise.resolve([]);
+}
 const kindOf = (type: string) => (type === 'Bind' ? 'bind' : 'dial');
 
 /** Sessions whose identity no longer holds a service policy of the session's type on its service. */
