@@ -251,7 +251,8 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
       let out = '';
       npm.stdout.on('data', (d) => (out += d));
       npm.stderr.on('data', (d) => (out += d));
-      const npmExited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
+      // 'close', not 'exit': npm may exit before the server's last lines (same pipes) have been read.
+      const npmExited = new Promise<number | null>((resolve) => npm.on('close', (code) => resolve(code)));
       // A stale build is rebuilt first (scripts/build-if-stale.mjs): a minute at most.
       expect(await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => npm.exitCode !== null, 120_000)).toBe(200);
       await untilPrinted(() => out, /"msg":"Server listening at/, () => npm.exitCode !== null, 10_000);
