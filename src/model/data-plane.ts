@@ -39,12 +39,15 @@ interface LiveRow {
   disabled: number;
   disabledUntil: string | null;
   expiresAt: string | null;
+  extJwtPending: string | null;
 }
 
 /** A live API session: not idle past its timeout (a JWT API session: not past its expiresAt), MFA done when required, its identity not disabled. */
 function live(ctx: Ctx, r: LiveRow, now = ctx.clock.now().getTime()): boolean {
   if (r.expiresAt ? Date.parse(r.expiresAt) <= now : now - Date.parse(r.lastActivityAt) > timeoutMs(ctx)) return false;
   if (isSet(r.isMfaRequired) && !isSet(r.isMfaComplete)) return false;
+  // Still owing the second-factor JWT of its auth policy: partial, as one owing its TOTP code.
+  if (r.extJwtPending) return false;
   if (isSet(r.disabled) && (!r.disabledUntil || Date.parse(r.disabledUntil) > now)) return false;
   return true;
 }
@@ -53,7 +56,7 @@ const apiSessions = (ctx: Ctx) =>
   ctx.store.db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
-    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt']);
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt', 's.extJwtPending']);
 
 /** The API session an SDK's hello names (header 1002), or null when it is unknown or no longer live. */
 export async function apiSessionForEdge(ctx: Ctx, token: string): Promise<EdgeApiSession | null> {
@@ -397,7 +400,7 @@ export async function apiSessionsForRouters(ctx: Ctx, after?: string, ids?: stri
   let q = ctx.store.db
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
-    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt', 's.tokenSealed', 's.createdAt'])
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt', 's.extJwtPending', 's.tokenSealed', 's.createdAt'])
     .where('s.tokenSealed', 'is not', null);
   if (after) q = q.where('s.createdAt', '>', after);
   if (ids) q = q.where('s.id', 'in', ids.length ? ids : ['']);

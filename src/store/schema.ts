@@ -166,6 +166,8 @@ export interface ApiSessionRow extends BaseRow {
   lastActivityAt: string;
   /** A JWT API session (OIDC) ends here, at its latest refresh token's expiry; null: a legacy one, ended by idleness. */
   expiresAt: string | null;
+  /** The external JWT signer whose JWT this session still owes (its auth policy's secondary.requireExtJwtSigner); null: none owed. */
+  extJwtPending: string | null;
 }
 
 /** An OIDC authorization request, from /oidc/authorize until its code is exchanged (model/auth/oidc/). */
@@ -197,6 +199,8 @@ export interface OidcAuthRequestRow {
   totpRequired: number;
   totpEnrolled: number;
   isCertExtendable: number;
+  /** The signer the identity's auth policy requires a JWT from as a second factor (amr `ejs:<id>` once shown). */
+  extJwtSigner: string | null;
 }
 
 export interface EntityRoleAttributeRow {

@@ -30,7 +30,7 @@ const touchEvery = (ctx: Ctx) => Math.min(60_000, timeoutMs(ctx) / 10);
 
 export async function createApiSession(
   ctx: Ctx,
-  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean; isMfaComplete?: boolean; isCertExtendable?: boolean; expiresAt?: Date },
+  o: { identityId: string; authenticatorId: string; ipAddress: string; configTypes: string[]; isMfaRequired?: boolean; isMfaComplete?: boolean; isCertExtendable?: boolean; expiresAt?: Date; extJwtPending?: string | null },
 ) {
   // A JWT API session (OIDC, expiresAt given) is carried by its signed tokens: its row's token is a random
   // value nobody is told, and routers are not handed one (they check the JWTs themselves).
@@ -56,6 +56,7 @@ export async function createApiSession(
       isCertExtendable: o.isCertExtendable ? 1 : 0,
       lastActivityAt: now,
       expiresAt: o.expiresAt ? iso(o.expiresAt) : null,
+      extJwtPending: o.extJwtPending ?? null,
     })
     .execute();
   return { id, token };
@@ -64,7 +65,7 @@ export async function createApiSession(
 // The API session's own columns and its identity's, each under a `session` prefix, for a statement that
 // reads something else with the session by its token hash (one wait on PostgreSQL instead of two): the
 // current identity, a client's service by name, the service-updates poll.
-const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt', 'expiresAt'] as const;
+const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt', 'expiresAt', 'extJwtPending'] as const;
 const IDENTITY_COLUMNS = { identityName: 'name', isAdmin: 'isAdmin', permissions: 'permissions', disabled: 'disabled', disabledUntil: 'disabledUntil' } as const;
 const prefixed = (c: string) => `session${c[0].toUpperCase()}${c.slice(1)}`;
 
@@ -114,10 +115,11 @@ export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSe
     apiSessionEnded(ctx, row, 'expired');
     throw unauthorized('The API session has expired: authenticate again');
   }
-  if (isSet(row.isMfaRequired) && !isSet(row.isMfaComplete) && now.getTime() - Date.parse(row.createdAt) > PARTIAL_SESSION_MS) {
+  if (isPartial(row) && now.getTime() - Date.parse(row.createdAt) > PARTIAL_SESSION_MS) {
     await ctx.store.db.deleteFrom('apiSessions').where('id', '=', row.id).execute();
-    apiSessionEnded(ctx, row, 'mfa-not-given');
-    throw unauthorized(`The MFA code was not given within ${PARTIAL_SESSION_MS / 60_000} minutes of the login: authenticate again`);
+    const totp = isSet(row.isMfaRequired) && !isSet(row.isMfaComplete);
+    apiSessionEnded(ctx, row, totp ? 'mfa-not-given' : 'ext-jwt-not-given');
+    throw unauthorized(`The ${totp ? 'MFA code' : "JWT of the external signer the auth policy requires"} was not given within ${PARTIAL_SESSION_MS / 60_000} minutes of the login: authenticate again`);
   }
   if (isSet(row.disabled) && (!row.disabledUntil || Date.parse(row.disabledUntil) > now.getTime())) {
     throw unauthorized('The identity is disabled');
@@ -128,6 +130,9 @@ export async function resolveSession(ctx: Ctx, token: string, tokenHash = hashSe
   }
   return row;
 }
+
+/** A session that still owes a second factor: its TOTP code, or a JWT from the signer its auth policy requires. */
+export const isPartial = (row: { isMfaRequired: number; isMfaComplete: number; extJwtPending?: string | null }) => (isSet(row.isMfaRequired) && !isSet(row.isMfaComplete)) || !!row.extJwtPending;
 
 /** A legacy session ends after the idle timeout; a JWT API session at its expiresAt (its tokens' lifetime). */
 export const hasExpired = (ctx: Ctx, row: { lastActivityAt: string; expiresAt?: string | null }, now = ctx.clock.now().getTime()) =>
@@ -171,10 +176,9 @@ export async function expireApiSessions(ctx: Ctx) {
     .execute();
   const partial = await ctx.store.db
     .deleteFrom('apiSessions')
-    .where('isMfaRequired', '=', 1)
-    .where('isMfaComplete', '=', 0)
+    .where((eb) => eb.or([eb.and([eb('isMfaRequired', '=', 1), eb('isMfaComplete', '=', 0)]), eb('extJwtPending', 'is not', null)]))
     .where('createdAt', '<', iso(new Date(now - PARTIAL_SESSION_MS)))
-    .returning(['id', 'identityId'])
+    .returning(['id', 'identityId', 'isMfaRequired', 'isMfaComplete'])
     .execute();
   for (const s of idle) apiSessionEnded(ctx, s, 'expired');
   // A JWT session past its end may leave an access token that lives on (one exchanged for another is
@@ -183,7 +187,7 @@ export async function expireApiSessions(ctx: Ctx) {
   if (jwt.length) {
     await writeTx(ctx, (tx) => revokeEndedJwtSessions(tx, ctx, jwt, 'expired'));
   }
-  for (const s of partial) apiSessionEnded(ctx, s, 'mfa-not-given');
+  for (const s of partial) apiSessionEnded(ctx, { id: s.id, identityId: s.identityId }, isSet(s.isMfaRequired) && !isSet(s.isMfaComplete) ? 'mfa-not-given' : 'ext-jwt-not-given');
   // The same sweep forgets revocations past their expiry (nothing they name can still be valid).
   await pruneRevocations(ctx);
   // ... and OIDC authorization requests past their lifetime (model/auth/oidc/requests.ts).
@@ -206,7 +210,7 @@ export const NO_CERT_STATE: CertState = { isCertExtendRequested: false, isCertKe
  * 10 s and shifts its refresh timer by the difference. Upstream answers its in-memory activity there;
  * the request's time is it. `cert`: what the session says of its certificate (an extension asked for).
  */
-export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string, own = false, cert: CertState = NO_CERT_STATE) {
+export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string, own = false, cert: CertState = NO_CERT_STATE, extJwtQuery?: Record<string, unknown>) {
   const expiresAt = s.expiresAt ? new Date(s.expiresAt) : new Date(Date.parse(s.lastActivityAt) + timeoutMs(ctx));
   return {
     id: s.id,
@@ -220,7 +224,11 @@ export function apiSessionDetail(ctx: Ctx, s: SessionWithIdentity, token: string
     authenticatorId: s.authenticatorId,
     ipAddress: s.ipAddress,
     configTypes: fromJson<string[]>(s.configTypes, []),
-    authQueries: isSet(s.isMfaRequired) && !isSet(s.isMfaComplete) ? [MFA_AUTH_QUERY] : [],
+    authQueries: [
+      ...(isSet(s.isMfaRequired) && !isSet(s.isMfaComplete) ? [MFA_AUTH_QUERY] : []),
+      // The second-factor JWT still owed (upstream's EXT-JWT query, with the signer's client id, scopes and URL when read).
+      ...(s.extJwtPending ? [extJwtQuery ?? { typeId: 'EXT-JWT', provider: 'url', id: s.extJwtPending }] : []),
+    ],
     isMfaRequired: isSet(s.isMfaRequired),
     isMfaComplete: isSet(s.isMfaComplete),
     isCertExtendable: isSet(s.isCertExtendable),

@@ -3,7 +3,7 @@ import { X509Certificate } from 'node:crypto';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
-import { authenticateExtJwt } from './ext-jwt.js';
+import { authenticateExtJwt, bearerTokens, checkSecondaryJwt, type SecondaryResult } from './ext-jwt.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
 import { ApiError, loginRefused, type LoginFailure } from '../errors.js';
@@ -37,6 +37,8 @@ export interface PrimaryAuth {
   ipAddress: string;
   input: AuthenticateInput;
   isCertExtendable?: boolean;
+  /** The request's bearer tokens: a JWT among them may be the second factor its auth policy requires (secondary.requireExtJwtSigner). */
+  bearers?: string[];
 }
 
 /** What follows a primary method that succeeded: a legacy API session (openSession), or an OIDC request's step. */
@@ -46,9 +48,12 @@ export type Finish<T> = (ctx: Ctx, o: PrimaryAuth) => Promise<T>;
 export function authenticate<T>(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[], authorization: string | undefined, finish: Finish<T>): Promise<T>;
 export function authenticate(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented?: X509Certificate[], authorization?: string): ReturnType<typeof openSession>;
 export async function authenticate<T>(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[] = [], authorization?: string, finish: Finish<T> = openSession as never) {
-  if (method === 'password') return authenticatePassword(ctx, input, ipAddress, finish);
-  if (method === 'cert') return authenticateCert(ctx, input, ipAddress, presented, finish);
-  if (method === 'ext-jwt') return authenticateExtJwt(ctx, authorization, input, ipAddress, finish);
+  // As upstream, the bearer tokens sent with any login are candidates for the second factor.
+  const bearers = bearerTokens([authorization]);
+  const fin: Finish<T> = (c, o) => finish(c, { ...o, bearers });
+  if (method === 'password') return authenticatePassword(ctx, input, ipAddress, fin);
+  if (method === 'cert') return authenticateCert(ctx, input, ipAddress, presented, fin);
+  if (method === 'ext-jwt') return authenticateExtJwt(ctx, bearers[0], input, ipAddress, fin);
   if ((AUTH_METHODS as readonly string[]).includes(method)) {
     throw new ApiError(400, 'INVALID_AUTH_METHOD', `The authentication method '${method}' is not enabled on this controller yet; use method=password`);
   }
@@ -113,9 +118,11 @@ async function recordFailure(ctx: Ctx, authenticatorId: string, updb: AuthPolicy
  * (verified TOTP, or a policy that requires it), and open the API session.
  */
 export async function openSession(ctx: Ctx, o: PrimaryAuth) {
-  const { isMfaRequired } = await loginState(ctx, o.identityId).catch((e: unknown) => {
+  const { isMfaRequired, extJwtSigner } = await loginState(ctx, o.identityId).catch((e: unknown) => {
     throw Object.assign(e as object, { authenticatorId: (e as { authenticatorId?: string }).authenticatorId ?? o.authenticatorId });
   });
+  // The second factor of secondary.requireExtJwtSigner: given now (a bearer JWT sent with the login), or owed.
+  const extJwt: { signerId: string; result: SecondaryResult } | undefined = extJwtSigner ? { signerId: extJwtSigner, result: await checkSecondaryJwt(ctx, extJwtSigner, o.identityId, o.bearers ?? []) } : undefined;
   await recordClientInfo(ctx, o.identityId, o.input);
   const { token } = await createApiSession(ctx, {
     identityId: o.identityId,
@@ -124,15 +131,17 @@ export async function openSession(ctx: Ctx, o: PrimaryAuth) {
     configTypes: o.input.configTypes ?? [],
     isCertExtendable: o.isCertExtendable,
     isMfaRequired,
+    extJwtPending: extJwt && extJwt.result !== 'ok' ? extJwt.signerId : null,
   });
-  return { token, session: await resolveSession(ctx, token) };
+  return { token, session: await resolveSession(ctx, token), extJwt };
 }
 
 /**
  * Whether the identity may log in now (not disabled: else 401), and what its login still owes: MFA when
- * it has verified TOTP or its auth policy requires TOTP.
+ * it has verified TOTP or its auth policy requires TOTP; a JWT from the signer its policy names as a
+ * second factor (secondary.requireExtJwtSigner).
  */
-export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaRequired: boolean; isTotpEnrolled: boolean }> {
+export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaRequired: boolean; isTotpEnrolled: boolean; extJwtSigner: string | null }> {
   const identity = await ctx.store.db
     .selectFrom('identities as i')
     .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
@@ -144,7 +153,7 @@ export async function loginState(ctx: Ctx, identityId: string): Promise<{ isMfaR
   const now = ctx.clock.now().getTime();
   if (isSet(identity.disabled) && (!identity.disabledUntil || Date.parse(identity.disabledUntil) > now)) throw refusedFor(identityId, undefined, 'identity-disabled');
   const secondary = JSON.parse(identity.secondaryJson || '{}') as AuthPolicy['secondary'];
-  return { isMfaRequired: isSet(identity.mfaVerified) || !!secondary.requireTotp, isTotpEnrolled: isSet(identity.mfaVerified) };
+  return { isMfaRequired: isSet(identity.mfaVerified) || !!secondary.requireTotp, isTotpEnrolled: isSet(identity.mfaVerified), extJwtSigner: secondary.requireExtJwtSigner || null };
 }
 
 /** The certificate presented on the TLS connection (the handshake proved its key) matched to a cert authenticator. */

@@ -3,7 +3,7 @@ import { decodeJwt, decodeProtectedHeader, importX509, jwtVerify, type JWTPayloa
 import type { Ctx } from '../context.js';
 import { ApiError, loginRefused as refused } from '../errors.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
-import { fromJson, isSet } from '../../store/json.js';
+import { fromJson, isSet, sortedStrings } from '../../store/json.js';
 import type { ExternalJwtSignerRow } from '../../store/schema.js';
 import type { AuthenticateInput, Finish } from './authenticate.js';
 import { keySet, remoteKeys } from './jwks-cache.js';
@@ -54,8 +54,7 @@ export async function verifiedBySigner(ctx: Ctx, signer: ExternalJwtSignerRow, t
   }
 }
 
-export async function authenticateExtJwt<T>(ctx: Ctx, authorization: string | undefined, input: AuthenticateInput, ipAddress: string, finish: Finish<T>) {
-  const token = authorization && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : '';
+export async function authenticateExtJwt<T>(ctx: Ctx, token: string | undefined, input: AuthenticateInput, ipAddress: string, finish: Finish<T>) {
   if (!token) throw refused('invalid-token', new ApiError(401, 'INVALID_AUTH', 'The ext-jwt method needs the JWT in the Authorization header (Bearer)'));
   let iss: string;
   try {
@@ -84,4 +83,70 @@ export async function authenticateExtJwt<T>(ctx: Ctx, authorization: string | un
   }
   // No enabled signer of that issuer verifies it (signature, expiry, audience).
   throw refused('invalid-token');
+}
+
+/** How a second-factor JWT turned out: given, or why not (upstream's WWW-Authenticate errors). */
+export type SecondaryResult = 'ok' | 'missing' | 'expired' | 'invalid';
+
+/** The bearer tokens of Authorization header values (`Bearer x`, several headers, or several in one separated by commas), at most 3 as upstream. */
+export function bearerTokens(values: (string | undefined)[]): string[] {
+  const out: string[] = [];
+  for (const v of values) {
+    if (!v) continue;
+    for (const part of v.split(',')) {
+      const m = /^\s*bearer\s+(\S+)\s*$/i.exec(part);
+      if (m) out.push(m[1]);
+    }
+  }
+  return out.slice(0, 3);
+}
+
+/**
+ * An auth policy's secondary.requireExtJwtSigner (upstream model/authenticator_mod_ext_jwt.go
+ * ProcessSecondary): among the request's bearer tokens, one that the signer (enabled) verifies and whose
+ * claim names this identity, as a primary ext-jwt login would find it. 'expired' when the best candidate
+ * from that signer's issuer is past its exp, 'invalid' for any other refusal, 'missing' without one.
+ */
+export async function checkSecondaryJwt(ctx: Ctx, signerId: string, identityId: string, tokens: string[]): Promise<SecondaryResult> {
+  const signer = await ctx.store.db.selectFrom('externalJwtSigners').selectAll().where('id', '=', signerId).executeTakeFirst();
+  if (!signer || !isSet(signer.enabled)) return tokens.length ? 'invalid' : 'missing';
+  let result: SecondaryResult = 'missing';
+  for (const token of tokens) {
+    let claims: JWTPayload;
+    try {
+      claims = decodeJwt(token);
+    } catch {
+      continue;
+    }
+    if (claims.iss !== signer.issuer) continue;
+    const payload = await verifiedBySigner(ctx, signer, token);
+    if (!payload) {
+      const expired = typeof claims.exp === 'number' && claims.exp * 1000 + CLOCK_SKEW_SECONDS * 1000 < ctx.clock.now().getTime();
+      if (result !== 'expired') result = expired ? 'expired' : 'invalid';
+      continue;
+    }
+    const claim = payload[signer.claimsProperty || 'sub'];
+    if (typeof claim !== 'string' || !claim) {
+      result = 'invalid';
+      continue;
+    }
+    const identity = await ctx.store.db.selectFrom('identities').select('id').where(isSet(signer.useExternalId) ? 'externalId' : 'id', '=', claim).executeTakeFirst();
+    // A JWT of someone else's does not stand for this identity's second factor.
+    if (identity?.id === identityId) return 'ok';
+    result = 'invalid';
+  }
+  return result;
+}
+
+/** The auth query of a session or an OIDC login that owes a JWT from `signerId` (upstream env.NewAuthQueryExtJwt). */
+export async function extJwtAuthQuery(ctx: Ctx, signerId: string) {
+  const s = await ctx.store.db.selectFrom('externalJwtSigners').select(['id', 'clientId', 'externalAuthUrl', 'scopes']).where('id', '=', signerId).executeTakeFirst();
+  return { typeId: 'EXT-JWT', provider: 'url', id: signerId, httpUrl: s?.externalAuthUrl ?? '', clientId: s?.clientId ?? '', scopes: sortedStrings(s?.scopes) };
+}
+
+/** Upstream's WWW-Authenticate for a second-factor JWT not given (errorz.NewUnauthorizedSecondaryExtToken*). */
+export async function secondaryChallenge(ctx: Ctx, signerId: string, result: Exclude<SecondaryResult, 'ok'>): Promise<string> {
+  const s = await ctx.store.db.selectFrom('externalJwtSigners').select('issuer').where('id', '=', signerId).executeTakeFirst();
+  const description = { missing: 'no matching token was provided', expired: 'token expired', invalid: 'token is invalid' }[result];
+  return `Bearer realm="openziti-secondary-ext-jwt" error="${result}" error_description="${description}" id="${signerId}" issuer="${s?.issuer ?? ''}"`;
 }

@@ -4,6 +4,8 @@ import { baseFields, EntityRef } from './common.js';
 const AuthQuery = Type.Object({
   typeId: Type.String(), provider: Type.String(), httpMethod: Type.Optional(Type.String()), httpUrl: Type.Optional(Type.String()),
   minLength: Type.Optional(Type.Integer()), maxLength: Type.Optional(Type.Integer()), format: Type.Optional(Type.String()),
+  // 2.x (authQueryDetail): an EXT-JWT query names its signer, the client id and scopes to ask its provider with.
+  id: Type.Optional(Type.String()), clientId: Type.Optional(Type.String()), scopes: Type.Optional(Type.Array(Type.String())), isTotpEnrolled: Type.Optional(Type.Boolean()),
 });
 
 export const apiSessionSchema = Type.Object({

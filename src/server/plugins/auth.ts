@@ -5,6 +5,7 @@ import { resolveSession, type SessionWithIdentity } from '../../model/auth/api-s
 import { resolveApiToken } from '../../model/auth/api-tokens.js';
 import { resolveJwtSession } from '../../model/auth/oidc/bearer.js';
 import { looksLikeJwt } from '../../model/auth/oidc/tokens.js';
+import { bearerTokens, checkSecondaryJwt, secondaryChallenge, type SecondaryResult } from '../../model/auth/ext-jwt.js';
 import { API_TOKEN_PREFIX } from '../../model/resources/api-tokens.js';
 import type { Ctx, Principal } from '../../model/context.js';
 import { ApiError, unauthorized } from '../../model/errors.js';
@@ -51,6 +52,17 @@ export function sessionToken(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
+/**
+ * Every Authorization header of the request as one value (Node keeps only the first of several): upstream
+ * reads up to three bearer tokens, a second factor's JWT among them.
+ */
+export function authorizationOf(request: FastifyRequest): string | undefined {
+  const raw = request.raw.rawHeaders;
+  const values: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i].toLowerCase() === 'authorization') values.push(raw[i + 1]);
+  return values.length > 1 ? values.join(', ') : request.headers.authorization;
+}
+
 export interface LocalAdmin {
   /** A per-process secret that only in-process (inject) callers know. */
   token: string;
@@ -87,14 +99,37 @@ export function registerAuth(app: FastifyInstance, ctx: Ctx, localAdmin?: LocalA
       s = await resolveSession(ctx, token, tokenHash, both?.session);
       if (both) request.prefetched = both.rest;
     }
+    // A session that owes its second-factor JWT takes it from any request that sends it (beside zt-session).
+    const secondary = s.extJwtPending ? await takeSecondaryJwt(ctx, s, request) : undefined;
     request.apiSession = s;
     const isAdmin = isSet(s.isAdmin);
     request.principal = { identityId: s.identityId, identityName: s.identityName, isAdmin, readOnlyAdmin: !isAdmin && hasPermission(s.permissions, ADMIN_READONLY), permissions: fromJson<string[]>(s.permissions, []), apiSessionId: s.id, token };
     if (access !== 'partial' && isSet(s.isMfaRequired) && !isSet(s.isMfaComplete)) {
       throw new ApiError(401, 'MFA_REQUIRED', 'This API session must complete MFA first: POST /authenticate/mfa with a code (or enroll MFA, as the auth policy requires)');
     }
+    if (access !== 'partial' && s.extJwtPending) {
+      throw new ApiError(401, 'UNAUTHORIZED', `This API session owes the JWT of external signer '${s.extJwtPending}' its auth policy requires: send it as Authorization: Bearer (beside zt-session) on this or any request`, undefined, {
+        headers: { 'www-authenticate': await secondaryChallenge(ctx, s.extJwtPending, secondary && secondary !== 'ok' ? secondary : 'missing') },
+      });
+    }
     if (access === 'admin') assertAdmin(request.principal, request.method, request.url);
   });
+}
+
+/**
+ * The second factor of secondary.requireExtJwtSigner given on a later request (upstream checks the bearer
+ * tokens of every request; ztc, like TOTP, marks the session once it has seen one, since SDKs send it with
+ * their login only). Only the bearer tokens that are not the session's own token count.
+ */
+async function takeSecondaryJwt(ctx: Ctx, s: SessionWithIdentity, request: FastifyRequest): Promise<SecondaryResult> {
+  const fromZtSession = typeof request.headers['zt-session'] === 'string' && !!request.headers['zt-session'];
+  const tokens = bearerTokens([authorizationOf(request)]).filter((t) => fromZtSession || t !== sessionToken(request));
+  if (!tokens.length) return 'missing';
+  const result = await checkSecondaryJwt(ctx, s.extJwtPending!, s.identityId, tokens);
+  if (result !== 'ok') return result;
+  await ctx.store.db.updateTable('apiSessions').set({ extJwtPending: null }).where('id', '=', s.id).where('extJwtPending', '=', s.extJwtPending).execute();
+  s.extJwtPending = null;
+  return result;
 }
 
 /**

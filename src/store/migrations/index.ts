@@ -31,6 +31,7 @@ import { postureReportOnly } from './0035-posture-report-only.js';
 import { terminatorSessions } from './0036-terminator-sessions.js';
 import { sessionGrants } from './0037-session-grants.js';
 import { oidc } from './0032-oidc.js';
+import { secondaryExtJwt } from './0038-secondary-ext-jwt.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -64,5 +65,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0035-posture-report-only': postureReportOnly(),
     '0036-terminator-sessions': terminatorSessions(),
     '0037-session-grants': sessionGrants(),
+    '0038-secondary-ext-jwt': secondaryExtJwt(),
   };
 }

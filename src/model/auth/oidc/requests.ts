@@ -14,6 +14,7 @@ import { parseCsr } from '../../pki/csr.js';
 import { fromJson } from '../../../store/json.js';
 import type { OidcAuthRequestRow } from '../../../store/schema.js';
 import { authenticate, loginState, type AuthenticateInput, type PrimaryAuth } from '../authenticate.js';
+import { bearerTokens, checkSecondaryJwt, extJwtAuthQuery, secondaryChallenge } from '../ext-jwt.js';
 import { failOnSession, forgetSession, MAX_PARTIAL_FAILURES } from '../mfa-budget.js';
 import { checkCode, deleteMfa, getMfa, invalidCode, mfaDetail, startMfa, verifyMfa } from '../mfa.js';
 import { invalidGrant, OidcError } from './errors.js';
@@ -23,6 +24,8 @@ export const LOGIN_METHODS = ['password', 'cert', 'ext-jwt'] as const;
 export type LoginMethod = (typeof LOGIN_METHODS)[number];
 const PRIMARY = new Set<string>(LOGIN_METHODS);
 export const TOTP_AMR = 'totp';
+/** The amr of a second-factor JWT from an external signer, as upstream's (AuthMethodSecondaryExtJwt "ejs:<id>"). */
+export const extJwtAmr = (signerId: string) => `ejs:${signerId}`;
 
 /** An error to send back to the client's redirect URI (RFC 6749 4.1.2.1): the URI is known to be allowed. */
 export class RedirectError extends OidcError {
@@ -79,7 +82,7 @@ export async function createAuthRequest(ctx: Ctx, p: Record<string, unknown>, o:
     .values({
       id, createdAt: iso(now), expiresAt: iso(new Date(now.getTime() + AUTH_REQUEST_TTL_MS)), clientId, redirectUri, state: state.slice(0, 2048),
       nonce: (str(p.nonce) ?? '').slice(0, 2048), codeChallenge: challenge, remoteAddress: o.remoteAddress, requestedMethod: PRIMARY.has(method) ? method : '',
-      scopes: JSON.stringify(scopes), configTypes: JSON.stringify(configTypes), amr: '[]', totpRequired: 0, totpEnrolled: 0, isCertExtendable: 0,
+      scopes: JSON.stringify(scopes), configTypes: JSON.stringify(configTypes), amr: '[]', totpRequired: 0, totpEnrolled: 0, isCertExtendable: 0, extJwtSigner: null,
     })
     .execute();
   // As upstream's login resolver: the method asked for, else cert when the TLS connection carried one, else password.
@@ -107,12 +110,15 @@ export async function getAuthRequest(ctx: Ctx, id: unknown): Promise<AuthRequest
 
 export const hasPrimary = (r: AuthRequest) => !!r.identityId && r.amr.some((a) => PRIMARY.has(a));
 export const needsTotp = (r: AuthRequest) => !!r.totpRequired && !r.amr.includes(TOTP_AMR);
-export const isDone = (r: AuthRequest) => hasPrimary(r) && !needsTotp(r);
+export const needsExtJwt = (r: AuthRequest) => !!r.extJwtSigner && !r.amr.includes(extJwtAmr(r.extJwtSigner));
+export const isDone = (r: AuthRequest) => hasPrimary(r) && !needsTotp(r) && !needsExtJwt(r);
 
-/** What the login still owes, as upstream lists it (AuthRequest.GetAuthQueries). */
-export function authQueries(r: AuthRequest) {
-  if (!needsTotp(r)) return [];
-  return [{ typeId: 'TOTP', format: 'numeric', httpMethod: 'POST', httpUrl: './oidc/login/totp', maxLength: 8, minLength: 6, provider: 'ziti', isTotpEnrolled: !!r.totpEnrolled }];
+/** What the login still owes, as upstream lists it (AuthRequest.GetAuthQueries): its TOTP code, the JWT of the signer its auth policy requires. */
+export async function authQueries(ctx: Ctx, r: AuthRequest) {
+  return [
+    ...(needsTotp(r) ? [{ typeId: 'TOTP', format: 'numeric', httpMethod: 'POST', httpUrl: './oidc/login/totp', maxLength: 8, minLength: 6, provider: 'ziti', isTotpEnrolled: !!r.totpEnrolled }] : []),
+    ...(needsExtJwt(r) ? [await extJwtAuthQuery(ctx, r.extJwtSigner!)] : []),
+  ];
 }
 
 export interface LoginInput extends AuthenticateInput {
@@ -126,6 +132,8 @@ export interface LoginInput extends AuthenticateInput {
  */
 export async function loginRequest(ctx: Ctx, id: unknown, method: LoginMethod, input: LoginInput, ipAddress: string, presented: X509Certificate[], authorization?: string): Promise<AuthRequest> {
   const r = await getAuthRequest(ctx, id);
+  // The ext-jwt step of a request logged in that owes its second-factor JWT: that JWT, not a second login.
+  if (hasPrimary(r) && method === 'ext-jwt' && needsExtJwt(r)) return secondaryExtJwt(ctx, r, authorization);
   if (hasPrimary(r)) throw new ApiError(400, 'INVALID_AUTH', 'This authorization request is already logged in: continue with its next step, or start again at /oidc/authorize');
   // A CSR to sign at the code's exchange (OIDC_AUTH_WITH_CSR) must be one.
   if (input.csrPem) {
@@ -146,6 +154,7 @@ export async function loginRequest(ctx: Ctx, id: unknown, method: LoginMethod, i
     amr: JSON.stringify([method]),
     totpRequired: state.isMfaRequired ? 1 : 0,
     totpEnrolled: state.isTotpEnrolled ? 1 : 0,
+    extJwtSigner: state.extJwtSigner,
     isCertExtendable: primary.isCertExtendable ? 1 : 0,
     certFingerprint: leaf ? fingerprintOf(leaf.toString()) : null,
     sdkInfo: input.sdkInfo ? JSON.stringify(input.sdkInfo) : null,
@@ -157,7 +166,24 @@ export async function loginRequest(ctx: Ctx, id: unknown, method: LoginMethod, i
   const res = await ctx.store.db.updateTable('oidcAuthRequests').set(changed).where('id', '=', r.id).where('identityId', 'is', null).executeTakeFirst();
   if (Number(res.numUpdatedRows) !== 1) throw new ApiError(400, 'INVALID_AUTH', 'This authorization request is already logged in');
   authenticationSucceeded(ctx, method, { identityId: primary.identityId, authenticatorId: primary.authenticatorId, ipAddress });
-  return parse({ ...(await ctx.store.db.selectFrom('oidcAuthRequests').selectAll().where('id', '=', r.id).executeTakeFirstOrThrow()) });
+  const done = parse({ ...(await ctx.store.db.selectFrom('oidcAuthRequests').selectAll().where('id', '=', r.id).executeTakeFirstOrThrow()) });
+  // As upstream's login: a bearer JWT sent with any login may be the second factor already.
+  if (state.extJwtSigner && (await checkSecondaryJwt(ctx, state.extJwtSigner, primary.identityId, bearerTokens([authorization]))) === 'ok') return addAmr(ctx, done, extJwtAmr(state.extJwtSigner));
+  return done;
+}
+
+/** An error that says which second-factor JWT is missing, expired or invalid (upstream's WWW-Authenticate rides on it). */
+export class SecondaryJwtError extends ApiError {
+  constructor(readonly challenge: string) {
+    super(401, 'INVALID_AUTH', 'The JWT of the external signer this identity\'s auth policy requires as a second factor is missing, expired or not valid', undefined, { headers: { 'www-authenticate': challenge } });
+  }
+}
+
+/** The ext-jwt step after the primary login: the bearer JWT of the signer the auth policy requires, for this identity. */
+async function secondaryExtJwt(ctx: Ctx, r: AuthRequest, authorization?: string): Promise<AuthRequest> {
+  const result = await checkSecondaryJwt(ctx, r.extJwtSigner!, r.identityId!, bearerTokens([authorization]));
+  if (result !== 'ok') throw new SecondaryJwtError(await secondaryChallenge(ctx, r.extJwtSigner!, result));
+  return addAmr(ctx, r, extJwtAmr(r.extJwtSigner!));
 }
 
 async function addAmr(ctx: Ctx, r: AuthRequest, amr: string, extra: Partial<OidcAuthRequestRow> = {}): Promise<AuthRequest> {
@@ -222,7 +248,7 @@ export async function verifyTotpEnroll(ctx: Ctx, id: unknown, code: unknown): Pr
  */
 export async function issueCode(ctx: Ctx, id: unknown): Promise<string> {
   const r = await getAuthRequest(ctx, id);
-  if (!isDone(r)) throw new RedirectError(r.redirectUri, r.state, 'access_denied', needsTotp(r) ? 'the login still owes its TOTP code' : 'the request is not logged in');
+  if (!isDone(r)) throw new RedirectError(r.redirectUri, r.state, 'access_denied', needsTotp(r) ? 'the login still owes its TOTP code' : needsExtJwt(r) ? "the login still owes the JWT of the external signer its auth policy requires" : 'the request is not logged in');
   // Still allowed to log in (disabled since, for one): else no code.
   try {
     await loginState(ctx, r.identityId!);

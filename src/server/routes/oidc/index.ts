@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, unauthorized } from '../../../model/errors.js';
 import type { Ctx } from '../../../model/context.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
+import { authorizationOf } from '../../plugins/auth.js';
 import { loginFailed } from '../../../model/events/emit.js';
 import { checkAccessToken } from '../../../model/auth/oidc/bearer.js';
 import { OidcError } from '../../../model/auth/oidc/errors.js';
@@ -103,11 +104,12 @@ function totpPage(id: string, error?: string) {
 }
 
 /** The next step of a logged-in request: its code (through the callback), or what it still owes. */
-function next(reply: FastifyReply, req: FastifyRequest, r: AuthRequest) {
+async function next(ctx: Ctx, reply: FastifyReply, req: FastifyRequest, r: AuthRequest) {
   if (isDone(r)) return reply.redirect(`${OIDC_PATH}/authorize/callback?id=${encodeURIComponent(r.id)}`, 302);
   if (needsTotp(r)) reply.header('totp-required', 'true');
-  if (wantsHtml(req)) return reply.type('text/html; charset=utf-8').send(totpPage(r.id));
-  return reply.code(200).send({ authQueries: authQueries(r) });
+  // A browser can type a TOTP code; the external provider's JWT comes from the client (POST /oidc/login/ext-jwt).
+  if (wantsHtml(req) && needsTotp(r)) return reply.type('text/html; charset=utf-8').send(totpPage(r.id));
+  return reply.code(200).send({ authQueries: await authQueries(ctx, r) });
 }
 
 /** An OAuth error as its endpoint answers it: JSON {error, error_description}, or a redirect to the client. */
@@ -226,7 +228,7 @@ export async function registerOidc(app: FastifyInstance, ctx: Ctx) {
         const id = requestIdOf(body, req.query as Body);
         let r: AuthRequest;
         try {
-          r = await loginRequest(ctx, id, method, input, req.ip, presentedCertificates(req.raw.socket), req.headers.authorization);
+          r = await loginRequest(ctx, id, method, input, req.ip, presentedCertificates(req.raw.socket), authorizationOf(req));
         } catch (e) {
           loginFailed(ctx, method, e, req.ip, { username: input.username });
           if (wantsHtml(req) && method === 'password' && e instanceof ApiError && id) {
@@ -234,14 +236,14 @@ export async function registerOidc(app: FastifyInstance, ctx: Ctx) {
           }
           throw e;
         }
-        return next(reply, req, r);
+        return next(ctx, reply, req, r);
       });
     }
 
     o.get(`${OIDC_PATH}/login/auth-queries`, { config: pub, schema: hidden }, async (req, reply) => {
       const r = await getAuthRequest(ctx, first((req.query as Body).id) ?? first((req.query as Body).authRequestID));
       if (needsTotp(r)) reply.header('totp-required', 'true');
-      return { authQueries: authQueries(r) };
+      return { authQueries: await authQueries(ctx, r) };
     });
 
     o.post(`${OIDC_PATH}/login/totp`, { config: pub, schema: hidden }, async (req, reply) => {
@@ -254,7 +256,7 @@ export async function registerOidc(app: FastifyInstance, ctx: Ctx) {
         if (wantsHtml(req) && e instanceof ApiError && id && e.status === 400) return reply.code(400).type('text/html; charset=utf-8').send(totpPage(id, e.message));
         throw e;
       }
-      return next(reply, req, r);
+      return next(ctx, reply, req, r);
     });
     o.post(`${OIDC_PATH}/login/totp/enroll`, { config: pub, schema: hidden }, async (req, reply) => {
       const body = bodyOf(req);
@@ -268,7 +270,7 @@ export async function registerOidc(app: FastifyInstance, ctx: Ctx) {
     });
     o.post(`${OIDC_PATH}/login/totp/enroll/verify`, { config: pub, schema: hidden }, async (req, reply) => {
       const body = bodyOf(req);
-      return next(reply, req, await verifyTotpEnroll(ctx, requestIdOf(body, req.query as Body), first(body.code)));
+      return next(ctx, reply, req, await verifyTotpEnroll(ctx, requestIdOf(body, req.query as Body), first(body.code)));
     });
 
     o.post(`${OIDC_PATH}/oauth/token`, { config: pub, schema: hidden }, async (req, reply) => {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { apiSessionDetail, deleteApiSession } from '../../../model/auth/api-sessions.js';
 import { authenticate, AUTH_METHODS } from '../../../model/auth/authenticate.js';
+import { extJwtAuthQuery, secondaryChallenge } from '../../../model/auth/ext-jwt.js';
 import { presentedCertificates } from '../../../model/pki/client-certs.js';
 import { certStateOf } from '../../../model/pki/extend.js';
 import { verifyPassword } from '../../../model/auth/password.js';
@@ -20,7 +21,7 @@ import { Empty, Envelope, IdParams, ListEnvelope, ListQuery, Password, Username 
 import type { ListParams } from '../../../store/list.js';
 import { errors, filterableFields } from '../../crud.js';
 import { empty, listOf, ok } from '../../envelope.js';
-import { principalOf } from '../../plugins/auth.js';
+import { authorizationOf, principalOf } from '../../plugins/auth.js';
 import { actorCtx } from '../../actor.js';
 import { apiSessionEnded, loginFailed, loginSucceeded } from '../../../model/events/emit.js';
 import { IGNORES_UNKNOWN_FIELDS } from '../../schema-compilers.js';
@@ -57,15 +58,17 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
       const body = (req.body ?? {}) as Row;
       let opened: Awaited<ReturnType<typeof authenticate>>;
       try {
-        opened = await authenticate(ctx, method, body, req.ip, presentedCertificates(req.raw.socket), req.headers.authorization);
+        opened = await authenticate(ctx, method, body, req.ip, presentedCertificates(req.raw.socket), authorizationOf(req));
       } catch (err) {
         loginFailed(ctx, method, err, req.ip, { username: body.username });
         throw err;
       }
-      const { token, session: s } = opened;
+      const { token, session: s, extJwt } = opened;
       loginSucceeded(ctx, method, s);
       reply.header('zt-session', token);
-      return ok(apiSessionDetail(ctx, s, token, true, await certStateOf(ctx, s)));
+      // A second-factor JWT not sent with the login: said as upstream says it (the session is partial until it is).
+      if (extJwt && extJwt.result !== 'ok') reply.header('www-authenticate', await secondaryChallenge(ctx, extJwt.signerId, extJwt.result));
+      return ok(apiSessionDetail(ctx, s, token, true, await certStateOf(ctx, s), s.extJwtPending ? await extJwtAuthQuery(ctx, s.extJwtPending) : undefined));
     },
   );
 
@@ -74,7 +77,8 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: Ctx) {
     { config: partial, schema: { operationId: 'getCurrentAPISession', tags: ['Current API Session'], summary: 'The API session of this request', response: { 200: Envelope(apiSessionSchema), ...errors(401) } } },
     async (req) => {
       if (!req.apiSession) throw unauthorized('The local administrator has no API session');
-      return ok(apiSessionDetail(ctx, req.apiSession, principalOf(req).token, true, await certStateOf(ctx, req.apiSession)));
+      const s = req.apiSession;
+      return ok(apiSessionDetail(ctx, s, principalOf(req).token, true, await certStateOf(ctx, s), s.extJwtPending ? await extJwtAuthQuery(ctx, s.extJwtPending) : undefined));
     },
   );
   app.delete(
