@@ -4,7 +4,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 // Bodies use the protobuf codec of src/fabric (its own tests check it against hand-made bytes).
 import { createHash, X509Certificate } from 'node:crypto';
-import { encode } from '../../src/fabric/channel/protobuf.js';
+import { encode, type Schema } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
 import { newKeyAndCsr } from '../../src/model/pki/csr.js';
 import { EdgePeer, le32, type Frame } from './edge-sdk.js';
@@ -155,3 +155,54 @@ export function capable(mask: Buffer | undefined, n: number): boolean {
   for (const b of mask) v = (v << 8n) | BigInt(b);
   return ((v >> BigInt(n)) & 1n) === 1n;
 }
+
+// ---- The router's own tunneler (its `tunnel` listener binding; edge_ctrl.proto of ziti 1.1.10 and 2.0.3,
+// content types 20400-20414 and 20220/20221). Schemas written here from the .proto, not taken from
+// src/fabric/ctrl/tunnel, so a field-number slip on either side shows as a mismatch.
+
+export const TT = {
+  CreateTunnelCircuitV2: 20220, CreateTunnelCircuitV2Response: 20221,
+  CreateApiSession: 20400, CreateApiSessionResponse: 20401, CreateCircuitForService: 20402, CreateCircuitForServiceResponse: 20403,
+  ListServices: 20404, ServiceList: 20405, CreateTunnelTerminator: 20406, CreateTunnelTerminatorResponse: 20407,
+  UpdateTunnelTerminator: 20408, UpdateTunnelTerminatorResponse: 20409, RemoveTunnelTerminator: 20410, RemoveTunnelTerminatorResponse: 20411,
+  TunnelHealthEvent: 20412, CreateTunnelTerminatorV2: 20413, CreateTunnelTerminatorV2Response: 20414,
+};
+const ApiSessionResponse: Schema = {
+  sessionId: { n: 1, type: 'string' }, token: { n: 2, type: 'string' }, refreshIntervalSeconds: { n: 3, type: 'uint32' }, identityId: { n: 4, type: 'string' }, identityName: { n: 5, type: 'string' },
+  defaultHostingPrecedence: { n: 6, type: 'enum' }, defaultHostingCost: { n: 7, type: 'uint32' }, appDataJson: { n: 8, type: 'string' },
+  servicePrecedences: { n: 9, type: { map: ['string', 'enum'] } }, serviceCosts: { n: 10, type: { map: ['string', 'uint32'] } },
+};
+const SessionResponse: Schema = { sessionId: { n: 1, type: 'string' }, token: { n: 2, type: 'string' } };
+export const TunnelPb: Record<string, Schema> = {
+  CreateApiSessionRequest: {
+    envInfo: { n: 1, type: { message: { arch: { n: 1, type: 'string' }, os: { n: 2, type: 'string' } } } },
+    sdkInfo: { n: 2, type: { message: { appId: { n: 1, type: 'string' }, type: { n: 5, type: 'string' } } } },
+    configTypes: { n: 3, type: 'string', repeated: true },
+  },
+  CreateApiSessionResponse: ApiSessionResponse,
+  ServicesList: {
+    lastUpdate: { n: 1, type: 'bytes' },
+    services: { n: 2, repeated: true, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, permissions: { n: 3, type: 'string', repeated: true }, encryption: { n: 4, type: 'bool' }, config: { n: 5, type: 'bytes' }, tags: { n: 6, type: 'bytes' } } } },
+  },
+  CreateTunnelTerminatorRequest: {
+    serviceName: { n: 1, type: 'string' }, sessionId: { n: 2, type: 'string' }, address: { n: 3, type: 'string' }, peerData: { n: 4, type: { map: ['uint32', 'bytes'] } },
+    cost: { n: 5, type: 'uint32' }, precedence: { n: 6, type: 'enum' }, instanceId: { n: 7, type: 'string' }, instanceSecret: { n: 8, type: 'bytes' }, startTime: { n: 9, type: 'uint64' },
+  },
+  CreateTunnelTerminatorResponse: { apiSession: { n: 1, type: { message: ApiSessionResponse } }, session: { n: 2, type: { message: SessionResponse } }, terminatorId: { n: 3, type: 'string' }, startTime: { n: 4, type: 'uint64' } },
+  CreateTunnelTerminatorRequestV2: {
+    serviceId: { n: 1, type: 'string' }, address: { n: 2, type: 'string' }, peerData: { n: 3, type: { map: ['uint32', 'bytes'] } }, cost: { n: 4, type: 'uint32' },
+    precedence: { n: 5, type: 'enum' }, instanceId: { n: 6, type: 'string' }, instanceSecret: { n: 7, type: 'bytes' }, startTime: { n: 8, type: 'uint64' },
+  },
+  CreateTunnelTerminatorResponseV2: { terminatorId: { n: 1, type: 'string' }, startTime: { n: 2, type: 'uint64' }, result: { n: 3, type: 'enum' }, msg: { n: 4, type: 'string' }, errorCode: { n: 5, type: 'uint32' }, retryHint: { n: 6, type: 'uint32' } },
+  CreateCircuitForServiceRequest: { sessionId: { n: 1, type: 'string' }, serviceName: { n: 2, type: 'string' }, terminatorInstanceId: { n: 3, type: 'string' }, peerData: { n: 4, type: { map: ['uint32', 'bytes'] } } },
+  CreateCircuitForServiceResponse: {
+    apiSession: { n: 1, type: { message: ApiSessionResponse } }, session: { n: 2, type: { message: SessionResponse } }, circuitId: { n: 3, type: 'string' }, address: { n: 4, type: 'string' },
+    peerData: { n: 5, type: { map: ['uint32', 'bytes'] } }, tags: { n: 6, type: { map: ['string', 'string'] } },
+  },
+  CreateTunnelCircuitV2Request: { serviceName: { n: 1, type: 'string' }, terminatorInstanceId: { n: 2, type: 'string' }, peerData: { n: 3, type: { map: ['uint32', 'bytes'] } } },
+  CreateTunnelCircuitV2Response: { circuitId: { n: 1, type: 'string' }, address: { n: 2, type: 'string' }, peerData: { n: 3, type: { map: ['uint32', 'bytes'] } }, tags: { n: 4, type: { map: ['string', 'string'] } } },
+  UpdateTunnelTerminatorRequest: { terminatorId: { n: 1, type: 'string' }, cost: { n: 2, type: 'uint32' }, precedence: { n: 3, type: 'enum' }, updatePrecedence: { n: 4, type: 'bool' }, updateCost: { n: 5, type: 'bool' } },
+  SessionRemoved: { tokens: { n: 1, type: 'string', repeated: true }, ids: { n: 2, type: 'string', repeated: true } },
+};
+/** The config types a 1.1.10 router's tunneler asks for (router/xgress_edge_tunnel/fabric.go). */
+export const TUNNELER_CONFIG_TYPES = ['f2dd2df0-9c04-4b84-a91e-71437ac229f1', 'cea49285-6c07-42cf-9f52-09a9b115c783', 'g7cIWbcGg', 'NH5p4FpGR', 'host.v2'];

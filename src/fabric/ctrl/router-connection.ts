@@ -18,6 +18,7 @@ import { CtrlHeader, CtrlType, FaultSubject, Schemas, TerminatorResult } from '.
 import { RdmSchemas } from '../rdm/schemas.js';
 import type { RouteStep } from './paths.js';
 import { decodeBytesMap, decodeStrings, encodeBytesMap, encodeStringMap } from './wire.js';
+import { handleTunnelerMessage, isTunnelerMessage } from './tunnel/tunneler.js';
 
 const PRECEDENCE: Precedence[] = ['default', 'required', 'failed'];
 
@@ -152,6 +153,8 @@ export class RouterConn {
       case CtrlType.UpdateTerminatorRequest:
         return void this.updateTerminator(m).catch(failed('terminator update'));
       default:
+        // The router's own tunneler (its `tunnel` listener binding): one handler per message in ./tunnel/.
+        if (isTunnelerMessage(m.type)) return void handleTunnelerMessage(this, m).catch(failed('tunneler request'));
         // The reconnecting dialer's probe (-33), traces, newer types: dropped, as upstream drops what it does not know.
         return;
     }
@@ -236,6 +239,8 @@ export class RouterConn {
     const req = decode(Schemas.UpdateTerminatorRequest, m.body);
     try {
       const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
+      // Made through another controller on the database, perhaps (network.ts adoptStored).
+      if (!this.network.terminators.has(String(req.terminatorId ?? ''))) await this.network.adoptStored({ ids: [String(req.terminatorId ?? '')] });
       const t = this.network.terminators.get(String(req.terminatorId ?? ''));
       if (!t || t.routerId !== this.routerId || t.serviceId !== s.serviceId) throw new Refused(`invalid terminator: no terminator '${String(req.terminatorId ?? '')}' of this session's service on this router`, EdgeError.InvalidTerminator);
       if (req.updateCost && Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.InvalidCost);
@@ -369,9 +374,9 @@ export class RouterConn {
    * established and creates none again); those it does not are removed. A router that does not answer
    * keeps them: a dial to one it lost fails at its egress, which removes it then.
    */
-  async validateTerminators(terminators: { id: string; address: string }[]) {
+  async validateTerminators(terminators: { id: string; address: string; binding?: string }[]) {
     if (!terminators.length || this.closed) return;
-    const body = encode(Schemas.ValidateTerminatorsV2Request, { terminators: terminators.map((t) => ({ id: t.id, binding: 'edge', address: t.address })), fixInvalid: true });
+    const body = encode(Schemas.ValidateTerminatorsV2Request, { terminators: terminators.map((t) => ({ id: t.id, binding: t.binding ?? 'edge', address: t.address })), fixInvalid: true });
     let reply: Message;
     try {
       reply = await this.channel.request(message(CtrlType.ValidateTerminatorsV2Request, [], body), VALIDATE_TIMEOUT_MS);
@@ -407,6 +412,8 @@ export class RouterConn {
 
   private async removeRequested(m: Message) {
     const { terminatorIds } = decode(Schemas.RemoveTerminatorsRequest, m.body);
+    // Those made through another controller on the database are taken first (network.ts adoptStored).
+    await this.network.adoptStored({ ids: terminatorIds as string[] });
     const mine = new Set(this.network.terminatorsOf(this.routerId));
     await this.network.removeTerminators((terminatorIds as string[]).filter((id) => mine.has(id)));
     this.channel.reply(m, message(ContentType.Result, [[Header.ResultSuccess, bool(true)]]));
