@@ -2,11 +2,11 @@
 // and the sweep that ends whatever lost its API session or service session (on any controller: the
 // store is the truth, so a logout elsewhere reaches these connections within a second).
 import type { Ctx } from '../model/context.js';
-import { addTerminator, removeTerminators, routerAccessLost, stillLive, touchApiSessions, updateTerminator } from '../model/data-plane.js';
+import { addTerminator, removeTerminators, routerAccessLost, stillLive, touchApiSessions, updateTerminator, type EdgeSession } from '../model/data-plane.js';
 import { revokeRouterless } from '../model/policy/enforce.js';
-import { message, str, u32 } from './channel/codec.js';
+import { message, str, u32, type Message } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
-import type { Circuit } from './circuits.js';
+import type { Circuit, Endpoint } from './circuits.js';
 import { reportDialFailure, type DialFailure } from './dial-failures.js';
 import { terminatorEvent } from './events.js';
 import type { CircuitRecorder } from './recorder.js';
@@ -119,6 +119,12 @@ export class Fabric {
    * for them): what a dial that finds none here is told it cannot reach (worker.ts sets it).
    */
   elsewhere?: (serviceId: string) => { count: number; routers: string[] };
+
+  /**
+   * Dials for a service with no terminator here, routed across this router's links to another router's
+   * (link/local-router.ts dialAcross; worker.ts sets it when the control channel runs).
+   */
+  across?: (dialer: Endpoint, s: EdgeSession, token: string, connect: Message, instanceId?: string) => Promise<{ circuit: Circuit; hostKey?: Buffer; start(): void }>;
 
   /** A dial here failed: counted, logged and an event (dial-failures.ts). */
   dialFailed(f: Omit<DialFailure, 'routerId' | 'routerName'>) {

@@ -10,6 +10,8 @@ import { ListenerGuard } from './channel/guard.js';
 import { startEdgeListener } from './edge/listener.js';
 import { closeChannelListener } from './channel/listener.js';
 import { Fabric, type FabricLog } from './fabric.js';
+import { LinkAcceptor } from './link/accept.js';
+import { LocalRouter } from './link/local-router.js';
 import type { CircuitRecorder } from './recorder.js';
 import type { StaticTerminators } from './static-terminators.js';
 
@@ -31,6 +33,8 @@ export interface RouterOptions {
 export interface EdgeRouter {
   router: EmbeddedRouter;
   fabric: Fabric;
+  /** The router as a member of the mesh: its links, and its part of circuits across them. */
+  mesh: LocalRouter;
   port: number;
   /** The edge port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
   guard: ListenerGuard;
@@ -48,8 +52,12 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
   const removed = await removeRouterEdgeTerminators(ctx, router.id);
   if (removed) o.progress?.(`removed ${removed} terminator(s) left by a previous run of the router`);
   const guard = new ListenerGuard('edge', (x, msg) => o.log.warn(x, msg));
+  // A router of the mesh: other routers dial their links to it on the edge port (link/).
+  const mesh = new LocalRouter(fabric);
+  const links = new LinkAcceptor(mesh);
   const server: Server = await startEdgeListener(fabric, {
     guard,
+    links,
     host: o.bind,
     port: o.port,
     certPem: router.certPem,
@@ -69,6 +77,7 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
   return {
     router,
     fabric,
+    mesh,
     port,
     guard,
     async close() {
@@ -76,6 +85,8 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
       closed = true;
       clearInterval(leaseTimer);
       fabric.stop();
+      links.close();
+      for (const l of [...mesh.forwarder.links.values()]) l.close();
       await closeChannelListener(server);
       await removeRouterEdgeTerminators(ctx, router.id).catch(() => {});
       await setRouterLease(ctx, router.id, null).catch(() => {});

@@ -85,13 +85,16 @@ try {
       controllerId: id,
     });
   }
-  // The embedded router does not link with upstream routers: a dial on either side that finds the
-  // service's terminators only on the other says so (fabric/dial-failures.ts).
+  // The embedded router is a router of the mesh: upstream routers are told of it and dial their links to
+  // it; paths and terminator choices include it; its SDKs' dials with no terminator here go across links.
   if (router && ctrl) {
     const network = ctrl.network;
-    const fabric = router.fabric;
+    const { fabric, mesh } = router;
+    mesh.network = network;
+    network.local = mesh;
+    fabric.across = (dialer, s, token, connect, instanceId) => mesh.dialAcross(dialer, s, token, connect, instanceId);
     fabric.elsewhere = (serviceId) => network.terminatorsOfService(serviceId, fabric.routerId);
-    network.embedded = { name: router.router.name, terminators: (serviceId) => fabric.terminatorsHere(serviceId) };
+    ctrl.localPeer = { id: fabric.routerId, version: `v${VERSION}`, listeners: [{ address: `tls:${router.router.url.replace(/^tls:\/\//, '')}`, protocol: 'tls', groups: ['default'] }] };
   }
   // Access taken away (a policy, a role attribute, a posture check...) ends the traffic it granted.
   const access = new AccessWatch(

@@ -64,7 +64,7 @@ describe('policy advisor', () => {
     expect(codes(pair.bind)).toEqual(['NO_SERVICE_POLICY']);
   });
 
-  it('sees what a dial sees: a service hosted only where the identity\'s routers cannot reach (the embedded router does not link with upstream ones)', async () => {
+  it('sees what a dial sees: a service hosted only where the identity\'s routers cannot reach (no chain of links from the embedded router)', async () => {
     const db = c.opened.ctx.store.db;
     const er2 = (await mg('GET', `/edge-routers?filter=${encodeURIComponent('name = "er-2"')}`)).body.data[0].id as string;
     const at = new Date().toISOString();
@@ -79,6 +79,11 @@ describe('policy advisor', () => {
       [pair] = await advice('?identity=alice&service=web');
       expect(codes(pair.dial)).toEqual(['NO_REACHABLE_TERMINATOR']);
       expect(pair.dial.reasons[0].message).toMatch(/hosted on router\(s\) 'er-2', which the identity's router\(s\) for it \('er-1'\) cannot reach/);
+      // A link between them (an upstream router dialed the embedded one): reachable.
+      await db.insertInto('links').values({ id: 'l-advice', createdAt: at, updatedAt: at, tags: '{}', controllerId: 'a-controller', srcRouterId: er2, dstRouterId: router, protocol: 'tls', dialAddress: 'tls:er-1:3022', iteration: 1, staticCost: 1, cost: 1, srcLatency: 0, dstLatency: 0 }).execute();
+      [pair] = await advice('?identity=alice&service=web');
+      expect(pair.dial).toMatchObject({ allowed: true, reasons: [] });
+      await db.deleteFrom('links').where('id', '=', 'l-advice').execute();
       // Hosted on that router too: reachable again.
       await terminator('t-embedded', router);
       [pair] = await advice('?identity=alice&service=web');

@@ -56,7 +56,7 @@ describe('a failed dial on the embedded router', () => {
     p.close();
   });
 
-  it('says the service is hosted on upstream routers it cannot reach, when it is (NO_PATH)', async () => {
+  it('says the service is hosted on routers it has no link to, when it is (NO_PATH)', async () => {
     const service = await n.service('df-up');
     const router = await enrollRouter(n, 'df-upstream');
     const { p: r } = await connectRouter(n.c.running.fabric!.ctrlPort!, router);
@@ -65,7 +65,7 @@ describe('a failed dial on the embedded router', () => {
     expect(decode(Schemas.CreateTerminatorV2Response, made.body).result ?? 0).toBe(0);
     const p = await n.peer(client);
     const refused = await dial(p, await n.session(client, service, 'Dial'), 3);
-    expect(text(refused)).toMatch(/on upstream router\(s\) 'df-upstream', which this router \(ztc's embedded router\) cannot reach/);
+    expect(text(refused)).toMatch(/has 1 terminator\(s\), none on a router reachable from router '.+': no chain of links joins them/);
     await failed(service).toMatchObject({ failure_cause: 'NO_PATH' });
     p.close();
     r.close();
@@ -73,7 +73,7 @@ describe('a failed dial on the embedded router', () => {
 });
 
 describe('a failed dial through an upstream router', () => {
-  it('says the service is hosted on the embedded router, which upstream routers cannot reach (NO_PATH), and is reported the same', async () => {
+  it('says the service is hosted on the embedded router, which this router has no link to (NO_PATH), and is reported the same', async () => {
     const service = await n.service('df-emb');
     const h = await n.peer(host);
     const bound = await h.replyTo(h.send(CT.Bind, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(await n.session(host, service, 'Bind'))));
@@ -84,7 +84,7 @@ describe('a failed dial through an upstream router', () => {
     const seq = r.send(T.CreateCircuitV2, [[11, Buffer.from(dialToken)], [12, strings([fp(client.cert)])], [14, Buffer.from(client.token)], [10, bytesMap([[1003, Buffer.alloc(32, 6)]])]]);
     const err = await r.replyTo(seq);
     expect(err.type).toBe(T.Error);
-    expect(err.body.toString()).toMatch(/all on ztc's embedded router '.+', which router 'df-upstream-2' cannot reach: the embedded router does not link with upstream routers/);
+    expect(err.body.toString()).toMatch(/none on a router reachable from router 'df-upstream-2': no chain of links joins them/);
     expect(err.headers.get(1014)!.readUInt32LE(0)).toBe(8);
     await failed(service).toMatchObject({ failure_cause: 'NO_PATH', client_id: client.id, path: { nodes: [router.id] } });
     await expect.poll(() => loggedFor('df-emb'), { timeout: 3000 }).toHaveLength(1);

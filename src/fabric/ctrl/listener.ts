@@ -394,6 +394,9 @@ export class CtrlServer {
    * Tell the other routers that `conn`'s router is up (with its link listeners), down or deleted; a router
    * that just came up is told of every other. Only routers that manage their own links are told.
    */
+  /** ztc's embedded router, named to every router as a peer to link with (worker.ts sets it). */
+  localPeer?: { id: string; version: string; listeners: { address: string; protocol: string; groups: string[] }[] };
+
   private peersChanged(conn: RouterConn, state: number) {
     if (state === PeerState.Healthy) conn.announced = true;
     // Only peers that are up on their side themselves: one that connected but has not spoken yet is
@@ -401,7 +404,9 @@ export class CtrlServer {
     const others = [...this.routers.values()].filter((c) => c !== conn && !c.closed && c.announced);
     const about = (c: RouterConn, s: number) => (s === PeerState.Healthy ? { id: c.routerId, version: c.hello.version, state: s, listeners: c.hello.listeners } : { id: c.routerId, state: s });
     for (const other of others) if (other.hello.managesLinks) other.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: [about(conn, state)] }));
-    if (state === PeerState.Healthy && conn.hello.managesLinks && others.length) conn.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: others.map((c) => about(c, PeerState.Healthy)) }));
+    // ztc's own router is a peer of every router too (it takes links on its edge port: link/accept.ts).
+    const peers = [...others.map((c) => about(c, PeerState.Healthy)), ...(this.localPeer ? [{ ...this.localPeer, state: PeerState.Healthy }] : [])];
+    if (state === PeerState.Healthy && conn.hello.managesLinks && peers.length) conn.send(CtrlType.PeerStateChanges, encode(Schemas.PeerStateChanges, { changes: peers }));
   }
 
   private remember(s: SyncedApiSession) {

@@ -16,7 +16,7 @@ import { Refused } from '../session-checks.js';
 import type { StaticTerminator, StaticTerminators } from '../static-terminators.js';
 import { choose, type Precedence } from '../terminators.js';
 import { CtrlHeader } from './messages.js';
-import { cheapestPaths, routeSteps, type Path, type PathLink } from './paths.js';
+import { cheapestPaths, routeSteps, type Path, type PathLink, type RouteStep } from './paths.js';
 import type { RouterConn } from './router-connection.js';
 
 /** How long routers have to build a route (upstream's routeTimeout), and how many tries a circuit gets. */
@@ -106,6 +106,22 @@ export interface RoutedCircuit {
   tags: Record<string, string>;
 }
 
+/**
+ * A router circuits are routed over: an upstream router on the control channel (router-connection.ts),
+ * or ztc's own router (link/local-router.ts), told its part of a path in-process.
+ */
+export interface PathMember {
+  readonly routerId: string;
+  readonly name: string;
+  route(circuitId: string, attempt: number, step: RouteStep, tags: Record<string, string>, timeoutMs: number): Promise<Message | undefined>;
+  unroute(circuitId: string, now?: boolean): void;
+}
+
+/** ztc's own router: a member of every path search, whose SDKs' terminators are ranked with the others. */
+export interface LocalMember extends PathMember {
+  terminators(serviceId: string): UpstreamTerminator[];
+}
+
 export class RouterNetwork {
   readonly terminators = new Map<string, UpstreamTerminator>();
   readonly links = new Map<string, Link>();
@@ -124,7 +140,23 @@ export class RouterNetwork {
 
   /** Router costs are read when a router connects and refreshed with its lease (an admin may change them). */
   async refreshCosts() {
-    this.costs = await routerCosts(this.ctx, [...this.routers.keys()]);
+    this.costs = await routerCosts(this.ctx, this.memberIds());
+  }
+
+  /** ztc's own router, when it runs beside the control channel (worker.ts): it links with the others. */
+  local?: LocalMember;
+
+  /** Every router a path may use: those connected, and ztc's own. */
+  private memberIds(): string[] {
+    return this.local ? [...this.routers.keys(), this.local.routerId] : [...this.routers.keys()];
+  }
+
+  private at(routerId: string): PathMember | undefined {
+    return this.routers.get(routerId) ?? (this.local?.routerId === routerId ? this.local : undefined);
+  }
+
+  private nameOf(routerId: string): string {
+    return this.at(routerId)?.name ?? routerId;
   }
 
   // ---- terminators
@@ -262,7 +294,7 @@ export class RouterNetwork {
    * reachable from there: Route to every router of the path, all RouteResults successful for the
    * attempt, else Unroute what was built and try again.
    */
-  async createCircuit(from: RouterConn, r: CircuitRequest): Promise<RoutedCircuit> {
+  async createCircuit(from: { routerId: string }, r: CircuitRequest): Promise<RoutedCircuit> {
     try {
       return await this.routeToTerminator(from, r);
     } catch (e) {
@@ -272,13 +304,8 @@ export class RouterNetwork {
     }
   }
 
-  /**
-   * The embedded router of this controller: its name and how many terminators of a service it holds.
-   * Upstream routers cannot reach it (it does not link), so a dial that finds only those says so.
-   */
-  embedded?: { name: string; terminators(serviceId: string): number };
 
-  private async routeToTerminator(from: RouterConn, r: CircuitRequest): Promise<RoutedCircuit> {
+  private async routeToTerminator(from: { routerId: string }, r: CircuitRequest): Promise<RoutedCircuit> {
     if (!this.costs.has(from.routerId)) await this.refreshCosts();
     // A router that just connected: its kept terminators are read back before any is chosen.
     if (this.restoring.size) await Promise.all([...this.restoring.values()].map((p) => p.catch(() => {})));
@@ -306,7 +333,7 @@ export class RouterNetwork {
       const tags = { serviceId: r.serviceId, clientId: r.clientId, hostId };
       // The egress router's xgress of the terminator's binding dials its address (edge: the SDK's terminator id).
       const steps = routeSteps(circuit.path, circuit.ingressId, circuit.egressId, { binding: hosted ? (t.binding ?? 'edge') : t.binding, address: circuit.egressId, destination: t.address, peerData: r.peerData });
-      const results = await Promise.all(steps.map((s) => this.routers.get(s.routerId)?.route(circuit.id, attempt, s, tags, ROUTE_TIMEOUT_MS) ?? Promise.resolve(undefined)));
+      const results = await Promise.all(steps.map((s) => this.at(s.routerId)?.route(circuit.id, attempt, s, tags, ROUTE_TIMEOUT_MS) ?? Promise.resolve(undefined)));
       const failed = results.findIndex((m) => !m?.headers.has(CtrlHeader.RouteSuccess));
       if (failed < 0) {
         // The egress's RouteResult carries what the hosting SDK answered (its own key among it), or the
@@ -314,7 +341,7 @@ export class RouterNetwork {
         const peerData = new Map(hosted ? t.peerData : []);
         for (const [k, v] of results[results.length - 1]!.headers) if (k >= 1000 && !(k >= 1101 && k <= 1113)) peerData.set(k, v);
         if (r.encryptionRequired && !peerData.has(PUBLIC_KEY)) {
-          for (const s of steps) this.routers.get(s.routerId)?.unroute(circuit.id);
+          for (const s of steps) this.at(s.routerId)?.unroute(circuit.id);
           throw new Refused('encryption required on service, terminator did not send public header', EdgeError.EncryptionDataMissing);
         }
         this.circuits.set(circuit.id, circuit);
@@ -322,16 +349,16 @@ export class RouterNetwork {
         return { circuit, peerData, tags };
       }
       const m = results[failed];
-      why = m?.headers.get(CtrlHeader.RouteError)?.toString('utf8') ?? `router '${this.routers.get(steps[failed].routerId)?.name ?? steps[failed].routerId}' gave no route result within ${ROUTE_TIMEOUT_MS / 1000} s`;
+      why = m?.headers.get(CtrlHeader.RouteError)?.toString('utf8') ?? `router '${this.nameOf(steps[failed].routerId)}' gave no route result within ${ROUTE_TIMEOUT_MS / 1000} s`;
       const code = m?.headers.get(CtrlHeader.RouteErrorCode)?.[0];
       cause = !m ? 'ROUTER_RESPONSE_TIMEOUT' : code !== undefined ? (ROUTE_ERROR_CAUSES[code] ?? 'ROUTER_ERR_GENERIC') : 'ROUTER_ERR_GENERIC';
       // The egress does not know the terminator (its host left while the controller was away): it goes, as upstream deletes it.
       if (hosted && failed === steps.length - 1 && m?.headers.get(CtrlHeader.RouteErrorCode)?.[0] === ROUTE_ERROR_INVALID_TERMINATOR) {
-        this.log.info({ terminator: t.id, router: this.routers.get(t.routerId)?.name ?? t.routerId, reason: why }, 'ctrl: the router no longer holds a terminator: removed');
+        this.log.info({ terminator: t.id, router: this.nameOf(t.routerId), reason: why }, 'ctrl: the router no longer holds a terminator: removed');
         await this.removeTerminators([t.id]);
       }
       // What the routers that succeeded built for this attempt is abandoned.
-      steps.forEach((s, i) => results[i]?.headers.has(CtrlHeader.RouteSuccess) && this.routers.get(s.routerId)?.unroute(circuit.id));
+      steps.forEach((s, i) => results[i]?.headers.has(CtrlHeader.RouteSuccess) && this.at(s.routerId)?.unroute(circuit.id));
       this.log.info({ circuit: circuit.id, attempt, reason: why }, 'ctrl: a route attempt failed');
     }
     throw new Refused(`failed to establish connection with the service's terminator: ${why}`, EdgeError.InvalidTerminator, cause);
@@ -339,26 +366,21 @@ export class RouterNetwork {
 
   /**
    * The best terminator for the request and the path to it (terminators.ts `choose`, the path's cost
-   * added): SDKs' terminators on upstream routers and router-side terminators made for them.
+   * added): SDKs' terminators on upstream routers and on ztc's own, router-side terminators made for
+   * upstream routers.
    */
   private choose(fromId: string, r: CircuitRequest): { terminator?: CircuitEnd; path?: Path; why: string; cause?: string } {
-    const routers = new Map([...this.routers.keys()].map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
+    const routers = new Map(this.memberIds().map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
     const pathTo = cheapestPaths(fromId, routers, this.links.values());
     const paths = new Map<string, Path | undefined>();
     const path = (routerId: string) => (paths.has(routerId) ? paths.get(routerId) : paths.set(routerId, pathTo(routerId)).get(routerId));
     const served = (this.statics?.ofService(r.serviceId) ?? []).filter((t) => this.routers.has(t.routerId));
-    const c = choose<CircuitEnd>([...this.terminators.values(), ...served], r.serviceId, r.instanceId, (t) => path(t.routerId)?.cost);
+    const local = this.local?.terminators(r.serviceId) ?? [];
+    const c = choose<CircuitEnd>([...this.terminators.values(), ...local, ...served], r.serviceId, r.instanceId, (t) => path(t.routerId)?.cost);
     if (c.best) return { terminator: c.best, path: path(c.best.routerId), why: '' };
-    const from = this.routers.get(fromId)?.name ?? fromId;
+    const from = this.nameOf(fromId);
     const of = r.instanceId ? ` for instance '${r.instanceId}'` : '';
-    // Those on the embedded router are out of reach: it does not link with upstream routers.
-    const embedded = this.embedded?.terminators(r.serviceId) ?? 0;
-    if (c.seen) return { why: `service '${r.serviceName}' has ${c.seen} terminator(s)${of} on upstream routers, none on a router reachable from router '${from}' (see ztc fabric links)`, cause: 'NO_PATH' };
-    if (embedded)
-      return {
-        why: `service '${r.serviceName}' has ${embedded} terminator(s)${of}, all on ztc's embedded router '${this.embedded!.name}', which router '${from}' cannot reach: the embedded router does not link with upstream routers. Dial through the embedded router, or host the service on an upstream router too`,
-        cause: 'NO_PATH',
-      };
+    if (c.seen) return { why: `service '${r.serviceName}' has ${c.seen} terminator(s)${of}, none on a router reachable from router '${from}': no chain of links joins them (see ztc fabric links)`, cause: 'NO_PATH' };
     return { why: `service '${r.serviceName}' has no terminators${of}: no host has bound it (on any router) and no router-side terminator names it`, cause: 'NO_TERMINATORS' };
   }
 
@@ -368,14 +390,14 @@ export class RouterNetwork {
     let count = 0;
     for (const t of this.terminators.values()) if (t.serviceId === serviceId) (count++, routerIds.add(t.routerId));
     for (const t of this.statics?.ofService(serviceId) ?? []) if (t.routerId !== embeddedId) (count++, routerIds.add(t.routerId));
-    return { count, routers: [...routerIds].map((id) => this.routers.get(id)?.name ?? id) };
+    return { count, routers: [...routerIds].map((id) => this.nameOf(id)) };
   }
 
   /** A circuit ended: forget it and tell every router on its path to drop its forwarding (`now`: at once). */
   endCircuit(c: UpstreamCircuit, now: boolean) {
     if (!this.circuits.delete(c.id)) return;
     this.recorder.removed(c.id);
-    for (const id of c.path.routers) this.routers.get(id)?.unroute(c.id, now);
+    for (const id of c.path.routers) this.at(id)?.unroute(c.id, now);
   }
 
   /** Circuits matching `which` get a new path between the same ends; those that cannot are ended. */
@@ -383,7 +405,7 @@ export class RouterNetwork {
     const moving = [...this.circuits.values()].filter(which);
     if (!moving.length) return;
     await this.refreshCosts();
-    const routers = new Map([...this.routers.keys()].map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
+    const routers = new Map(this.memberIds().map((id) => [id, this.costs.get(id) ?? { cost: 0, noTraversal: false }]));
     await Promise.all(
       moving.map(async (c) => {
         const path = cheapestPaths(c.path.routers[0], routers, this.links.values())(c.path.routers[c.path.routers.length - 1]);
@@ -393,7 +415,7 @@ export class RouterNetwork {
         }
         c.path = path;
         const tags = { serviceId: c.serviceId, clientId: c.clientId, hostId: 'hostId' in c.terminator ? c.terminator.hostId : '' };
-        const results = await Promise.all(routeSteps(path, c.ingressId, c.egressId).map((s) => this.routers.get(s.routerId)?.route(c.id, REROUTE_ATTEMPT, s, tags, ROUTE_TIMEOUT_MS)));
+        const results = await Promise.all(routeSteps(path, c.ingressId, c.egressId).map((s) => this.at(s.routerId)?.route(c.id, REROUTE_ATTEMPT, s, tags, ROUTE_TIMEOUT_MS)));
         if (results.some((m: Message | undefined) => !m?.headers.has(CtrlHeader.RouteSuccess))) return this.endCircuit(c, true);
         this.recorder.updated({ id: c.id, serviceId: c.serviceId, clientId: c.clientId, hostId: tags.hostId, terminatorId: c.terminator.id, routerIds: path.routers, linkIds: path.links });
         this.log.info({ circuit: c.id, routers: path.routers.length }, 'ctrl: rerouted a circuit');

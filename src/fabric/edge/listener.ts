@@ -1,6 +1,7 @@
 // The edge listener: TLS on the router port (3022 by default) where SDKs connect (deadlines and caps in
-// channel/listener.ts); an accepted hello makes an EdgeConn. A client certificate is required, but checked
-// by fingerprint against the API session (as upstream), not by chain at the TLS layer.
+// channel/listener.ts), and where other routers dial their links (ALPN ziti-link: link/accept.ts). An
+// accepted SDK hello makes an EdgeConn. A client certificate is required, but checked by fingerprint
+// against the API session or the enrolled router (as upstream), not by chain at the TLS layer.
 import { createHash } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Channel } from '../channel/channel.js';
@@ -11,6 +12,7 @@ import { ContentType, Header } from '../channel/messages.js';
 import type { Fabric } from '../fabric.js';
 import { paceForLegacySdk, stallsOnBursts } from './legacy-c-sdk.js';
 import { EdgeConn } from './sdk-connection.js';
+import type { LinkAcceptor } from '../link/accept.js';
 
 export interface EdgeListenerOptions {
   host: string;
@@ -25,6 +27,8 @@ export interface EdgeListenerOptions {
   guard: ListenerGuard;
   /** Sent in the hello reply's version header: Version|Revision|BuildDate|OS|Arch. */
   version: string;
+  /** Links other routers dial here (ALPN ziti-link), when this router links (link/accept.ts). */
+  links?: LinkAcceptor;
 }
 
 /** SHA-1 (lowercase hex) of every certificate the peer sent, leaf first. */
@@ -43,8 +47,12 @@ export function peerFingerprints(socket: tls.TLSSocket): string[] {
 export function startEdgeListener(fabric: Fabric, o: EdgeListenerOptions): Promise<tls.Server> {
   return listenForChannels(
     // Every SDK presents its identity certificate: without one there is nobody to authenticate.
-    { ...o, alpn: ['ziti-edge'], admit: (socket) => peerFingerprints(socket).length > 0 },
-    ({ channel, hello, socket, accepted }) => void accept(fabric, channel, hello, peerFingerprints(socket), o, accepted),
+    { ...o, alpn: o.links ? ['ziti-edge', 'ziti-link'] : ['ziti-edge'], admit: (socket) => peerFingerprints(socket).length > 0 },
+    (h) => {
+      // Routers' link dialers ask for ziti-link; SDKs for ziti-edge, or for nothing (the C SDK 0.29).
+      if (h.socket.alpnProtocol === 'ziti-link' && o.links) return void o.links.accept(h).catch((e) => fabric.log.warn({ err: String(e) }, 'link: accepting failed'));
+      void accept(fabric, h.channel, h.hello, peerFingerprints(h.socket), o, h.accepted);
+    },
     (e) => fabric.log.warn({ err: String(e) }, 'edge: listener error'),
   );
 }

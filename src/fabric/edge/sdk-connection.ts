@@ -171,11 +171,22 @@ export class EdgeConn {
       if (s.encryptionRequired && !m.headers.has(Header.PublicKey)) throw new Refused('encryption required on service, initiator did not send public header', EdgeError.EncryptionDataMissing);
       const instance = m.headers.get(Header.TerminatorIdentity)?.toString('utf8') || undefined;
       const { hosted: t, served } = await this.fabric.pick(s.serviceId, instance);
-      if (!t && !served) throw this.noTerminator(s, instance);
-      if (dialer.closed || this.closed) return;
-      let hostKey = t?.hostKey;
+      // None here: routed across links to another router's, when this router links (link/local-router.ts).
+      let across: Awaited<ReturnType<NonNullable<Fabric['across']>>> | undefined;
+      if (!t && !served) {
+        if (!this.fabric.across) throw this.noTerminator(s, instance);
+        across = await this.fabric.across(dialer, s, m.body.toString('utf8'), m, instance);
+      }
+      if (dialer.closed || this.closed) {
+        if (across) closeSide(across.circuit.host, 'the dialer went away', true);
+        return;
+      }
+      let hostKey = across ? across.hostKey : t?.hostKey;
       let egress: TransportEgress | undefined;
-      if (t) {
+      if (across) {
+        // The network records it (ctrl/network.ts), not this router's own count (circuits it ends itself).
+        circuit = across.circuit;
+      } else if (t) {
         t.dials++;
         circuit = { id: randomUUID(), serviceId: s.serviceId, terminatorId: t.id, clientId: s.identityId, hostId: t.hostId, dialer, host: endpoint(t.conn, 0, t.sessionId), createdAt: Date.now() };
         await t.conn.dialHost(t, circuit, m, s.identityName);
@@ -192,13 +203,14 @@ export class EdgeConn {
         return;
       }
       link(circuit);
-      this.fabric.circuitStarted(circuit);
+      if (!across) this.fabric.circuitStarted(circuit);
       const reply = message(ContentType.StateConnected, [[Header.ConnId, u32(connId)], [Header.Seq, u32(0)], [Header.CircuitId, str(circuit.id)]]);
       if (hostKey) reply.headers.set(Header.PublicKey, hostKey);
       this.channel.reply(m, reply);
       // Host data that raced ahead (its crypto header) goes after the StateConnected (4.3).
       connected(dialer);
       egress?.start(circuit.host);
+      across?.start();
       this.fabric.dialSetup(performance.now() - started);
     } catch (e) {
       this.sides.delete(connId);
@@ -220,15 +232,15 @@ export class EdgeConn {
   }
 
   /**
-   * Why a dial found no terminator here: none anywhere (NO_TERMINATORS), or only on upstream routers,
-   * which this router cannot reach (NO_PATH: it does not link with them).
+   * Why a dial found no terminator here and there is no network to route it over (the control channel
+   * is off): none anywhere (NO_TERMINATORS), or only on other routers (NO_PATH).
    */
   private noTerminator(s: EdgeSession, instance?: string): Refused {
     const of = instance ? ` for instance '${instance}'` : '';
     const other = this.fabric.elsewhere?.(s.serviceId) ?? { count: 0, routers: [] };
     if (other.count) {
       return new Refused(
-        `service '${s.serviceName}' has no terminator${of} on this router; its ${other.count} terminator(s) are on upstream router(s) ${other.routers.map((r) => `'${r}'`).join(', ')}, which this router (ztc's embedded router) cannot reach: it does not link with upstream routers. Dial through one of those routers, or host the service on this one too`,
+        `service '${s.serviceName}' has no terminator${of} on this router; its ${other.count} terminator(s) are on router(s) ${other.routers.map((r) => `'${r}'`).join(', ')}, which this router (ztc's embedded router) cannot reach: with the control channel off (--no-ctrl) no router links with it. Dial through one of those routers, or host the service on this one too`,
         EdgeError.InvalidTerminator,
         'NO_PATH',
       );

@@ -70,7 +70,7 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
   const onlyServices = <Q extends { where: (...a: never[]) => Q }>(q: Q, col: string): Q => (sel.serviceIds ? (q.where as (...a: unknown[]) => Q)(col, 'in', sel.serviceIds) : q);
   if (sel.identityIds?.length === 0 || sel.serviceIds?.length === 0) return [];
 
-  const [identityRows, serviceRows, authenticated, mfa, grants, identityRouters, serviceRouters, routers, terminatorRows] = await Promise.all([
+  const [identityRows, serviceRows, authenticated, mfa, grants, identityRouters, serviceRouters, routers, terminatorRows, linkRows] = await Promise.all([
     onlyIdentities(db.selectFrom('identities as i').leftJoin('authPolicies as ap', 'ap.id', 'i.authPolicyId').select(['i.id', 'i.name', 'i.disabled', 'ap.secondaryJson']), 'i.id').orderBy('i.name').execute(),
     onlyServices(db.selectFrom('services').select(['id', 'name']), 'id').orderBy('name').execute(),
     onlyIdentities(db.selectFrom('authenticators').select('identityId').distinct(), 'identityId').execute(),
@@ -93,6 +93,8 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
     db.selectFrom('routers').select(['id', 'name', 'isVerified', 'disabled', 'fingerprint', 'controllerId']).where('isEdge', '=', 1).execute(),
     // Where each service's dials can end: the routers its terminators are on (what a dial sees).
     onlyServices(db.selectFrom('terminators').select(['serviceId', 'routerId']).distinct(), 'serviceId').execute(),
+    // The links routers (ztc's embedded ones included) have between them now.
+    db.selectFrom('links').select(['srcRouterId', 'dstRouterId']).execute(),
   ]);
 
   const policyIds = [...new Set(grants.map((g) => g.policyId as string))];
@@ -131,11 +133,18 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
   const routersOfService = groupPairs(serviceRouters as { a: string; b: string }[]);
   const routerById = new Map(routers.map((r) => [r.id as string, r]));
   const terminatorRoutersOf = groupPairs((terminatorRows as { serviceId: string; routerId: string }[]).map((t) => ({ a: t.serviceId, b: t.routerId })));
-  // An embedded router (of a ztc controller) does not link with upstream routers: a dial arriving at it
-  // reaches only its own terminators, one arriving at an upstream router only upstream routers' (the
-  // links between upstream routers are theirs to make).
+  // A dial reaches the routers a chain of links joins to its own. An embedded router (of a ztc
+  // controller) links only when upstream routers dial it: without a link it reaches its own terminators
+  // alone. Between upstream routers the links are theirs to make (they link as they come up): taken as made.
   const embedded = (id: string) => !!routerById.get(id)?.controllerId;
-  const reaches = (from: string, to: string) => from === to || (!embedded(from) && !embedded(to));
+  const group = new Map<string, string>();
+  const root = (id: string): string => {
+    let r = id;
+    while (group.has(r) && group.get(r) !== r) r = group.get(r)!;
+    return r;
+  };
+  for (const l of linkRows) group.set(root(l.srcRouterId), root(l.dstRouterId));
+  const reaches = (from: string, to: string) => from === to || root(from) === root(to) || (!embedded(from) && !embedded(to));
 
   const out: PairAdvice[] = [];
   for (const identity of identities) {
@@ -171,7 +180,7 @@ export async function advisePairs(db: AnyDb, sel: { identityIds?: string[]; serv
           const names = (ids: string[]) => ids.map((id) => `'${(routerById.get(id)?.name as string) ?? id}'`).join(', ');
           reasons.push({
             code: 'NO_REACHABLE_TERMINATOR',
-            message: `service '${s.name}' is hosted on router(s) ${names(hosts)}, which the identity's router(s) for it (${names(entries)}) cannot reach: ztc's embedded router does not link with upstream routers`,
+            message: `service '${s.name}' is hosted on router(s) ${names(hosts)}, which the identity's router(s) for it (${names(entries)}) cannot reach: no chain of links joins them (ztc's embedded router links when upstream routers dial it: see ztc fabric links)`,
           });
         }
         const policies = [...new Map(granting.map((g) => [g.policyId, { id: g.policyId, name: g.policyName }])).values()].sort((a, b) => a.name.localeCompare(b.name));

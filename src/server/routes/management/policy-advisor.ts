@@ -12,7 +12,7 @@ import { listOf } from '../../envelope.js';
 
 const Named = Type.Object({ id: Type.String(), name: Type.String() });
 const Reason = Type.Object({
-  code: Type.String({ description: 'IDENTITY_DISABLED, IDENTITY_NOT_ENROLLED, MFA_MISSING, NO_SERVICE_POLICY, NO_EDGE_ROUTER_POLICY, NO_SERVICE_EDGE_ROUTER_POLICY, NO_COMMON_ROUTER, ROUTER_NOT_READY, POSTURE_CHECKS_REQUIRED, POSTURE_CHECKS_FAILING or NO_REACHABLE_TERMINATOR (the service is hosted only on routers the identity\'s routers cannot reach: the embedded router does not link with upstream routers)' }),
+  code: Type.String({ description: 'IDENTITY_DISABLED, IDENTITY_NOT_ENROLLED, MFA_MISSING, NO_SERVICE_POLICY, NO_EDGE_ROUTER_POLICY, NO_SERVICE_EDGE_ROUTER_POLICY, NO_COMMON_ROUTER, ROUTER_NOT_READY, POSTURE_CHECKS_REQUIRED, POSTURE_CHECKS_FAILING or NO_REACHABLE_TERMINATOR (the service is hosted only on routers the identity\'s routers cannot reach: no chain of links joins them)' }),
   message: Type.String(),
 });
 const Action = Type.Object({ allowed: Type.Boolean(), policies: Type.Array(Named), reasons: Type.Array(Reason) });
