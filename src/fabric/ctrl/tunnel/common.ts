@@ -44,11 +44,13 @@ export function answerError(t: RouterTunneler, to: Message, reason: string, code
   t.conn.channel.reply(to, message(CtrlType.Error, [[CtrlHeader.EdgeErrorCode, u32(code)]], str(reason)));
 }
 
-/** A refused terminator: said in the log (a 1.x router only logs what it is told) and to the router. */
-export function terminatorRefused(t: RouterTunneler, to: Message, e: unknown, service?: string) {
+/**
+ * A refused terminator of a 1.x router's tunneler: said in the log only, as upstream does (the router waits
+ * for no answer and tries again, every 5 s growing to 5 min; an Error it would drop with a warning each time).
+ */
+export function terminatorRefused(t: RouterTunneler, e: unknown, service?: string) {
   const f = failureOf(asRefused(e));
   t.log.info({ router: t.conn.name, service, reason: f.reason }, 'ctrl: refused a terminator of the router\'s tunneler');
-  answerError(t, to, f.reason, f.code);
 }
 
 /** A dial of the router's tunneler that failed: the router is told why; it is logged and counted as any failed dial. */

@@ -1,8 +1,8 @@
 // CreateTunnelTerminatorRequest (20406), a 1.x router's tunneler hosting a service it may Bind (host.v1,
 // host.v2): sent without waiting for a reply; answered by CreateTunnelTerminatorResponse (20407) with the
 // Bind session it is now under (the router drops the terminator when that session is removed) and, when
-// it is new, the API session. Refused with an Error naming the missing policy (the router logs nothing of
-// it and tries again later, every 5 s growing to 5 min).
+// it is new, the API session. A refusal is logged naming the missing policy, and not answered (as upstream:
+// the router tries again later, every 5 s growing to 5 min).
 import { message, type Message } from '../../channel/codec.js';
 import { decode, encode } from '../../channel/protobuf.js';
 import { serviceByName } from '../../../model/router-tunneler.js';
@@ -25,6 +25,6 @@ export async function createTunnelTerminator(t: RouterTunneler, m: Message) {
     });
     t.conn.channel.reply(m, message(TunnelType.CreateTunnelTerminatorResponse, [], body));
   } catch (e) {
-    terminatorRefused(t, m, e, String(req.serviceName ?? ''));
+    terminatorRefused(t, e, String(req.serviceName ?? ''));
   }
 }
