@@ -130,6 +130,10 @@ export interface CaRow extends BaseRow {
   isOttCaEnrollmentEnabled: number;
   isAuthEnabled: number;
   identityRoles: string;
+  /** ztc's (ziti#1390): a router presenting a certificate this CA issued is created and enrolled on the control channel. */
+  isEdgeRouterEnrollmentEnabled: number;
+  /** The role attributes of the edge routers enrolled through it (JSON list). */
+  edgeRouterRoles: string;
 }
 
 export interface EnrollmentRow extends BaseRow {

@@ -64,7 +64,7 @@ export const issuedByNetwork = (ctx: Ctx, leaf: X509Certificate, presented: X509
   [ctx.pki.intermediatePem, ...ctx.pki.retiredIntermediatePems].some((pem) => chainsTo(leaf, presented, new X509Certificate(pem), ctx.clock.now()));
 
 /** The verified CA (with the given flag on) that issued the certificate, if any. */
-export async function issuingCa(ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[], flag: 'isAuthEnabled' | 'isAutoCaEnrollmentEnabled' | 'isOttCaEnrollmentEnabled'): Promise<CaRow | undefined> {
+export async function issuingCa(ctx: Ctx, leaf: X509Certificate, presented: X509Certificate[], flag: 'isAuthEnabled' | 'isAutoCaEnrollmentEnabled' | 'isOttCaEnrollmentEnabled' | 'isEdgeRouterEnrollmentEnabled'): Promise<CaRow | undefined> {
   const cas = await ctx.store.db.selectFrom('cas').selectAll().where('isVerified', '=', 1).where(flag, '=', 1).execute();
   return cas.find((ca) => chainsTo(leaf, presented, new X509Certificate(ca.certPem), ctx.clock.now()));
 }

@@ -1,13 +1,14 @@
 // Router certificates: enrollment with the router's one-time token (a client certificate and a server
 // certificate from two CSRs), extension with the current client certificate, and re-enrollment.
-import type { X509Certificate } from 'node:crypto';
+import { X509Certificate, X509Certificate as X509 } from 'node:crypto';
 import { iso } from '../clock.js';
 import type { Ctx } from '../context.js';
-import { writeTx } from '../crud.js';
 import { ApiError, notFound } from '../errors.js';
-import { insertRouterEnrollment } from '../resources/routers.js';
+import { edgeRouters, insertRouterEnrollment } from '../resources/routers.js';
+import { createIn, writeTx } from '../crud.js';
+import { fromJson } from '../../store/json.js';
 import { fingerprintOf } from './certs.js';
-import { requireClientCert, signClientCsr } from './client-certs.js';
+import { isCurrent, issuingCa, requireClientCert, signClientCsr } from './client-certs.js';
 import { peekEnrollment, takeEnrollment } from './enroll.js';
 import { recordRowChange } from '../events/record.js';
 
@@ -102,4 +103,55 @@ export async function reEnrollRouter(ctx: Ctx, routerId: string) {
     await recordRowChange(tx, ctx, 'routers', 'updated', routerId, router as never, { ...router, ...changed }, 're-enroll');
     await insertRouterEnrollment(tx, ctx, routerId);
   });
+}
+
+/** The verified CAs marked for router enrollment (ztc's, ziti#1390): what the control channel lets in before a router's hello. */
+export async function routerEnrollmentCas(ctx: Ctx): Promise<X509Certificate[]> {
+  const rows = await ctx.store.db.selectFrom('cas').select('certPem').where('isVerified', '=', 1).where('isEdgeRouterEnrollmentEnabled', '=', 1).execute();
+  return rows.map((r) => new X509(r.certPem));
+}
+
+/** A router id as it is carried in paths and hellos (its certificate's common name must be one to enroll). */
+const ROUTER_ID = /^[A-Za-z0-9._@-]{1,64}$/;
+
+/**
+ * Routers that enroll themselves (ztc's, ziti#1390): a router the network does not know that presents, on
+ * the control channel, a current certificate from a verified CA marked for router enrollment is created as
+ * an edge router and enrolled with that certificate, as identities are by CA auto-enrollment. Its id is the
+ * certificate's common name (what an upstream router says in its hello), its name too (with a number after
+ * it when taken), its role attributes the CA's edgeRouterRoles. Returns why not when it does not enroll.
+ */
+export async function enrollRouterByCa(ctx: Ctx, routerId: string, presented: X509Certificate[]): Promise<{ id: string; name: string; caId: string } | { refused: string }> {
+  const leaf = presented[0];
+  if (!leaf) return { refused: 'unknown router' };
+  const ca = await issuingCa(ctx, leaf, presented, 'isEdgeRouterEnrollmentEnabled');
+  if (!ca) return { refused: 'unknown router' };
+  if (!isCurrent(leaf, ctx.clock.now())) return { refused: `the certificate from CA '${ca.name}' is outside its validity window` };
+  const cn = /(?:^|\n)CN=([^\n]*)/.exec(leaf.subject)?.[1] ?? '';
+  if (!ROUTER_ID.test(cn)) return { refused: `the certificate's common name '${cn}' cannot be a router id (letters, digits, . _ @ -, at most 64)` };
+  if (cn !== routerId) return { refused: `the hello names router '${routerId}' but the certificate from CA '${ca.name}' is '${cn}'` };
+  const roles = fromJson<string[]>(ca.edgeRouterRoles, []);
+  try {
+    const name = await writeTx(ctx, async (tx) => {
+      if (await tx.selectFrom('routers').select('id').where('id', '=', cn).executeTakeFirst()) return undefined;
+      let name = cn;
+      for (let n = 1; await tx.selectFrom('routers').select('id').where('name', '=', name).executeTakeFirst(); n++) name = `${cn}-${n}`;
+      await createIn(tx, ctx, edgeRouters, { name, roleAttributes: roles, cost: 0, noTraversal: false, disabled: false, isTunnelerEnabled: false, appData: {}, ctrlChanListeners: {}, configs: [], tags: { 'ztc.enrolledByCa': ca.id } }, cn);
+      // Enrolled already: the one-time token every new edge router gets is not needed.
+      const outstanding = await tx.selectFrom('enrollments').selectAll().where('routerId', '=', cn).execute();
+      await tx.deleteFrom('enrollments').where('routerId', '=', cn).execute();
+      for (const e of outstanding) await recordRowChange(tx, ctx, 'enrollments', 'deleted', e.id, e as never, null, 'enroll-by-ca');
+      const before = await tx.selectFrom('routers').selectAll().where('id', '=', cn).executeTakeFirstOrThrow();
+      const changed = { fingerprint: fingerprintOf(leaf.toString()), certPem: leaf.toString(), isVerified: 1, updatedAt: iso(ctx.clock.now()) };
+      await tx.updateTable('routers').set(changed).where('id', '=', cn).execute();
+      await recordRowChange(tx, ctx, 'routers', 'updated', cn, before as never, { ...before, ...changed }, 'enroll-by-ca');
+      return name;
+    });
+    if (!name) return { refused: `router '${cn}' exists: it is enrolled with another certificate` };
+    return { id: cn, name, caId: ca.id };
+  } catch (e) {
+    // Two connections at once: the second finds the router the first made.
+    if (await ctx.store.db.selectFrom('routers').select('id').where('id', '=', cn).executeTakeFirst()) return { refused: `router '${cn}' exists: it is enrolled with another certificate` };
+    throw e;
+  }
 }

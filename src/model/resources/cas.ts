@@ -34,13 +34,21 @@ const ExternalIdClaim = Type.Object(
 );
 const Format = Type.String({ maxLength: 255 });
 const flags = { isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean() };
+/**
+ * ztc's fields (not upstream's), optional everywhere so upstream's clients never send them: routers that
+ * enroll themselves (ziti#1390). A PUT that leaves them out keeps them.
+ */
+const routerEnrollmentFlag = Type.Boolean({ description: "ztc's: a router presenting a certificate this (verified) CA issued on the control channel is created as an edge router and enrolled, named by the certificate's common name" });
+const edgeRouterRoles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 1000, description: "ztc's: the role attributes of edge routers enrolled through this CA" });
+const routerEnrollment = { isEdgeRouterEnrollmentEnabled: Type.Optional(routerEnrollmentFlag), edgeRouterRoles: Type.Optional(edgeRouterRoles) };
+const routerEnrollmentPatch = { isEdgeRouterEnrollmentEnabled: Type.Optional(Nullable(routerEnrollmentFlag)), edgeRouterRoles: Type.Optional(Nullable(edgeRouterRoles)) };
 
 export const caCreate = Type.Object(
-  { name: Name, certPem: Type.String({ minLength: 1, maxLength: 65536 }), identityRoles: Roles, identityNameFormat: Type.Optional(Format), externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags },
+  { name: Name, certPem: Type.String({ minLength: 1, maxLength: 65536 }), identityRoles: Roles, identityNameFormat: Type.Optional(Format), externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags, ...routerEnrollment },
   { additionalProperties: false },
 );
 export const caUpdate = Type.Object(
-  { name: Name, identityRoles: Roles, identityNameFormat: Format, externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags },
+  { name: Name, identityRoles: Roles, identityNameFormat: Format, externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags, ...routerEnrollment },
   { additionalProperties: false },
 );
 /** Upstream's patch type of the claim has no required field: `ziti edge update ca` always sends `{}`. */
@@ -51,6 +59,7 @@ export const caPatch = Type.Object(
     name: Type.Optional(Nullable(Name)), identityRoles: Type.Optional(Nullable(Roles)), identityNameFormat: Type.Optional(Nullable(Format)),
     externalIdClaim: Type.Optional(Nullable(ExternalIdClaimPatch)), tags: Type.Optional(Tags),
     isAutoCaEnrollmentEnabled: Type.Optional(Nullable(Type.Boolean())), isOttCaEnrollmentEnabled: Type.Optional(Nullable(Type.Boolean())), isAuthEnabled: Type.Optional(Nullable(Type.Boolean())),
+    ...routerEnrollmentPatch,
   },
   { additionalProperties: false },
 );
@@ -58,6 +67,7 @@ export const caDetail = Type.Object({
   ...baseFields, name: Type.String(), certPem: Type.String(), fingerprint: Type.String(), isVerified: Type.Boolean(), verificationToken: Type.Optional(Type.String()),
   identityRoles: Type.Array(Type.String()), identityNameFormat: Type.String(), externalIdClaim: Type.Optional(Type.Unsafe({ type: 'object', additionalProperties: true })),
   isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean(),
+  isEdgeRouterEnrollmentEnabled: Type.Boolean(), edgeRouterRoles: Type.Array(Type.String()),
 });
 
 /** A CA certificate: parses, and is marked as a CA. */
@@ -90,6 +100,13 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
   set('identityNameFormat', input.identityNameFormat ?? DEFAULT_IDENTITY_NAME_FORMAT);
   if (mode !== 'patch' || 'externalIdClaim' in input) out.externalIdClaim = input.externalIdClaim ? JSON.stringify(input.externalIdClaim) : null;
   for (const f of ['isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'isAuthEnabled']) set(f, bit(input[f]));
+  // ztc's own fields: left as they are unless given (upstream's PUT does not know them), defaults on create.
+  const own = (k: string, v: (x: unknown) => unknown, dflt: unknown) => {
+    if (input[k] != null) out[k] = v(input[k]);
+    else if (mode === 'create') out[k] = dflt;
+  };
+  own('isEdgeRouterEnrollmentEnabled', (x) => bit(x as boolean), 0);
+  own('edgeRouterRoles', (x) => toJson(x, []), '[]');
   return out;
 }
 
@@ -113,6 +130,7 @@ export const cas = defineResource({
     isAutoCaEnrollmentEnabled: { column: 'e.is_auto_ca_enrollment_enabled', type: 'boolean', sortable: true },
     isOttCaEnrollmentEnabled: { column: 'e.is_ott_ca_enrollment_enabled', type: 'boolean', sortable: true },
     verificationToken: { column: 'e.verification_token', type: 'string', sortable: true },
+    isEdgeRouterEnrollmentEnabled: { column: 'e.is_edge_router_enrollment_enabled', type: 'boolean', sortable: true },
   },
   // The verify link only while there is something to verify; the token stays, as upstream keeps it:
   // its CLI reads it before asking (and panics without it) even when the CA is verified already.
@@ -123,6 +141,7 @@ export const cas = defineResource({
     // Absent rather than null when unset, as upstream (its definition is not nullable).
     ...(r.externalIdClaim ? { externalIdClaim: fromJson(r.externalIdClaim, {}) } : {}),
     isAutoCaEnrollmentEnabled: isSet(r.isAutoCaEnrollmentEnabled), isOttCaEnrollmentEnabled: isSet(r.isOttCaEnrollmentEnabled), isAuthEnabled: isSet(r.isAuthEnabled),
+    isEdgeRouterEnrollmentEnabled: isSet(r.isEdgeRouterEnrollmentEnabled), edgeRouterRoles: sortedStrings(r.edgeRouterRoles),
   }),
   toRow,
   cli: { columns: ['id', 'name', 'isVerified', 'isAuthEnabled', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'fingerprint'] },
