@@ -256,6 +256,30 @@ export async function setRouterLease(ctx: Ctx, routerId: string, until: Date | n
   await ctx.store.db.updateTable('routers').set({ onlineUntil: null }).where('onlineUntil', '<', new Date().toISOString()).execute();
 }
 
+/**
+ * A router connected to several controllers on one database (each in its ctrl.endpoints) is online while
+ * any of them holds it. The one it leaves ends the lease only if the lease is still the one it wrote
+ * (`held`): another controller that renewed it since keeps it; one that renewed it earlier claims it
+ * back (claimRouterLeases) within its next second.
+ */
+export async function releaseRouterLease(ctx: Ctx, routerId: string, held: string) {
+  await ctx.store.db.updateTable('routers').set({ onlineUntil: null }).where('id', '=', routerId).where('onlineUntil', '=', held).execute();
+}
+
+/** Leases of these routers that another controller ended or let lapse are taken (`until`); returns the ids taken. */
+export async function claimRouterLeases(ctx: Ctx, routerIds: string[], until: string): Promise<string[]> {
+  if (!routerIds.length) return [];
+  const now = new Date().toISOString();
+  const rows = await ctx.store.db
+    .updateTable('routers')
+    .set({ onlineUntil: until })
+    .where('id', 'in', routerIds)
+    .where((eb) => eb.or([eb('onlineUntil', 'is', null), eb('onlineUntil', '<', now)]))
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 export interface HostedTerminator {
   id: string;
   /** `edge` (an SDK's Bind; the default) or `tunnel` (an upstream router's own tunneler). */
@@ -286,6 +310,9 @@ export async function addTerminator(ctx: Ctx, t: HostedTerminator) {
 export interface StoredRouterTerminator {
   id: string;
   serviceId: string;
+  routerId: string;
+  /** `edge` unless read with anyBinding. */
+  binding: string;
   hostId: string;
   instanceId: string;
   cost: number;
@@ -298,14 +325,25 @@ export interface StoredRouterTerminator {
  * The edge terminators stored for an upstream router (a previous run of the controller, or another
  * controller, held them): what routes to them, with the Bind session's token opened.
  */
-export async function storedRouterTerminators(ctx: Ctx, routerId: string): Promise<StoredRouterTerminator[]> {
-  const rows = await ctx.store.db
+export function storedRouterTerminators(ctx: Ctx, routerId: string): Promise<StoredRouterTerminator[]> {
+  return storedEdgeTerminators(ctx, { routerId });
+}
+
+/**
+ * The same for a service's SDK terminators, or some by id (on any router): with several controllers on
+ * one database, a router connected to each makes, changes and removes its terminators through any of them.
+ * `anyBinding`: every terminator that matches, whatever its binding (what is still there at all).
+ */
+export async function storedEdgeTerminators(ctx: Ctx, where: { routerId?: string; serviceId?: string; ids?: string[]; anyBinding?: boolean }): Promise<StoredRouterTerminator[]> {
+  let q = ctx.store.db
     .selectFrom('terminators as t')
     .leftJoin('sessions as s', 's.id', 't.sessionId')
-    .select(['t.id', 't.serviceId', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed'])
-    .where('t.routerId', '=', routerId)
-    .where('t.binding', '=', 'edge')
-    .execute();
+    .select(['t.id', 't.serviceId', 't.routerId', 't.binding', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed']);
+  if (!where.anyBinding) q = q.where('t.binding', '=', 'edge');
+  if (where.routerId) q = q.where('t.routerId', '=', where.routerId);
+  if (where.serviceId) q = q.where('t.serviceId', '=', where.serviceId);
+  if (where.ids) q = q.where('t.id', 'in', where.ids.length ? where.ids : ['']);
+  const rows = await q.execute();
   return rows.map((r) => {
     let token = '';
     try {
@@ -317,6 +355,8 @@ export async function storedRouterTerminators(ctx: Ctx, routerId: string): Promi
     return {
       id: r.id,
       serviceId: r.serviceId,
+      routerId: r.routerId,
+      binding: r.binding,
       hostId: r.hostId ?? '',
       instanceId: r.identity ?? '',
       cost: Number(r.cost),

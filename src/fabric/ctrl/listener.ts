@@ -3,13 +3,11 @@
 // certificate and the router id their hello names, and are then kept in step: their peers (to link
 // with), API sessions (full on connect, then every change within a second), ended sessions; the network
 // (network.ts) routes their terminators and circuits.
-import { createHash, randomUUID, type X509Certificate } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
-import { apiSessionsForRouters, routerAccessLost, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
+import { apiSessionsForRouters, claimRouterLeases, releaseRouterLease, routerAccessLost, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
 import { revokeRouterless } from '../../model/policy/enforce.js';
-import { chainsTo, presentedCertificates } from '../../model/pki/client-certs.js';
-import { enrollRouterByCa, routerEnrollmentCas } from '../../model/pki/router-enroll.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { ListenerGuard } from '../channel/guard.js';
@@ -41,8 +39,6 @@ export interface CtrlOptions {
 }
 
 const SYNC_MS = 1000;
-/** How often the CAs marked for router enrollment are read again (a CA verified or marked just now lets its routers in within this). */
-const ENROLLING_CAS_MS = 2000;
 const LEASE_MS = 30_000;
 const CHUNK = 100;
 /** API sessions checked for liveness each second (see nextSlice). */
@@ -92,10 +88,10 @@ export class CtrlServer {
   private connectedTo = new Map<string, Set<string>>();
   /** Identities whose API sessions a router's heartbeat named (1.x routers send no ConnectEvents), until when. */
   private heartbeatsUntil = new Map<string, number>();
+  /** The lease (routers.onlineUntil) this controller last wrote for each router connected here (see lease). */
+  private leases = new Map<string, string>();
   /** The grouped channels (2.x routers) open here, one underlay each (channel/grouped.ts). */
   private groups = new UnderlayGroups();
-  /** The verified CAs marked for router enrollment (ztc's, ziti#1390), read every few seconds: a router with their certificate may say hello. */
-  private enrollingCas: X509Certificate[] = [];
   server?: tls.Server;
   network!: RouterNetwork;
   /** The control port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
@@ -128,16 +124,13 @@ export class CtrlServer {
         ...o,
         guard: this.guard,
         alpn: ['ziti-ctrl'],
-        // The router's certificate must chain to our CA: then its fingerprint names the router. Or to a
-        // verified CA marked for router enrollment: the hello then decides (enrollRouterByCa).
-        admit: (socket) => !!socket.getPeerCertificate()?.raw && (socket.authorized || this.fromEnrollingCa(presentedCertificates(socket))),
+        // The router's certificate must chain to our CA: then its fingerprint names the router.
+        admit: (socket) => !!socket.getPeerCertificate()?.raw && socket.authorized,
       },
-      ({ channel, hello, socket, accepted }) => void this.accept(channel, hello, createHash('sha1').update(socket.getPeerCertificate().raw).digest('hex'), o, accepted, socket.authorized ? [] : presentedCertificates(socket)),
+      ({ channel, hello, socket, accepted }) => void this.accept(channel, hello, createHash('sha1').update(socket.getPeerCertificate().raw).digest('hex'), o, accepted),
       (e) => this.log.warn({ err: String(e) }, 'ctrl: listener error'),
     );
     this.server = server;
-    await this.readEnrollingCas();
-    this.timers.push(setInterval(() => void this.readEnrollingCas(), ENROLLING_CAS_MS));
     this.timers.push(setInterval(() => void this.sync(), SYNC_MS));
     this.timers.push(setInterval(() => void this.renewLeases(), LEASE_MS / 3));
     for (const t of this.timers) t.unref();
@@ -145,31 +138,14 @@ export class CtrlServer {
     return (server.address() as { port: number }).port;
   }
 
-  private async readEnrollingCas() {
-    this.enrollingCas = await routerEnrollmentCas(this.ctx).catch(() => this.enrollingCas);
-  }
-
-  private fromEnrollingCa(presented: X509Certificate[]): boolean {
-    const now = this.ctx.clock.now();
-    return !!presented[0] && this.enrollingCas.some((ca) => chainsTo(presented[0], presented, ca, now));
-  }
-
-  /** `presented`: the certificates of a connection admitted for a CA marked for router enrollment (none when they chain to ours). */
-  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, accepted: () => void, presented: X509Certificate[] = []) {
+  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, accepted: () => void) {
     const routerId = hello.body.toString('utf8');
     const refuse = (why: string) => {
       this.log.info({ router: routerId, reason: why }, 'ctrl: refused a router');
       channel.close(new Error(why));
     };
     if (!hello.headers.has(Header.HelloVersion)) return refuse('the hello has no version header');
-    let router = await routerForCtrl(this.ctx, routerId).catch(() => null);
-    // A router the network does not know, with a certificate from a CA marked for router enrollment: created and enrolled now.
-    if (!router && presented.length) {
-      const made = await enrollRouterByCa(this.ctx, routerId, presented).catch((e: unknown) => ({ refused: `could not enroll it: ${String(e)}` }));
-      if ('refused' in made) return refuse(made.refused);
-      this.log.info({ router: made.name, id: made.id, ca: made.caId }, 'ctrl: enrolled a router by its certificate from a CA marked for router enrollment');
-      router = await routerForCtrl(this.ctx, routerId).catch(() => null);
-    }
+    const router = await routerForCtrl(this.ctx, routerId).catch(() => null);
     if (!router) return refuse('unknown router');
     if (!router.isVerified || !router.fingerprint) return refuse('the router has not finished enrollment');
     if (router.fingerprint.toLowerCase() !== fingerprint) return refuse('the certificate is not the router\'s enrolled certificate');
@@ -239,7 +215,7 @@ export class CtrlServer {
         void (async () => {
           await this.network.routerGone(routerId);
           if (back()) return;
-          await setRouterLease(this.ctx, routerId, null);
+          await this.release(routerId);
           const exists = !!(await routerForCtrl(this.ctx, routerId));
           if (back()) return;
           this.peersChanged(conn, exists ? PeerState.Unhealthy : PeerState.Removed);
@@ -265,7 +241,7 @@ export class CtrlServer {
     channel.send(result);
     this.log.info({ router: router.name, version: hello.headers.get(Header.HelloVersion)?.toString(), ...(grouped ? { grouped: grouped.type } : {}) }, 'ctrl: router connected');
     routerEvent(this.ctx, routerId, true);
-    await setRouterLease(this.ctx, routerId, new Date(Date.now() + LEASE_MS)).catch(() => {});
+    await this.lease(routerId).catch(() => {});
     await setRouterHello(this.ctx, routerId, conn.hello.listeners.map((l) => ({ address: String(l.address ?? ''), protocol: String(l.protocol ?? '') })), conn.hello.versionInfo, conn.hello.capabilitiesMask).catch(() => {});
     await this.network.refreshCosts().catch(() => {});
     // Its peers learn of it and it of them (routers dial their links themselves, section 2.7), once it is
@@ -510,6 +486,7 @@ export class CtrlServer {
     this.routerCheck = false;
     try {
       await this.dropRemovedRouters();
+      await this.claimLeases();
       await this.catchUp();
       const conns = [...this.routers.values()];
       const sessionIds = [...new Set(this.network.sessionIds())];
@@ -607,8 +584,41 @@ export class CtrlServer {
   }
 
   private async renewLeases() {
-    for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, new Date(Date.now() + LEASE_MS)).catch(() => {});
+    for (const id of this.routers.keys()) await this.lease(id).catch(() => {});
     await this.network.refreshCosts().catch(() => {});
+  }
+
+  /** The router is online until LEASE_MS from now, as this controller says. */
+  private async lease(routerId: string) {
+    const until = new Date(Date.now() + LEASE_MS);
+    this.leases.set(routerId, until.toISOString());
+    await setRouterLease(this.ctx, routerId, until);
+  }
+
+  /**
+   * The router left this controller: its lease ends, unless another controller on the database (the
+   * router lists several in its ctrl.endpoints) wrote it since, which keeps it online.
+   */
+  private async release(routerId: string) {
+    const held = this.leases.get(routerId);
+    this.leases.delete(routerId);
+    if (held) await releaseRouterLease(this.ctx, routerId, held);
+  }
+
+  /**
+   * Several controllers on one database (PostgreSQL): a router connected here whose lease another
+   * controller ended (the router left that one, whose lease was the newer) is taken back within a second,
+   * so it shows online while any controller holds it.
+   */
+  private async claimLeases() {
+    if (this.ctx.store.dialect.name !== 'postgres' || !this.routers.size) return;
+    const until = new Date(Date.now() + LEASE_MS).toISOString();
+    const taken = await claimRouterLeases(this.ctx, [...this.routers.keys()], until);
+    for (const id of taken) {
+      this.leases.set(id, until);
+      // It left while the claim ran: its close has released the lease already, or does so with this one.
+      if (!this.routers.has(id)) await this.release(id);
+    }
   }
 
   async stop() {
@@ -616,7 +626,7 @@ export class CtrlServer {
     this.rdm.stop();
     for (const c of [...this.routers.values()]) c.channel.close(new Error('the controller is stopping'));
     if (this.server) await closeChannelListener(this.server);
-    for (const id of this.routers.keys()) await setRouterLease(this.ctx, id, null).catch(() => {});
+    for (const id of [...this.leases.keys()]) await this.release(id).catch(() => {});
   }
 }
 

@@ -4,7 +4,7 @@
 // every router on it, and a new path for circuits whose link fails.
 import { randomUUID } from 'node:crypto';
 import { putLink, removeLinks, routerCosts, setLinkLatency, type RouterCosts } from '../../model/fabric-state.js';
-import { addTerminator, removeTerminators, storedRouterTerminators, updateTerminator, type SessionUse } from '../../model/data-plane.js';
+import { addTerminator, removeTerminators, storedEdgeTerminators, storedRouterTerminators, updateTerminator, type SessionUse, type StoredRouterTerminator } from '../../model/data-plane.js';
 import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
 import { EdgeError } from '../channel/messages.js';
@@ -192,8 +192,7 @@ export class RouterNetwork {
           ended.push(r.id);
           continue;
         }
-        const t: UpstreamTerminator = { id: r.id, address: r.id, routerId, serviceId: r.serviceId, hostId: r.hostId, instanceId: r.instanceId, cost: r.cost, precedence: r.precedence, sessionId: r.session.id, apiSessionId: r.session.apiSessionId, token: r.session.token, peerData: r.peerData, dials: 0 };
-        this.terminators.set(t.id, t);
+        this.terminators.set(r.id, this.fromStore({ ...r, session: r.session }));
       }
       if (ended.length) await removeTerminators(this.ctx, ended);
       return [...this.terminators.values()].filter((t) => t.routerId === routerId);
@@ -204,6 +203,36 @@ export class RouterNetwork {
     } finally {
       if (this.restoring.get(routerId) === work) this.restoring.delete(routerId);
     }
+  }
+
+  /**
+   * Several controllers on one database (PostgreSQL): a router that lists each of them in its
+   * ctrl.endpoints makes, changes and removes its terminators through whichever it finds most responsive,
+   * and asks any of them for a circuit. So before a terminator is chosen or changed here, what the store
+   * holds for it is taken: terminators made through another controller on routers connected here are
+   * adopted (the Bind session's token read back, as after a restart), costs and precedences changed there
+   * are followed, and those removed there are forgotten. One indexed read per dial; on SQLite, where one
+   * controller holds the database, memory is the store and nothing is read.
+   */
+  async adoptStored(where: { serviceId?: string; ids?: string[] }) {
+    if (this.ctx.store.dialect.name !== 'postgres') return;
+    const matches = (t: UpstreamTerminator) => (where.serviceId ? t.serviceId === where.serviceId : where.ids!.includes(t.id));
+    // Those held before the read: one added here while it ran is in the store already, or not yet here.
+    const before = [...this.terminators.values()].filter(matches).map((t) => t.id);
+    const stored = await storedEdgeTerminators(this.ctx, { ...where, anyBinding: true });
+    const inStore = new Set(stored.map((r) => r.id));
+    for (const id of before) if (!inStore.has(id)) this.terminators.delete(id);
+    for (const r of stored) {
+      const known = this.terminators.get(r.id);
+      if (known) {
+        known.cost = r.cost;
+        known.precedence = r.precedence;
+      } else if (r.binding === 'edge' && r.session && this.routers.has(r.routerId)) this.terminators.set(r.id, this.fromStore({ ...r, session: r.session }));
+    }
+  }
+
+  private fromStore(r: StoredRouterTerminator & { session: NonNullable<StoredRouterTerminator['session']> }): UpstreamTerminator {
+    return { id: r.id, address: r.id, routerId: r.routerId, serviceId: r.serviceId, hostId: r.hostId, instanceId: r.instanceId, cost: r.cost, precedence: r.precedence, sessionId: r.session.id, apiSessionId: r.session.apiSessionId, token: r.session.token, peerData: r.peerData, dials: 0 };
   }
 
   async removeTerminators(ids: string[]) {
@@ -309,6 +338,7 @@ export class RouterNetwork {
     if (!this.costs.has(from.routerId)) await this.refreshCosts();
     // A router that just connected: its kept terminators are read back before any is chosen.
     if (this.restoring.size) await Promise.all([...this.restoring.values()].map((p) => p.catch(() => {})));
+    await this.adoptStored({ serviceId: r.serviceId });
     let why = '';
     let cause = 'ROUTER_ERR_GENERIC';
     // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.

@@ -239,6 +239,8 @@ export class RouterConn {
     const req = decode(Schemas.UpdateTerminatorRequest, m.body);
     try {
       const s = await checkServiceSession(this.ctx, String(req.sessionToken ?? ''), 'Bind', (req.fingerprints as string[]).map((f) => f.toLowerCase()), this.routerId, undefined, this.hello.v2);
+      // Made through another controller on the database, perhaps (network.ts adoptStored).
+      if (!this.network.terminators.has(String(req.terminatorId ?? ''))) await this.network.adoptStored({ ids: [String(req.terminatorId ?? '')] });
       const t = this.network.terminators.get(String(req.terminatorId ?? ''));
       if (!t || t.routerId !== this.routerId || t.serviceId !== s.serviceId) throw new Refused(`invalid terminator: no terminator '${String(req.terminatorId ?? '')}' of this session's service on this router`, EdgeError.InvalidTerminator);
       if (req.updateCost && Number(req.cost ?? 0) > 0xffff) throw new Refused(`invalid cost ${String(req.cost)}: a terminator's cost is 0 to 65535`, EdgeError.InvalidCost);
@@ -410,6 +412,8 @@ export class RouterConn {
 
   private async removeRequested(m: Message) {
     const { terminatorIds } = decode(Schemas.RemoveTerminatorsRequest, m.body);
+    // Those made through another controller on the database are taken first (network.ts adoptStored).
+    await this.network.adoptStored({ ids: terminatorIds as string[] });
     const mine = new Set(this.network.terminatorsOf(this.routerId));
     await this.network.removeTerminators((terminatorIds as string[]).filter((id) => mine.has(id)));
     this.channel.reply(m, message(ContentType.Result, [[Header.ResultSuccess, bool(true)]]));
