@@ -3,11 +3,13 @@
 // certificate and the router id their hello names, and are then kept in step: their peers (to link
 // with), API sessions (full on connect, then every change within a second), ended sessions; the network
 // (network.ts) routes their terminators and circuits.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type X509Certificate } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Ctx } from '../../model/context.js';
 import { apiSessionsForRouters, claimRouterLeases, releaseRouterLease, routerAccessLost, routerForCtrl, sealedApiSessionIds, setRouterLease, setRouterProtocols, stillLive, type SyncedApiSession } from '../../model/data-plane.js';
 import { revokeRouterless } from '../../model/policy/enforce.js';
+import { chainsTo, presentedCertificates } from '../../model/pki/client-certs.js';
+import { enrollRouterByCa, routerEnrollmentCas } from '../../model/pki/router-enroll.js';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import { ListenerGuard } from '../channel/guard.js';
@@ -39,6 +41,8 @@ export interface CtrlOptions {
 }
 
 const SYNC_MS = 1000;
+/** How often the CAs marked for router enrollment are read again (a CA verified or marked just now lets its routers in within this). */
+const ENROLLING_CAS_MS = 2000;
 const LEASE_MS = 30_000;
 const CHUNK = 100;
 /** API sessions checked for liveness each second (see nextSlice). */
@@ -92,6 +96,8 @@ export class CtrlServer {
   private leases = new Map<string, string>();
   /** The grouped channels (2.x routers) open here, one underlay each (channel/grouped.ts). */
   private groups = new UnderlayGroups();
+  /** The verified CAs marked for router enrollment (ztc's, ziti#1390), read every few seconds: a router with their certificate may say hello. */
+  private enrollingCas: X509Certificate[] = [];
   server?: tls.Server;
   network!: RouterNetwork;
   /** The control port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
@@ -124,13 +130,16 @@ export class CtrlServer {
         ...o,
         guard: this.guard,
         alpn: ['ziti-ctrl'],
-        // The router's certificate must chain to our CA: then its fingerprint names the router.
-        admit: (socket) => !!socket.getPeerCertificate()?.raw && socket.authorized,
+        // The router's certificate must chain to our CA: then its fingerprint names the router. Or to a
+        // verified CA marked for router enrollment: the hello then decides (enrollRouterByCa).
+        admit: (socket) => !!socket.getPeerCertificate()?.raw && (socket.authorized || this.fromEnrollingCa(presentedCertificates(socket))),
       },
-      ({ channel, hello, socket, accepted }) => void this.accept(channel, hello, createHash('sha1').update(socket.getPeerCertificate().raw).digest('hex'), o, accepted),
+      ({ channel, hello, socket, accepted }) => void this.accept(channel, hello, createHash('sha1').update(socket.getPeerCertificate().raw).digest('hex'), o, accepted, socket.authorized ? [] : presentedCertificates(socket)),
       (e) => this.log.warn({ err: String(e) }, 'ctrl: listener error'),
     );
     this.server = server;
+    await this.readEnrollingCas();
+    this.timers.push(setInterval(() => void this.readEnrollingCas(), ENROLLING_CAS_MS));
     this.timers.push(setInterval(() => void this.sync(), SYNC_MS));
     this.timers.push(setInterval(() => void this.renewLeases(), LEASE_MS / 3));
     for (const t of this.timers) t.unref();
@@ -138,14 +147,31 @@ export class CtrlServer {
     return (server.address() as { port: number }).port;
   }
 
-  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, accepted: () => void) {
+  private async readEnrollingCas() {
+    this.enrollingCas = await routerEnrollmentCas(this.ctx).catch(() => this.enrollingCas);
+  }
+
+  private fromEnrollingCa(presented: X509Certificate[]): boolean {
+    const now = this.ctx.clock.now();
+    return !!presented[0] && this.enrollingCas.some((ca) => chainsTo(presented[0], presented, ca, now));
+  }
+
+  /** `presented`: the certificates of a connection admitted for a CA marked for router enrollment (none when they chain to ours). */
+  private async accept(channel: Channel, hello: Message, fingerprint: string, o: CtrlOptions, accepted: () => void, presented: X509Certificate[] = []) {
     const routerId = hello.body.toString('utf8');
     const refuse = (why: string) => {
       this.log.info({ router: routerId, reason: why }, 'ctrl: refused a router');
       channel.close(new Error(why));
     };
     if (!hello.headers.has(Header.HelloVersion)) return refuse('the hello has no version header');
-    const router = await routerForCtrl(this.ctx, routerId).catch(() => null);
+    let router = await routerForCtrl(this.ctx, routerId).catch(() => null);
+    // A router the network does not know, with a certificate from a CA marked for router enrollment: created and enrolled now.
+    if (!router && presented.length) {
+      const made = await enrollRouterByCa(this.ctx, routerId, presented).catch((e: unknown) => ({ refused: `could not enroll it: ${String(e)}` }));
+      if ('refused' in made) return refuse(made.refused);
+      this.log.info({ router: made.name, id: made.id, ca: made.caId }, 'ctrl: enrolled a router by its certificate from a CA marked for router enrollment');
+      router = await routerForCtrl(this.ctx, routerId).catch(() => null);
+    }
     if (!router) return refuse('unknown router');
     if (!router.isVerified || !router.fingerprint) return refuse('the router has not finished enrollment');
     if (router.fingerprint.toLowerCase() !== fingerprint) return refuse('the certificate is not the router\'s enrolled certificate');
