@@ -9,6 +9,8 @@ import { fromJson, isSet } from '../store/json.js';
 import { SPENT_REFRESH_TOKEN_TAGS } from './auth/revocations.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
+import { MAX_RETIRED_KEY_DAYS } from './pki/pki.js';
+import { tunnelerIdentities } from './router-tunneler.js';
 
 export const PRECEDENCE_NUMBER: Record<string, number> = { default: 0, required: 1, failed: 2 };
 
@@ -68,6 +70,11 @@ export interface RouterDataModelSource {
   /** PEMs: verified third-party CAs (they issue identities' certificates), and every controller's certificate (it signs JWTs). */
   caPems: string[];
   controllerPems: string[];
+  /**
+   * The replaced server certificates the controllers still publish (model/pki/renewal.ts): their keys
+   * may have signed tokens that have not expired (upstream bug #4116), for JWTs only.
+   */
+  controllerRetiredPems?: string[];
   /** Unexpired revocations, but spent refresh tokens (routers never see refresh tokens). */
   revocations?: RdmRevocation[];
 }
@@ -112,7 +119,7 @@ export async function newestRouterModelChange(ctx: Ctx): Promise<string> {
 export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSource> {
   const db = ctx.store.db;
   const now = ctx.clock.now().getTime();
-  const [configTypes, configs, identities, identityConfigs, services, serviceConfigs, policies, members, checks, cas, controllers, revocations] = await Promise.all([
+  const [configTypes, configs, identities, identityConfigs, services, serviceConfigs, policies, members, checks, cas, controllers, revocations, tunnelers] = await Promise.all([
     db.selectFrom('configTypes').select(['id', 'name']).execute(),
     db.selectFrom('configs').select(['id', 'configTypeId', 'name', 'data']).execute(),
     db.selectFrom('identities').select(['id', 'name', 'defaultHostingPrecedence', 'defaultHostingCost', 'serviceHostingPrecedences', 'serviceHostingCosts', 'appData', 'disabled', 'disabledUntil']).execute(),
@@ -123,9 +130,14 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     db.selectFrom('policyMembers').select(['policyId', 'side', 'entityId']).where('kind', 'in', ['dial', 'bind']).execute(),
     db.selectFrom('postureChecks').select(['id', 'name', 'typeId', 'data', 'reportOnly']).execute(),
     db.selectFrom('cas').select(['id', 'certPem']).where('isVerified', '=', 1).execute(),
-    db.selectFrom('controllers').select(['id', 'certPem']).execute(),
+    db.selectFrom('controllers').select(['id', 'certPem', 'retiredCerts']).execute(),
     db.selectFrom('revocations').select(['id', 'type', 'expiresAt', 'issuedBefore']).where('expiresAt', '>', iso(new Date(now))).where('tags', '!=', SPENT_REFRESH_TOKEN_TAGS).execute(),
+    tunnelerIdentities(ctx),
   ]);
+  // A tunneler-enabled router's Router identity goes by the router's id: a 2.x router's own tunneler looks
+  // its identity up in the model by its router id, as upstream gives the two one id (router-tunneler.ts).
+  const routerOf = new Map([...tunnelers].map(([routerId, identityId]) => [identityId, routerId]));
+  const asInModel = (identityId: string) => routerOf.get(identityId) ?? identityId;
 
   const perIdentity = new Map<string, Record<string, Record<string, string>>>();
   for (const c of identityConfigs) {
@@ -152,7 +164,7 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     configs: configs.map((c) => ({ id: c.id, typeId: c.configTypeId, name: c.name, dataJson: c.data })).sort(byId),
     identities: identities
       .map((i) => ({
-        id: i.id,
+        id: asInModel(i.id),
         name: i.name,
         defaultHostingPrecedence: PRECEDENCE_NUMBER[i.defaultHostingPrecedence] ?? 0,
         defaultHostingCost: Number(i.defaultHostingCost) || 0,
@@ -168,12 +180,16 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
       .filter((p) => p.type === 'Dial' || p.type === 'Bind')
       .map((p) => {
         const s = sides.get(p.id);
-        return { id: p.id, name: p.name, policyType: p.type === 'Dial' ? 1 : 2, services: (s?.service ?? []).sort(), identities: (s?.identity ?? []).sort(), postureChecks: (s?.['posture-check'] ?? []).sort() };
+        return { id: p.id, name: p.name, policyType: p.type === 'Dial' ? 1 : 2, services: (s?.service ?? []).sort(), identities: (s?.identity ?? []).map(asInModel).sort(), postureChecks: (s?.['posture-check'] ?? []).sort() };
       })
       .sort(byId),
     postureChecks: checks.map((c) => ({ id: c.id, name: c.name, typeId: c.typeId, data: fromJson<Record<string, unknown>>(c.data, {}) })).sort(byId),
     caPems: cas.sort(byId).map((c) => c.certPem),
     controllerPems: controllers.sort(byId).map((c) => c.certPem),
+    controllerRetiredPems: controllers
+      .flatMap((c) => fromJson<{ certPem?: string; retiredAt?: string }[]>(c.retiredCerts, []))
+      .filter((c) => typeof c.certPem === 'string' && Date.parse(String(c.retiredAt)) > now - MAX_RETIRED_KEY_DAYS * 86_400_000)
+      .map((c) => c.certPem!),
     revocations: revocations.map((r) => ({ id: r.id, type: r.type, expiresAt: r.expiresAt, ...(r.type === 'IDENTITY' ? { issuedBefore: r.issuedBefore } : {}) })).sort(byId),
   };
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
-import { bytesMap, connectRouter, connectRouter2x, enrollRouter, fp, readBytesMap, strings, T, TT, TUNNELER_CONFIG_TYPES, TunnelPb, type EnrolledRouter } from '../peers/ctrl-router.js';
+import { bytesMap, connectRouter, connectRouter2x, enrollRouter, fp, RdmSchemas, readBytesMap, strings, T, T2, TT, TUNNELER_CONFIG_TYPES, TunnelPb, type EnrolledRouter } from '../peers/ctrl-router.js';
 import { le32, type EdgePeer, type Frame } from '../peers/edge-sdk.js';
 
 let n: TestNetwork;
@@ -219,6 +219,14 @@ describe('a 2.x router\'s tunneler', () => {
     expect(r.type).toBe(TT.CreateTunnelTerminatorV2Response);
     expect(decode(TunnelPb.CreateTunnelTerminatorResponseV2, r.body)).toMatchObject({ terminatorId: 'ert-v2-terminator', result: 2, errorCode: 6, msg: expect.stringMatching(/no Bind service policy grants the router's identity 'ert-2x' service 'ert-v2'/) });
     expect((await n.api('PATCH', `/identities/${identityId}`, { roleAttributes: ['ert-v2-hosts', 'ert-v2-clients'] })).status).toBe(200);
+    // Its tunneler finds its identity and services in the data model by the router's id (upstream gives the two one id).
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { currentIndex: 0, subscriptionDurationSeconds: 300, subscriptionId: 'ert-sub' }));
+    const events = decode(RdmSchemas.DataState, (await p.next((f) => f.type === T2.DataState, 10_000)).body).events as Record<string, any>[];
+    expect(events.find((e) => e.identity?.id === router.id)?.identity).toMatchObject({ name: 'ert-2x' });
+    expect(events.some((e) => e.identity?.id === identityId)).toBe(false);
+    const bind = events.find((e) => e.servicePolicy?.name === 'ert-v2-bind')!.servicePolicy;
+    const members = events.filter((e) => e.servicePolicyChange?.policyId === bind.id && e.servicePolicyChange.relatedEntityType === 2).flatMap((e) => e.servicePolicyChange.relatedEntityIds);
+    expect(members).toContain(router.id);
     r = await host('ert-v2-terminator');
     const ok = decode(TunnelPb.CreateTunnelTerminatorResponseV2, r.body);
     expect(ok).toMatchObject({ terminatorId: 'ert-v2-terminator', startTime: 99n });
