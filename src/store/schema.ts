@@ -33,6 +33,8 @@ export interface IdentityRow extends BaseRow {
   serviceHostingPrecedences: string;
   appData: string;
   roleAttributes: string;
+  /** The role attributes its CA's claim rules gave it at its last certificate login (JSON list; model/pki/claim-attributes.ts). */
+  claimRoleAttributes: string;
   envInfo: string;
   sdkInfo: string;
   disabled: number;
@@ -134,6 +136,8 @@ export interface CaRow extends BaseRow {
   isEdgeRouterEnrollmentEnabled: number;
   /** The role attributes of the edge routers enrolled through it (JSON list). */
   edgeRouterRoles: string;
+  /** ztc's (ziti#827): rules turning claims of its certificates into role attributes (JSON, model/pki/claim-attributes.ts). */
+  roleAttributeClaims: string;
 }
 
 export interface EnrollmentRow extends BaseRow {

@@ -49,17 +49,20 @@ export class TestCa {
   get pem() {
     return forge.pki.certificateToPem(this.cert);
   }
-  /** A client certificate with its key. */
-  issue(cn: string) {
+  /** A client certificate with its key; `o`: SAN URIs (SPIFFE ids) and an OU in its subject. */
+  issue(cn: string, o: { uris?: string[]; ou?: string } = {}) {
     const keys = forge.pki.rsa.generateKeyPair(1024);
     const c = forge.pki.createCertificate();
     c.publicKey = keys.publicKey;
     c.serialNumber = '02' + forge.util.bytesToHex(forge.random.getBytesSync(8));
     c.validity.notBefore = new Date(Date.now() - 60_000);
     c.validity.notAfter = new Date(Date.now() + 5 * 86_400_000);
-    c.setSubject([{ name: 'commonName', value: cn }]);
+    c.setSubject([...(o.ou ? [{ name: 'organizationalUnitName', value: o.ou }] : []), { name: 'commonName', value: cn }]);
     c.setIssuer(this.cert.subject.attributes);
-    c.setExtensions([{ name: 'basicConstraints', cA: false }, { name: 'extKeyUsage', clientAuth: true }]);
+    c.setExtensions([
+      { name: 'basicConstraints', cA: false }, { name: 'extKeyUsage', clientAuth: true },
+      ...(o.uris?.length ? [{ name: 'subjectAltName', altNames: o.uris.map((value) => ({ type: 6, value })) }] : []),
+    ]);
     c.sign(this.keys.privateKey, forge.md.sha256.create());
     return { certPem: forge.pki.certificateToPem(c), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
   }

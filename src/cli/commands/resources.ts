@@ -90,7 +90,7 @@ function osType(raw: string): string {
  * Flags whose value is a list of objects (posture checks): a shorthand, or the JSON array itself
  * (`@file` reads it from a file). The syntax is what the help shows.
  */
-const OBJECT_LISTS: Record<string, { syntax: string; help: string; item: (entry: string) => Record<string, unknown> }> = {
+const OBJECT_LISTS: Record<string, { syntax: string; help: string; separator?: string; item: (entry: string) => Record<string, unknown> }> = {
   operatingSystems: {
     syntax: 'os[:version...],...|json',
     help: `OS types (${OS_TYPES.join(', ')}), each with optional version constraints after colons: Linux:>=5.0.0,Windows:>=10.0.19041:<11, or a JSON array of {type, versions}`,
@@ -110,13 +110,25 @@ const OBJECT_LISTS: Record<string, { syntax: string; help: string; item: (entry:
   },
 };
 
+// A CA's claim rules (ztc's, ziti#827): SOURCE[.FIELD]~PATTERN[=>ATTRIBUTE], e.g. SAN_URI~^spiffe://corp/team/(.+)$=>team-$1, SUBJECT.OU~(.+)
+OBJECT_LISTS.roleAttributeClaims = {
+  syntax: 'SOURCE[.FIELD]~PATTERN[=>ATTR];...|json|@file',
+  help: 'rules turning claims of the CA\'s certificates into role attributes, separated by ";": SAN_URI~^spiffe://corp.example/team/([a-z-]+)$=>team-$1;SUBJECT.OU~(.+)=>ou-$1 (sources SAN_URI, SAN_EMAIL, SAN_DNS, SUBJECT.<field>), or a JSON array of {source, field?, pattern, attribute?}',
+  separator: ';',
+  item: (entry) => {
+    const m = /^([A-Z_]+)(?:\.([A-Za-z]+))?~(.+?)(?:=>(.+))?$/.exec(entry);
+    if (!m) throw new CliError(`expected SOURCE[.FIELD]~PATTERN[=>ATTRIBUTE] (such as SAN_URI~^spiffe://corp/team/(.+)$=>team-$1), got '${entry}'`);
+    return { source: m[1], ...(m[2] ? { field: m[2] } : {}), pattern: m[3], ...(m[4] ? { attribute: m[4] } : {}) };
+  },
+};
+
 function parseObjectList(name: string, raw: string): unknown {
   const text = fileOrValue(raw).trim();
   if (text.startsWith('[') || text.startsWith('{')) {
     const v = parseJson(text);
     return Array.isArray(v) ? v : [v];
   }
-  return text.split(',').map((s) => s.trim()).filter(Boolean).map(OBJECT_LISTS[name].item);
+  return text.split(OBJECT_LISTS[name].separator ?? ',').map((s) => s.trim()).filter(Boolean).map(OBJECT_LISTS[name].item);
 }
 
 function convert(k: ReturnType<typeof kind>, raw: unknown): unknown {

@@ -6,6 +6,7 @@ import type { AuthPolicy } from '../resources/auth-policies.js';
 import { authenticateExtJwt, bearerTokens, checkSecondaryJwt, type SecondaryResult } from './ext-jwt.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { chainsTo, isCurrent, issuedByNetwork } from '../pki/client-certs.js';
+import { syncClaimAttributes } from '../pki/claim-attributes.js';
 import { ApiError, loginRefused, type LoginFailure } from '../errors.js';
 import { isSet } from '../../store/json.js';
 import { createApiSession, resolveSession } from './api-sessions.js';
@@ -165,7 +166,7 @@ async function authenticateCert<T>(ctx: Ctx, input: AuthenticateInput, ipAddress
     .innerJoin('identities as i', 'i.id', 'a.identityId')
     .innerJoin('authPolicies as p', 'p.id', 'i.authPolicyId')
     .leftJoin('cas as c', 'c.id', 'a.caId')
-    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'a.lastAuthResolvedToRoot', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth'])
+    .select(['a.id', 'a.identityId', 'a.isIssuedByNetwork', 'a.caId', 'a.lastAuthResolvedToRoot', 'p.primaryJson', 'c.certPem as caPem', 'c.isVerified as caVerified', 'c.isAuthEnabled as caAuth', 'c.roleAttributeClaims as caClaims'])
     .where('a.method', '=', 'cert')
     .where('a.fingerprint', '=', fingerprintOf(leaf.toString()))
     .executeTakeFirst();
@@ -183,6 +184,9 @@ async function authenticateCert<T>(ctx: Ctx, input: AuthenticateInput, ipAddress
     if (toRoot !== Number(row.lastAuthResolvedToRoot)) await ctx.store.db.updateTable('authenticators').set({ lastAuthResolvedToRoot: toRoot }).where('id', '=', row.id).execute();
   } else if (!row.caPem || !isSet(row.caVerified) || !isSet(row.caAuth) || !chainsTo(leaf, presented, new X509Certificate(row.caPem), now)) {
     throw refusedFor(row.identityId, row.id, 'certificate-untrusted');
+  } else {
+    // A third-party CA's claim rules (ztc's, ziti#827): the identity's role attributes follow this certificate's claims.
+    await syncClaimAttributes(ctx, row.identityId, row.caClaims, leaf);
   }
   return finish(ctx, { identityId: row.identityId, authenticatorId: row.id, ipAddress, input, isCertExtendable: isSet(row.isIssuedByNetwork) });
 }

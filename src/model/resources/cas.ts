@@ -10,6 +10,7 @@ import { newId } from '../ids.js';
 import { fingerprintOf } from '../pki/certs.js';
 import { baseDetail, baseFilterable, defineResource, type Row, type WriteMode } from '../resource.js';
 import { baseFields, Name, Nullable, Tags } from '../schemas/common.js';
+import { checkClaimRules, ClaimRules } from '../pki/claim-attributes.js';
 
 /**
  * The common name a verification certificate must carry: short as upstream's (a 9-character id there;
@@ -40,8 +41,8 @@ const flags = { isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnab
  */
 const routerEnrollmentFlag = Type.Boolean({ description: "ztc's: a router presenting a certificate this (verified) CA issued on the control channel is created as an edge router and enrolled, named by the certificate's common name" });
 const edgeRouterRoles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 1000, description: "ztc's: the role attributes of edge routers enrolled through this CA" });
-const routerEnrollment = { isEdgeRouterEnrollmentEnabled: Type.Optional(routerEnrollmentFlag), edgeRouterRoles: Type.Optional(edgeRouterRoles) };
-const routerEnrollmentPatch = { isEdgeRouterEnrollmentEnabled: Type.Optional(Nullable(routerEnrollmentFlag)), edgeRouterRoles: Type.Optional(Nullable(edgeRouterRoles)) };
+const routerEnrollment = { isEdgeRouterEnrollmentEnabled: Type.Optional(routerEnrollmentFlag), edgeRouterRoles: Type.Optional(edgeRouterRoles), roleAttributeClaims: Type.Optional(ClaimRules) };
+const routerEnrollmentPatch = { isEdgeRouterEnrollmentEnabled: Type.Optional(Nullable(routerEnrollmentFlag)), edgeRouterRoles: Type.Optional(Nullable(edgeRouterRoles)), roleAttributeClaims: Type.Optional(Nullable(ClaimRules)) };
 
 export const caCreate = Type.Object(
   { name: Name, certPem: Type.String({ minLength: 1, maxLength: 65536 }), identityRoles: Roles, identityNameFormat: Type.Optional(Format), externalIdClaim: Type.Optional(Nullable(ExternalIdClaim)), tags: Type.Optional(Tags), ...flags, ...routerEnrollment },
@@ -67,7 +68,7 @@ export const caDetail = Type.Object({
   ...baseFields, name: Type.String(), certPem: Type.String(), fingerprint: Type.String(), isVerified: Type.Boolean(), verificationToken: Type.Optional(Type.String()),
   identityRoles: Type.Array(Type.String()), identityNameFormat: Type.String(), externalIdClaim: Type.Optional(Type.Unsafe({ type: 'object', additionalProperties: true })),
   isAutoCaEnrollmentEnabled: Type.Boolean(), isOttCaEnrollmentEnabled: Type.Boolean(), isAuthEnabled: Type.Boolean(),
-  isEdgeRouterEnrollmentEnabled: Type.Boolean(), edgeRouterRoles: Type.Array(Type.String()),
+  isEdgeRouterEnrollmentEnabled: Type.Boolean(), edgeRouterRoles: Type.Array(Type.String()), roleAttributeClaims: ClaimRules,
 });
 
 /** A CA certificate: parses, and is marked as a CA. */
@@ -107,6 +108,8 @@ async function toRow(input: Row, mode: WriteMode, tx: Tx): Promise<Row> {
   };
   own('isEdgeRouterEnrollmentEnabled', (x) => bit(x as boolean), 0);
   own('edgeRouterRoles', (x) => toJson(x, []), '[]');
+  if (Array.isArray(input.roleAttributeClaims)) checkClaimRules(input.roleAttributeClaims);
+  own('roleAttributeClaims', (x) => toJson(x, []), '[]');
   return out;
 }
 
@@ -142,6 +145,7 @@ export const cas = defineResource({
     ...(r.externalIdClaim ? { externalIdClaim: fromJson(r.externalIdClaim, {}) } : {}),
     isAutoCaEnrollmentEnabled: isSet(r.isAutoCaEnrollmentEnabled), isOttCaEnrollmentEnabled: isSet(r.isOttCaEnrollmentEnabled), isAuthEnabled: isSet(r.isAuthEnabled),
     isEdgeRouterEnrollmentEnabled: isSet(r.isEdgeRouterEnrollmentEnabled), edgeRouterRoles: sortedStrings(r.edgeRouterRoles),
+    roleAttributeClaims: fromJson(r.roleAttributeClaims, []),
   }),
   toRow,
   cli: { columns: ['id', 'name', 'isVerified', 'isAuthEnabled', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'fingerprint'] },

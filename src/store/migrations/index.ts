@@ -33,6 +33,7 @@ import { sessionGrants } from './0037-session-grants.js';
 import { oidc } from './0032-oidc.js';
 import { secondaryExtJwt } from './0038-secondary-ext-jwt.js';
 import { caRouterEnrollment } from './0040-ca-router-enrollment.js';
+import { caClaimAttributes } from './0041-ca-claim-attributes.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -68,5 +69,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0037-session-grants': sessionGrants(),
     '0038-secondary-ext-jwt': secondaryExtJwt(),
     '0040-ca-router-enrollment': caRouterEnrollment(),
+    '0041-ca-claim-attributes': caClaimAttributes(),
   };
 }
