@@ -213,6 +213,12 @@ describe("ztc's router in the mesh", () => {
     hostPeer.send(CT.StateClosed, [[H.ConnId, le32(44)], [H.Seq, le32(2)]], Buffer.from('bye'));
     const end = await linkPayload.next((f) => f.type === X.Payload && circuitOf(f) === circuitId);
     expect([seqOf(end), flagsOf(end)]).toEqual([1, F.Originator | F.End]);
+    // Unacknowledged, it is sent again (a receiver whose buffer is full drops; upstream resends too).
+    const again = await linkPayload.next((f) => f.type === X.Payload && circuitOf(f) === circuitId);
+    expect(seqOf(again)).toBe(0);
+    // The circuit stays routed until what ztc's router sent is acknowledged, then it is unrouted.
+    await expect(ctrl.next((f) => f.type === T.Unroute, 300)).rejects.toThrow(/no matching frame/);
+    linkAck.send(X.Ack, [[X.CircuitId, Buffer.from(circuitId)], [X.RecvBuffer, le32(0)], [X.RTT, Buffer.from([0, 0])]], Buffer.from([0, 0, 0, 0, 0, 0, 0, 1]));
     expect(decode(Schemas.Unroute, (await ctrl.next((f) => f.type === T.Unroute)).body)).toMatchObject({ circuitId });
     hostPeer.close();
   });

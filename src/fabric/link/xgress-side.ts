@@ -15,6 +15,12 @@ import { encodeAck, encodePayload, originatorFlag, originatorOf, PayloadKey, Xgr
 
 /** Bytes in flight (sent and not acknowledged, plus the far end's reported buffer) before the side counts as full. */
 export const XGRESS_WINDOW = 2 * 1024 * 1024;
+/** How often unacknowledged payloads are looked at, and the bounds of when one is overdue (ms). */
+const RESEND_CHECK_MS = 100;
+const RESEND_MIN_MS = 200;
+const RESEND_MAX_MS = 2000;
+/** How long an end that sent CircuitEnd waits for what it sent to be acknowledged before the circuit goes. */
+const CLOSE_WAIT_MS = 5000;
 /** Out-of-order payloads kept for their turn; beyond it they are dropped unacknowledged (the sender resends). */
 const REORDER_CAP = 4 * 1024 * 1024;
 
@@ -34,8 +40,12 @@ export class XgressSide implements SideConn, Flow {
   closed = false;
   endpoint!: Endpoint;
   private nextSeq = 0;
-  private unacked = new Map<number, number>();
+  /** Payloads sent and not acknowledged: resent when an ack is overdue (a receiver with a full buffer drops). */
+  private unacked = new Map<number, { p: Payload; at: number }>();
   private unackedBytes = 0;
+  private resendTimer?: NodeJS.Timeout;
+  /** Smoothed round trip (ms) from the acks' echo of our clock. */
+  private rtt = 100;
   private peerBuffer = 0;
   private delivered = -1;
   private reorder = new Map<number, Payload>();
@@ -66,6 +76,7 @@ export class XgressSide implements SideConn, Flow {
   abort(reason: string) {
     if (this.closed) return;
     this.closed = true;
+    this.stopResending();
     this.releaseBlocked();
     const peer = this.endpoint.peer;
     if (peer && !peer.closed) closeSide(peer, reason, true);
@@ -94,12 +105,28 @@ export class XgressSide implements SideConn, Flow {
   }
 
   private emit(flags: number, headers: Map<number, Buffer>, data: Buffer) {
-    const sequence = this.nextSeq++;
-    if (data.length) {
-      this.unacked.set(sequence, data.length);
-      this.unackedBytes += data.length;
+    const p: Payload = { circuitId: this.circuitId, flags: flags | originatorFlag(this.originator), sequence: this.nextSeq++, headers, data };
+    this.unacked.set(p.sequence, { p, at: Date.now() });
+    this.unackedBytes += data.length;
+    this.resendTimer ??= setInterval(() => this.resendOverdue(), RESEND_CHECK_MS).unref();
+    this.host.out(this, encodePayload(p), false);
+  }
+
+  /** Upstream's rule: a payload whose ack has not come within a few round trips is sent again. */
+  private resendOverdue() {
+    if (this.closed && !this.endSent) return this.stopResending();
+    const now = Date.now();
+    const overdue = Math.min(RESEND_MAX_MS, Math.max(RESEND_MIN_MS, this.rtt * 2 + 100));
+    for (const u of this.unacked.values()) {
+      if (now - u.at < overdue) continue;
+      u.at = now;
+      this.host.out(this, encodePayload({ ...u.p, flags: u.p.flags | XgressFlag.Retransmit }), false);
     }
-    this.host.out(this, encodePayload({ circuitId: this.circuitId, flags: flags | originatorFlag(this.originator), sequence, headers, data }), false);
+  }
+
+  private stopResending() {
+    if (this.resendTimer) clearInterval(this.resendTimer);
+    this.resendTimer = undefined;
   }
 
   /** Send CircuitEnd (once) and let go. */
@@ -116,13 +143,29 @@ export class XgressSide implements SideConn, Flow {
     this.closed = true;
     this.reorder.clear();
     this.releaseBlocked();
+    // What is still unacknowledged (CircuitEnd among it) may need resending: the circuit stays routed
+    // until it is acknowledged, or for CLOSE_WAIT_MS at most (upstream flushes its send buffer too).
+    if (!this.unacked.size) return this.done();
+    this.closeWait = setTimeout(() => this.done(), CLOSE_WAIT_MS);
+    this.closeWait.unref();
+  }
+
+  private closeWait?: NodeJS.Timeout;
+  private finished = false;
+
+  private done() {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.closeWait) clearTimeout(this.closeWait);
+    this.stopResending();
     this.host.sideClosed(this);
   }
 
   // ---- from the far end
 
   received(p: Payload) {
-    if (this.closed) return;
+    // Ended here and still routed (waiting for our last payloads' acks): what comes is acknowledged, not delivered.
+    if (this.finished || (this.closed && !this.endSent)) return;
     // Ours come back only through a routing loop: upstream drops them too.
     if (originatorOf(p.flags) === this.originator) return;
     if (p.sequence > this.delivered + 1) {
@@ -131,6 +174,8 @@ export class XgressSide implements SideConn, Flow {
         this.reorder.set(p.sequence, p);
         this.reorderBytes += p.data.length;
       }
+    } else if (p.sequence === this.delivered + 1 && this.closed) {
+      this.delivered = p.sequence;
     } else if (p.sequence === this.delivered + 1) {
       this.deliver(p);
       for (let next = this.reorder.get(this.delivered + 1); next && !this.closed; next = this.reorder.get(this.delivered + 1)) {
@@ -140,7 +185,7 @@ export class XgressSide implements SideConn, Flow {
       }
     }
     // A duplicate (a resend that crossed our ack) is acknowledged again, as upstream does.
-    if (!this.closed || p.flags & XgressFlag.CircuitEnd)
+    if (!this.finished)
       this.host.out(this, encodeAck({ circuitId: this.circuitId, flags: originatorFlag(this.originator), sequences: [p.sequence], recvBufferSize: this.reorderBytes, rtt: p.rtt }), true);
   }
 
@@ -155,6 +200,7 @@ export class XgressSide implements SideConn, Flow {
     }
     if (p.flags & XgressFlag.CircuitEnd) {
       this.closed = true;
+      this.stopResending();
       this.releaseBlocked();
       closeSide(this.endpoint, '', false);
       this.host.sideClosed(this);
@@ -212,13 +258,18 @@ export class XgressSide implements SideConn, Flow {
   }
 
   acked(a: Ack) {
-    for (const s of a.sequences) {
-      const n = this.unacked.get(s);
-      if (n === undefined) continue;
-      this.unacked.delete(s);
-      this.unackedBytes -= n;
+    for (const seq of a.sequences) {
+      const u = this.unacked.get(seq);
+      if (!u) continue;
+      this.unacked.delete(seq);
+      this.unackedBytes -= u.p.data.length;
+    }
+    if (a.rtt?.length === 2) {
+      const sample = (Date.now() - a.rtt.readUInt16LE(0)) & 0xffff;
+      if (sample < 30_000) this.rtt = (this.rtt * 7 + sample) / 8;
     }
     if (a.recvBufferSize !== undefined && a.recvBufferSize !== 0xffffffff) this.peerBuffer = a.recvBufferSize;
+    if (!this.unacked.size && this.endSent) this.done();
     if (this.blocked.size && !this.full) this.releaseBlocked();
   }
 

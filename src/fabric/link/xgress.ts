@@ -20,7 +20,8 @@ export const XgressHeader = {
 /** The payload headers edge routers carry across: the edge message's UUID (128) and its Flags (1010). */
 export const PayloadKey = { Uuid: 0, EdgeFlags: 0x10 } as const;
 
-export const XgressFlag = { CircuitEnd: 1, Originator: 2, CircuitStart: 4, Chunk: 8 } as const;
+/** Payload flags; Retransmit (2.x) marks a resend, which 1.x routers ignore. */
+export const XgressFlag = { CircuitEnd: 1, Originator: 2, CircuitStart: 4, Chunk: 8, Retransmit: 16 } as const;
 
 /** Which end of the circuit sent it: the one that dialed (initiator) or the terminator's. */
 export type Originator = 'initiator' | 'terminator';
