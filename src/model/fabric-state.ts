@@ -52,6 +52,13 @@ export async function setLinkLatency(ctx: Ctx, id: string, end: 'src' | 'dst', n
   await ctx.store.db.updateTable('links').set({ ...latency, cost, updatedAt: iso(ctx.clock.now()) }).where('id', '=', id).execute();
 }
 
+/** Which of these links have a row (several controllers on one database: RouterNetwork.keepLinkRows). */
+export async function storedLinkIds(ctx: Ctx, ids: string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (let i = 0; i < ids.length; i += 500) for (const r of await ctx.store.db.selectFrom('links').select('id').where('id', 'in', ids.slice(i, i + 500)).execute()) out.add(r.id);
+  return out;
+}
+
 export async function removeLinks(ctx: Ctx, ids: string[]) {
   for (let i = 0; i < ids.length; i += 500) await ctx.store.db.deleteFrom('links').where('id', 'in', ids.slice(i, i + 500)).execute();
 }

@@ -4,7 +4,8 @@
 // the controller it is attached to, which reads them from the database); a router that lists both
 // controllers (ctrl.endpoints, as upstream's routers take several) holds a control channel to each and
 // asks either: a terminator made through one is routed to by the other, across a link; when one
-// controller stops, the routers stay online through the other and keep serving. (By hand with 1.1.10
+// controller stops, the routers stay online through the other and keep serving, and the other keeps the
+// rows of their links. (By hand with 1.1.10
 // routers: docs/postgresql.md, "Routers".)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
@@ -106,8 +107,14 @@ describe.skipIf(!postgres)('two controllers on one database share their routers'
     // Each controller answers with its own id: a router keeps one channel per controller id (upstream
     // refuses a second channel with an id it holds).
     expect(seen.size).toBe(2);
-    // r2 dialed a link to r1 and reports it to every controller, as a 1.1 router does.
-    for (const p of [ch['2a'], ch['2b']]) p.send(T.RouterLinks, [], encode(Schemas.RouterLinks, { links: [{ id: 'sh-link-21', destRouterId: r1.id, linkProtocol: 'tls', dialAddress: 'tls:shared-1:14001', iteration: 1 }] }));
+    // r2 dialed a link to r1 and reports it to every controller, as a 1.1 router does: B, then A, whose
+    // row the store keeps (one per link, naming the controller that wrote it last).
+    const link = encode(Schemas.RouterLinks, { links: [{ id: 'sh-link-21', destRouterId: r1.id, linkProtocol: 'tls', dialAddress: 'tls:shared-1:14001', iteration: 1 }] });
+    const writer = async () => (await a.c.running.ctx.store.db.selectFrom('links').select('controllerId').where('id', '=', 'sh-link-21').executeTakeFirst())?.controllerId;
+    ch['2b'].send(T.RouterLinks, [], link);
+    await expect.poll(writer, { timeout: 3000 }).toBe(readControllerId(b.c.running.ctx.config.dataDir));
+    ch['2a'].send(T.RouterLinks, [], link);
+    await expect.poll(writer, { timeout: 3000 }).toBe(readControllerId(a.c.running.ctx.config.dataDir));
 
     service = await b.service('sh-two');
     host = await a.identity('sh-two-host', ['sh-two-hosts']);
@@ -168,6 +175,8 @@ describe.skipIf(!postgres)('two controllers on one database share their routers'
     await expect.poll(async () => [await isOnline(b, r1.id), await isOnline(b, r2.id)], { timeout: 3000 }).toEqual([true, true]);
     // A router that listed only A is offline: it has no controller.
     expect(await isOnline(b, onlyA)).toBe(false);
+    // A took its row of r2's link with it; B, which holds the link, puts it back.
+    await expect.poll(async () => (await b.c.call('GET', '/fabric/v1/links/sh-link-21', { token: b.admin })).status, { timeout: 3000 }).toBe(200);
     // B routes to the terminator made through A, across the link.
     const seq = dial(ch['2b'], client, await b.session(client, service, 'Dial'));
     const atIngress = routeOf(await ch['2b'].next((f) => f.type === T.Route));

@@ -513,6 +513,7 @@ export class CtrlServer {
     try {
       await this.dropRemovedRouters();
       await this.claimLeases();
+      await this.network.keepLinkRows();
       await this.catchUp();
       const conns = [...this.routers.values()];
       const sessionIds = [...new Set(this.network.sessionIds())];

@@ -3,7 +3,7 @@
 // them: the cheapest path from the router a dial arrives at to a router hosting the service, a Route to
 // every router on it, and a new path for circuits whose link fails.
 import { randomUUID } from 'node:crypto';
-import { putLink, removeLinks, routerCosts, setLinkLatency, type RouterCosts } from '../../model/fabric-state.js';
+import { putLink, removeLinks, routerCosts, setLinkLatency, storedLinkIds, type RouterCosts } from '../../model/fabric-state.js';
 import { addTerminator, removeTerminators, storedEdgeTerminators, storedRouterTerminators, updateTerminator, type SessionUse, type StoredRouterTerminator } from '../../model/data-plane.js';
 import type { Ctx } from '../../model/context.js';
 import type { Message } from '../channel/codec.js';
@@ -265,9 +265,26 @@ export class RouterNetwork {
     if (known && known.iteration > l.iteration) return;
     this.links.set(l.id, l);
     linkEvent(this.ctx, 'connected', l);
-    await putLink(this.ctx, this.controllerId, { id: l.id, srcRouterId: l.src, dstRouterId: l.dst, protocol: l.protocol, dialAddress: l.dialAddress, iteration: l.iteration, staticCost: l.staticCost }).catch((e) =>
+    await this.recordLink(l);
+  }
+
+  private recordLink(l: Link) {
+    return putLink(this.ctx, this.controllerId, { id: l.id, srcRouterId: l.src, dstRouterId: l.dst, protocol: l.protocol, dialAddress: l.dialAddress, iteration: l.iteration, staticCost: l.staticCost }).catch((e) =>
       this.log.warn({ err: String(e) }, 'ctrl: could not record a link'),
     );
+  }
+
+  /**
+   * Several controllers on one database (PostgreSQL): a router connected to each reports its links to
+   * each, and the store keeps one row per link, naming the controller that wrote it last. That one
+   * removes the row when the router leaves it (or it stops, or starts again) while the link is still up
+   * and known to the others: each second they put back the rows of the links they hold, which is what
+   * `ztc fabric links` and the policy advisor read. A link that fails is reported to every controller.
+   */
+  async keepLinkRows() {
+    if (this.ctx.store.dialect.name !== 'postgres' || !this.links.size) return;
+    const stored = await storedLinkIds(this.ctx, [...this.links.keys()]);
+    for (const l of [...this.links.values()]) if (!stored.has(l.id) && this.links.get(l.id) === l) await this.recordLink(l);
   }
 
   linksOf(routerId: string): Link[] {
