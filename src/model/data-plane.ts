@@ -325,8 +325,9 @@ export interface StoredRouterTerminator {
  * The edge terminators stored for an upstream router (a previous run of the controller, or another
  * controller, held them): what routes to them, with the Bind session's token opened.
  */
-export function storedRouterTerminators(ctx: Ctx, routerId: string): Promise<StoredRouterTerminator[]> {
-  return storedEdgeTerminators(ctx, { routerId });
+export async function storedRouterTerminators(ctx: Ctx, routerId: string): Promise<StoredRouterTerminator[]> {
+  // Those its SDKs made and those its own tunneler made (binding tunnel): the router holds both.
+  return (await storedEdgeTerminators(ctx, { routerId, anyBinding: true })).filter((r) => r.binding === 'edge' || r.binding === 'tunnel');
 }
 
 /**

@@ -4,9 +4,12 @@
 // creates for services that identity may Bind (a 1.x router told its Bind session, a 2.x router none),
 // refused with the missing policy named, routed to by SDK dials (the Route's egress is the tunnel binding),
 // circuits for connections it intercepts, and its terminators ended when the identity loses its grant.
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { Schemas } from '../../src/fabric/ctrl/messages.js';
+import { startController, type Running } from '../../src/server/controller.js';
+import { testConfig } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { bytesMap, connectRouter, connectRouter2x, enrollRouter, fp, RdmSchemas, readBytesMap, strings, T, T2, TT, TUNNELER_CONFIG_TYPES, TunnelPb, type EnrolledRouter } from '../peers/ctrl-router.js';
 import { le32, type EdgePeer, type Frame } from '../peers/edge-sdk.js';
@@ -20,8 +23,12 @@ beforeAll(async () => {
   ctrlPort = n.c.running.fabric!.ctrlPort!;
   client = await n.identity('ert-client', ['ert-echo-clients', 'ert-v2-clients']);
 }, 60_000);
+/** The controller started again on the same data dir (the last test), when it was. */
+let second: Running | undefined;
 afterAll(async () => {
-  await n?.close();
+  if (!second) return n?.close();
+  await second.close();
+  fs.rmSync(n.c.dataDir, { recursive: true, force: true });
 });
 
 const text = (f: Frame) => f.body.toString('utf8');
@@ -146,10 +153,11 @@ describe('a 1.x router\'s tunneler', () => {
     await refusal(/no Bind service policy grants the router's identity 'ert-1' service 'ert-nobind'/);
     // Granted, but no service edge router policy gives the service this router.
     expect((await n.api('PATCH', `/identities/${identityId}`, { roleAttributes: ['ert-echo-hosts', 'ert-nobind-hosts'] })).status).toBe(200);
+    // The hosted service keeps its router throughout (else the access watch, seeing it without one, ends its terminator).
+    await n.api('POST', '/service-edge-router-policies', { name: 'echo-only', serviceRoles: ['#ert-echo', '#ert-v2', '#ert-kept'], edgeRouterRoles: ['#all'], semantic: 'AnyOf' });
     const all = (await n.api('GET', `/service-edge-router-policies?filter=${encodeURIComponent('name = "all"')}`)).body.data[0];
     await n.api('DELETE', `/service-edge-router-policies/${all.id}`);
     try {
-      await n.api('POST', '/service-edge-router-policies', { name: 'echo-only', serviceRoles: ['#ert-echo'], edgeRouterRoles: ['#all'], semantic: 'AnyOf' });
       ask();
       await refusal(/no service edge router policy gives service 'ert-nobind' the router 'ert-1'/);
     } finally {
@@ -244,6 +252,32 @@ describe('a 2.x router\'s tunneler', () => {
     const c = await p.replyTo(seq);
     expect(c.type, text(c)).toBe(TT.CreateTunnelCircuitV2Response);
     expect(decode(TunnelPb.CreateTunnelCircuitV2Response, c.body)).toMatchObject({ circuitId: route.circuitId, tags: { clientId: identityId, serviceId: service } });
+    p.close();
+  });
+});
+
+describe('a controller restart', () => {
+  it('keeps the tunneler\'s terminators: the first dial after the router is back is routed to one, and the router is asked to validate it with the tunnel binding', async () => {
+    const { router, identityId } = await tunnelerRouter('ert-restart');
+    const service = await hostedService('ert-kept');
+    expect((await n.api('PATCH', `/identities/${identityId}`, { roleAttributes: ['ert-kept-hosts'] })).status).toBe(200);
+    expect((await n.api('PATCH', `/identities/${client.id}`, { roleAttributes: ['ert-echo-clients', 'ert-v2-clients', 'ert-kept-clients'] })).status).toBe(200);
+    const first = await connectRouter(ctrlPort, router);
+    const made = await request(first.p, TT.CreateTunnelTerminator, encode(TunnelPb.CreateTunnelTerminatorRequest, { serviceName: 'ert-kept', address: 'ert-kept-1' }));
+    expect(made.type, text(made)).toBe(TT.CreateTunnelTerminatorResponse);
+    const token = await n.session(client, service, 'Dial');
+    first.p.close();
+    const db = n.c.running.ctx.config.db;
+    await n.c.running.close();
+    second = await startController(testConfig(n.c.dataDir, { port: 0, bind: '127.0.0.1', db }));
+    const { p } = await connectRouter(second.fabric!.ctrlPort!, router);
+    const seq = p.send(T.CreateCircuitV2, [[11, Buffer.from(token)], [12, strings([fp(client.cert)])], [14, Buffer.from(client.token)]]);
+    const route = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    expect(route.egress).toMatchObject({ binding: 'tunnel', destination: 'ert-kept-1' });
+    p.send(T.RouteResult, [[1101, le32(route.attempt ?? 0)], [1102, Buffer.from([1])]], Buffer.from(route.circuitId));
+    expect((await p.replyTo(seq)).type).toBe(T.CreateCircuitV2Response);
+    const validate = decode(Schemas.ValidateTerminatorsV2Request, (await p.next((f) => f.type === 1041, 5000)).body);
+    expect(validate.terminators).toContainEqual(expect.objectContaining({ id: 'ert-kept-1', binding: 'tunnel', address: 'ert-kept-1' }));
     p.close();
   });
 });

@@ -227,12 +227,14 @@ export class RouterNetwork {
       if (known) {
         known.cost = r.cost;
         known.precedence = r.precedence;
-      } else if (r.binding === 'edge' && r.session && this.routers.has(r.routerId)) this.terminators.set(r.id, this.fromStore({ ...r, session: r.session }));
+      } else if ((r.binding === 'edge' || r.binding === 'tunnel') && r.session && this.routers.has(r.routerId)) this.terminators.set(r.id, this.fromStore({ ...r, session: r.session }));
     }
   }
 
   private fromStore(r: StoredRouterTerminator & { session: NonNullable<StoredRouterTerminator['session']> }): UpstreamTerminator {
-    return { id: r.id, address: r.id, routerId: r.routerId, serviceId: r.serviceId, hostId: r.hostId, instanceId: r.instanceId, cost: r.cost, precedence: r.precedence, sessionId: r.session.id, apiSessionId: r.session.apiSessionId, token: r.session.token, peerData: r.peerData, dials: 0 };
+    // A router's tunneler knows its sessions by their ids (ctrl/tunnel/common.ts), an SDK by their tokens.
+    const tunnel = r.binding === 'tunnel';
+    return { id: r.id, binding: tunnel ? 'tunnel' : 'edge', address: r.id, routerId: r.routerId, serviceId: r.serviceId, hostId: r.hostId, instanceId: r.instanceId, cost: r.cost, precedence: r.precedence, sessionId: r.session.id, apiSessionId: r.session.apiSessionId, token: tunnel ? r.session.id : r.session.token, peerData: r.peerData, dials: 0 };
   }
 
   async removeTerminators(ids: string[]) {
