@@ -43,6 +43,16 @@ describe("a router's placement", () => {
     expect(w.guessed).toMatch(/did not say where its control channel listens/);
   });
 
+  it('lists every control channel given (several controllers on one database) as ctrl.endpoints', async () => {
+    const w = await routerPlacement(network, { ctrlEndpoint: ['tls:ctrl1.example.com:6262', 'tls:ctrl2.example.com:6262'] }, 'localhost');
+    expect(w).toMatchObject({ ctrlEndpoint: 'tls:ctrl1.example.com:6262', ctrlEndpoints: ['tls:ctrl1.example.com:6262', 'tls:ctrl2.example.com:6262'], host: 'ctrl1.example.com' });
+    const y = YAML.parse(routerConfigYaml('er-7', '/tmp/er-7.yml', w, 'none'));
+    expect(y.ctrl).toEqual({ endpoints: ['tls:ctrl1.example.com:6262', 'tls:ctrl2.example.com:6262'], endpointsFile: '/tmp/er-7.endpoints.yml' });
+    // One, as before: ctrl.endpoint.
+    expect(YAML.parse(routerConfigYaml('er-8', '/tmp/er-8.yml', await routerPlacement(network, { ctrlEndpoint: ['tls:ctrl1.example.com:6262'] }, 'localhost'), 'none')).ctrl.endpoint).toBe('tls:ctrl1.example.com:6262');
+    await expect(routerPlacement(network, { ctrlEndpoint: ['tls:ctrl1.example.com:6262', 'ctrl2:6262'] }, 'localhost')).rejects.toThrow(/not 'ctrl2:6262'/);
+  });
+
   it('writes YAML that names an IP router host among the IP SANs, and an IPv6 one in brackets', () => {
     const y = YAML.parse(routerConfigYaml('er-6', '/tmp/er-6.yml', { ctrlEndpoint: 'tls:[::1]:6262', host: 'fd00::5', edgePort: 3022, linkPort: 10080 }, 'none'));
     expect(y.listeners[0].options.advertise).toBe('[fd00::5]:3022');

@@ -22,7 +22,8 @@ export interface RouterConfigOptions {
   edgePort?: string;
   linkPort?: string;
   tunnelerMode?: string;
-  ctrlEndpoint?: string;
+  /** One, or (the flag repeated) each controller's: several controllers on one database. */
+  ctrlEndpoint?: string | string[];
 }
 
 /** The flags of `edge-router create --router-config` and `edge-router config`. */
@@ -33,11 +34,14 @@ export function routerConfigFlags(cmd: Command, withFile: boolean): Command {
     .option('--edge-port <port>', `the router's edge listener, for SDKs (default ${EDGE_PORT}, or the next port no router of this network has on that host)`)
     .option('--link-port <port>', `the router's link listener, for other routers (default ${LINK_PORT}, or the next free one; 0: none, the router only dials links)`)
     .addOption(new Option('--tunneler-mode <mode>', 'the router\'s own tunneler (a tunnel listener): none, or host/tproxy, which ztc does not serve yet').choices(['none', 'host', 'tproxy']).default('none'))
-    .option('--ctrl-endpoint <tls:host:port>', 'where the router reaches the controller\'s control channel (default: what the controller says, /controllers ctrlAddress)');
+    .option('--ctrl-endpoint <tls:host:port>', 'where the router reaches the controller\'s control channel (default: what the controller says, /controllers ctrlAddress); repeat it for each of several controllers on one database: the router holds a channel to each (docs/postgresql.md)', (v: string, before: string[] | undefined) => [...(before ?? []), v]);
 }
 
 export interface Where {
+  /** The first control channel (the router's host defaults to its host)... */
   ctrlEndpoint: string;
+  /** ...and every one, when several controllers share the database (ctrl.endpoints). */
+  ctrlEndpoints?: string[];
   /** Said when the endpoint was guessed rather than told. */
   guessed?: string;
   host: string;
@@ -66,7 +70,8 @@ function hostPort(address: string): [string, number] | undefined {
 export async function routerPlacement(t: Transport, o: RouterConfigOptions, profileHost: string | undefined): Promise<Where> {
   const controllers = (expectOk(await t.request('GET', `${API}/controllers`), 'Listing controllers')?.data as { ctrlAddress?: string | null; isOnline?: boolean; apiAddresses?: Record<string, { url: string }[]> }[]) ?? [];
   const told = controllers.find((c) => c.ctrlAddress && c.isOnline !== false)?.ctrlAddress ?? undefined;
-  let ctrlEndpoint = o.ctrlEndpoint ?? told;
+  const given = [o.ctrlEndpoint ?? []].flat();
+  let ctrlEndpoint = given[0] ?? told;
   let guessed: string | undefined;
   const apiHost = (() => {
     const url = controllers.find((c) => c.apiAddresses?.['edge-management']?.[0]?.url)?.apiAddresses?.['edge-management']?.[0]?.url;
@@ -80,7 +85,7 @@ export async function routerPlacement(t: Transport, o: RouterConfigOptions, prof
     ctrlEndpoint = `tls:${profileHost ?? apiHost ?? 'localhost'}:6262`;
     guessed = `the controller did not say where its control channel listens (not running, or --no-ctrl): ctrl.endpoint is ${ctrlEndpoint}, the default port; --ctrl-endpoint tls:HOST:PORT for another`;
   }
-  if (!/^tls:[^:]+:\d+$/.test(ctrlEndpoint) && !/^tls:\[[^\]]+\]:\d+$/.test(ctrlEndpoint)) throw new CliError(`--ctrl-endpoint takes tls:HOST:PORT, not '${ctrlEndpoint}'`);
+  for (const e of given.length ? given : [ctrlEndpoint]) if (!/^tls:[^:]+:\d+$/.test(e) && !/^tls:\[[^\]]+\]:\d+$/.test(e)) throw new CliError(`--ctrl-endpoint takes tls:HOST:PORT, not '${e}'`);
   const ctrlHost = hostPort(ctrlEndpoint)![0];
   // Beside the controller unless told otherwise: the name its control channel is reached by.
   const host = o.routerHost ?? ctrlHost;
@@ -116,7 +121,7 @@ export async function routerPlacement(t: Transport, o: RouterConfigOptions, prof
   };
   const edgePort = portOf('--edge-port', o.edgePort) ?? free(EDGE_PORT);
   const linkPort = portOf('--link-port', o.linkPort) ?? free(LINK_PORT);
-  return { ctrlEndpoint, guessed, host, edgePort, linkPort };
+  return { ctrlEndpoint, ...(given.length > 1 ? { ctrlEndpoints: [...new Set(given)] } : {}), guessed, host, edgePort, linkPort };
 }
 
 const quoted = (s: string) => JSON.stringify(s);
@@ -130,7 +135,7 @@ export function routerConfigYaml(name: string, file: string, w: Where, tunnelerM
   const ips = ['127.0.0.1', '::1', ...(isIp && !['127.0.0.1', '::1'].includes(w.host) ? [w.host] : [])];
   const advertise = (port: number) => (net.isIPv6(w.host) ? `[${w.host}]:${port}` : `${w.host}:${port}`);
   const lines = [
-    `# OpenZiti router '${name}' of the ztc controller at ${w.ctrlEndpoint}, written by ztc.`,
+    `# OpenZiti router '${name}' of the ztc controller${w.ctrlEndpoints ? 's' : ''} at ${(w.ctrlEndpoints ?? [w.ctrlEndpoint]).join(', ')}, written by ztc.`,
     `#   ziti router enroll ${file} --jwt ${name}.jwt   (once: makes the key, writes the certificates below)`,
     `#   ziti router run ${file}`,
     'v: 3',
@@ -141,8 +146,9 @@ export function routerConfigYaml(name: string, file: string, w: Where, tunnelerM
     `  key:         ${at('.key')}`,
     `  ca:          ${at('.cas')}`,
     '',
-    'ctrl:',
-    `  endpoint:      ${w.ctrlEndpoint}`,
+    ...(w.ctrlEndpoints
+      ? ['# Several controllers on one database: the router holds a channel to each, and carries on through', '# the others when one stops (docs/postgresql.md).', 'ctrl:', '  endpoints:', ...w.ctrlEndpoints.map((e) => `    - ${e}`)]
+      : ['ctrl:', `  endpoint:      ${w.ctrlEndpoint}`]),
     `  endpointsFile: ${at('.endpoints.yml')}`,
     '',
     '# Links to other routers: this router dials those that listen, and listens for those that dial.',
@@ -187,7 +193,7 @@ export async function writeRouterConfig(t: Transport, name: string, file: string
   const w = await routerPlacement(t, o, profileHost);
   fs.writeFileSync(file, routerConfigYaml(name, file, w, o.tunnelerMode ?? 'none'));
   const out = process.stdout;
-  out.write(`router config for '${name}' written to ${file}: ctrl.endpoint ${w.ctrlEndpoint}, edge listener ${w.host}:${w.edgePort}${w.linkPort ? `, link listener ${w.host}:${w.linkPort}` : ', no link listener'}\n`);
+  out.write(`router config for '${name}' written to ${file}: ${w.ctrlEndpoints ? `ctrl.endpoints ${w.ctrlEndpoints.join(', ')}` : `ctrl.endpoint ${w.ctrlEndpoint}`}, edge listener ${w.host}:${w.edgePort}${w.linkPort ? `, link listener ${w.host}:${w.linkPort}` : ', no link listener'}\n`);
   if (w.guessed) process.stderr.write(`note: ${w.guessed}\n`);
   if ((o.tunnelerMode ?? 'none') !== 'none') process.stderr.write(`note: ztc does not serve the router's tunneler yet: its tunnel listener (mode ${o.tunnelerMode}) will not intercept or host anything\n`);
   out.write(`next, where the router runs (OpenZiti's ziti binary):\n`);
