@@ -22,6 +22,7 @@ import { AccessWatch } from './access-watch.js';
 import { CircuitRecorder } from './recorder.js';
 import { StaticTerminators } from './static-terminators.js';
 import { startEdgeRouter } from './index.js';
+import { LinkDialer, type Peer } from './link/dial.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
 
 const data = workerData as RouterWorkerData;
@@ -87,13 +88,20 @@ try {
   }
   // The embedded router is a router of the mesh: upstream routers are told of it and dial their links to
   // it; paths and terminator choices include it; its SDKs' dials with no terminator here go across links.
+  let dialer: LinkDialer | undefined;
   if (router && ctrl) {
     const network = ctrl.network;
     const { fabric, mesh } = router;
     mesh.network = network;
     network.local = mesh;
-    fabric.across = (dialer, s, token, connect, instanceId) => mesh.dialAcross(dialer, s, token, connect, instanceId);
+    fabric.across = (side, s, token, connect, instanceId) => mesh.dialAcross(side, s, token, connect, instanceId);
     fabric.elsewhere = (serviceId) => network.terminatorsOfService(serviceId, fabric.routerId);
+    // Routers that announce a link listener and do not dial here are dialed (their server certificate
+    // must chain to this network's CAs, the router's own certificate is the one it presents).
+    const edge = router;
+    dialer = new LinkDialer(mesh, () => ({ certPem: edge.router.certPem, keyPem: edge.router.keyPem, caPem: ctx.pki.caBundlePem }));
+    mesh.dialer = dialer;
+    ctrl.peerChanged = (conn, up) => dialer?.peer({ id: conn.routerId, name: conn.name, version: conn.hello.version, listeners: conn.hello.listeners as Peer['listeners'] }, up);
     ctrl.localPeer = { id: fabric.routerId, version: `v${VERSION}`, listeners: [{ address: `tls:${router.router.url.replace(/^tls:\/\//, '')}`, protocol: 'tls', groups: ['default'] }] };
   }
   // Access taken away (a policy, a role attribute, a posture check...) ends the traffic it granted.
@@ -147,6 +155,7 @@ try {
     post({ connected: [] });
     access.stop();
     statics.stop();
+    dialer?.stop();
     void (async () => {
       await ctrl?.stop();
       await router?.close();

@@ -5,6 +5,7 @@
 // behind the upstream router, and the upstream router's client reaching a host on ztc's router. The test
 // router speaks the xgress payloads itself: start, data, acks, end.
 import { randomUUID } from 'node:crypto';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { DestType, Schemas } from '../../src/fabric/ctrl/messages.js';
@@ -221,6 +222,45 @@ describe("ztc's router in the mesh", () => {
     linkAck.send(X.Ack, [[X.CircuitId, Buffer.from(circuitId)], [X.RecvBuffer, le32(0)], [X.RTT, Buffer.from([0, 0])]], Buffer.from([0, 0, 0, 0, 0, 0, 0, 1]));
     expect(decode(Schemas.Unroute, (await ctrl.next((f) => f.type === T.Unroute)).body)).toMatchObject({ circuitId });
     hostPeer.close();
+  });
+
+  it('dials a link itself to a router that announced a listener and did not dial: split channels, its own certificate, reported to the network', async () => {
+    const listening = await enrollRouter(n, 'mesh-listener');
+    // The test router's link listener: TLS with its enrolled server certificate, asking for a client certificate.
+    const hellos: { frame: Frame; peer: EdgePeer; alpn: string | false; presented: string }[] = [];
+    const server = tls.createServer({ cert: listening.serverCert, key: listening.serverKey, requestCert: true, rejectUnauthorized: false, ALPNProtocols: ['ziti-link'] }, (socket) => {
+      const peer = new EdgePeer(socket);
+      void peer.next((f) => f.type === 0, 10_000).then((frame) => {
+        hellos.push({ frame, peer, alpn: socket.alpnProtocol, presented: socket.getPeerCertificate().raw.toString('base64') });
+        peer.send(CT.Result, [[H.ResultSuccess, one], [H.ReplyFor, Buffer.from(new Int32Array([-1]).buffer)], [H.Id, Buffer.from(listening.id)]], Buffer.alloc(0), -1);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const p = (await connectRouter(ctrlPort, listening, { managesLinks: true, listeners: [{ address: `tls:localhost:${port}`, protocol: 'tls', groups: ['default'] }] })).p;
+    p.send(T.RouterLinks, [], Buffer.alloc(0));
+    try {
+      // After its grace (3 s) for the router to dial first: the payload channel, then the ack channel.
+      await expect.poll(() => hellos.length, { timeout: 8000, interval: 100 }).toBe(2);
+      const [a, b] = hellos;
+      expect(a.alpn).toBe('ziti-link');
+      expect(a.frame.seq).toBe(-1);
+      expect([a.frame.headers.get(LINK.Type)![0], b.frame.headers.get(LINK.Type)![0]]).toEqual([1, 2]);
+      expect(a.frame.headers.get(LINK.RouterId)!.toString()).toBe(n.routerId);
+      expect(a.frame.headers.get(LINK.ConnId)).toEqual(b.frame.headers.get(LINK.ConnId));
+      expect(a.frame.headers.get(LINK.Iteration)!.readUInt32LE(0)).toBe(1);
+      const linkId2 = a.frame.body.toString();
+      expect(b.frame.body.toString()).toBe(linkId2);
+      // The certificate it presented is the embedded router's: VerifyRouter (what the listening router asks) says so.
+      const pem = `-----BEGIN CERTIFICATE-----\n${a.presented}\n-----END CERTIFICATE-----\n`;
+      const verdict = await p.replyTo(p.send(T.VerifyRouter, [], encode(Schemas.VerifyRouter, { routerId: n.routerId, fingerprints: [fp(pem)] })));
+      expect(verdict.headers.get(H.ResultSuccess)).toEqual(one);
+      await expect.poll(async () => ((await n.c.call('GET', '/fabric/v1/links', { token: n.admin })).body.data as { id: string; sourceRouter: { id: string }; destRouter: { id: string } }[]).find((l) => l.id === linkId2), { timeout: 3000 }).toMatchObject({ sourceRouter: { id: n.routerId }, destRouter: { id: listening.id } });
+    } finally {
+      for (const h of hellos) h.peer.close();
+      p.close();
+      server.close();
+    }
   });
 
   it('moves its circuits off a link that closes: the link is gone from the network, its SDK dials fail with a reason', async () => {

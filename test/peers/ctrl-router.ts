@@ -38,6 +38,9 @@ export interface EnrolledRouter {
   name: string;
   cert: string;
   key: string;
+  /** Its server certificate (chain) and key, for the listeners it serves (links). */
+  serverCert?: string;
+  serverKey?: string;
 }
 
 /** What enrolling needs of the test network (test/helpers/network.ts): its management calls and raw calls. */
@@ -55,7 +58,7 @@ export async function enrollRouter(n: Api, name: string, roleAttributes = ['publ
   const serverCsr = newKeyAndCsr(id, ['localhost', '127.0.0.1']);
   const enrolled = await n.c.call('POST', `/edge/client/v1/enroll/erott?token=${token}`, { body: { certCsr: clientCsr.csrPem, serverCertCsr: serverCsr.csrPem } });
   if (enrolled.status !== 200) throw new Error(`enrolling router ${name}: ${enrolled.status} ${enrolled.text}`);
-  return { id, name, cert: enrolled.body.data.cert, key: clientCsr.keyPem };
+  return { id, name, cert: enrolled.body.data.cert, key: clientCsr.keyPem, serverCert: enrolled.body.data.serverCert, serverKey: serverCsr.keyPem };
 }
 
 export interface HelloOptions {

@@ -425,8 +425,12 @@ export class CtrlServer {
   /** ztc's embedded router, named to every router as a peer to link with (worker.ts sets it). */
   localPeer?: { id: string; version: string; listeners: { address: string; protocol: string; groups: string[] }[] };
 
+  /** Told of every router that comes up or goes, as its peers are (ztc's router dials links: link/dial.ts). */
+  peerChanged?: (conn: RouterConn, up: boolean) => void;
+
   private peersChanged(conn: RouterConn, state: number) {
     if (state === PeerState.Healthy) conn.announced = true;
+    this.peerChanged?.(conn, state === PeerState.Healthy);
     // Only peers that are up on their side themselves: one that connected but has not spoken yet is
     // named to the others when it has (its own announcement), not earlier with this one's.
     const others = [...this.routers.values()].filter((c) => c !== conn && !c.closed && c.announced);

@@ -25,6 +25,8 @@ export class LocalRouter implements SideHost {
   readonly forwarder: Forwarder;
   /** The network it is a router of (set when the control channel runs beside it). */
   network?: RouterNetwork;
+  /** Dials links to routers that do not dial theirs here (link/dial.ts; with the network). */
+  dialer?: { linkClosed(peerId: string): void };
   readonly closed = false;
 
   constructor(readonly fabric: Fabric) {
@@ -151,6 +153,7 @@ export class LocalRouter implements SideHost {
 
   private linkClosed(l: Link) {
     this.fabric.log.info({ link: l.id, router: l.peerId }, 'link: closed');
+    this.dialer?.linkClosed(l.peerId);
     // Circuits over it move to another path, or end (the network decides: it may already know).
     void this.network?.linkGone(l.id).catch(() => {});
   }
