@@ -4,11 +4,11 @@ import os from 'node:os';
 import type { Server } from 'node:tls';
 import type { Ctx } from '../model/context.js';
 import { removeRouterEdgeTerminators, setRouterLease } from '../model/data-plane.js';
-import { ensureEmbeddedRouter, type EmbeddedRouter } from '../model/embedded-router.js';
+import { embeddedCertDue, ensureEmbeddedRouter, type EmbeddedRouter } from '../model/embedded-router.js';
 import { VERSION } from '../version.js';
 import { ListenerGuard } from './channel/guard.js';
 import { startEdgeListener } from './edge/listener.js';
-import { closeChannelListener } from './channel/listener.js';
+import { channelContext, closeChannelListener } from './channel/listener.js';
 import { Fabric, type FabricLog } from './fabric.js';
 import { LinkAcceptor } from './link/accept.js';
 import { LocalRouter } from './link/local-router.js';
@@ -38,6 +38,11 @@ export interface EdgeRouter {
   port: number;
   /** The edge port's limits on frames in progress, and its counts (closed, refused) for the metrics. */
   guard: ListenerGuard;
+  /**
+   * Re-issue its certificate when it is due or the intermediate changed (`now`, the controller's clock),
+   * and serve it from the next handshake on: connections open keep theirs.
+   */
+  renewCertificate(now: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,8 +79,16 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
   const leaseTimer = setInterval(() => void lease(), LEASE_MS / 3);
   leaseTimer.unref();
   let closed = false;
-  return {
+  const edge: EdgeRouter = {
     router,
+    async renewCertificate(now) {
+      if (closed || !embeddedCertDue(ctx, { certPem: edge.router.certPem, id: edge.router.id, address: o.address, now })) return;
+      const next = await ensureEmbeddedRouter(ctx, { address: o.address, port, now });
+      if (closed || next.certPem === edge.router.certPem) return;
+      server.setSecureContext(channelContext({ certPem: next.certPem, keyPem: next.keyPem }));
+      edge.router = next;
+      o.log.info({ router: next.name }, 'edge: serving the renewed router certificate');
+    },
     fabric,
     mesh,
     port,
@@ -92,4 +105,5 @@ export async function startEdgeRouter(ctx: Ctx, o: RouterOptions): Promise<EdgeR
       await setRouterLease(ctx, router.id, null).catch(() => {});
     },
   };
+  return edge;
 }

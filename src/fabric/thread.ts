@@ -8,6 +8,7 @@ import type { ZtcEvent } from '../model/events/types.js';
 import { sqliteAddonFile, threadProgram } from '../store/store-thread.js';
 import type { ListenerCounts } from './channel/guard.js';
 import type { FabricLog } from './fabric.js';
+import type { PkiDone, PkiMessage } from './pki-reload.js';
 
 export interface RouterWorkerData {
   config: Config;
@@ -24,7 +25,8 @@ export type FromRouter =
   | { stats: DataPlaneStats }
   /** Every identity with an SDK connected to one of this data plane's routers, when that changed. */
   | { connected: string[] }
-  | { event: ZtcEvent };
+  | { event: ZtcEvent }
+  | PkiDone;
 
 /** What the data plane reports to the main thread every few seconds, for the metrics (server/metrics.ts). */
 export interface DataPlaneStats {
@@ -58,6 +60,12 @@ export interface RunningFabric {
   alive(): boolean;
   /** A terminator was written through this controller's API: the data plane reads router-side ones again at once. */
   terminatorsChanged(): void;
+  /**
+   * The controller looked at its certificates (model/pki/renewal.ts): the data plane follows its clock,
+   * loads pki/ again when it changed (new certificates on its ports, the keys announced to routers)
+   * and renews its router's certificate when due. Resolves once done.
+   */
+  pkiChanged(o: { now: number; changed: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,6 +82,8 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
   const sqliteAddon = sqliteAddonFile();
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
+  let pkiAsked = 0;
+  const pkiWaiting = new Map<number, { resolve(): void; reject(e: Error): void }>();
   return new Promise((resolve, reject) => {
     let started = false;
     let alive = true;
@@ -82,6 +92,12 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
       else if ('connected' in m) o.connected?.(m.connected);
       else if ('event' in m) o.events?.(m.event);
       else if ('progress' in m) o.progress?.(m.progress);
+      else if ('pkiDone' in m) {
+        const w = pkiWaiting.get(m.pkiDone.id);
+        pkiWaiting.delete(m.pkiDone.id);
+        if (m.pkiDone.error) w?.reject(new Error(m.pkiDone.error));
+        else w?.resolve();
+      }
       else if ('log' in m) o.log[m.log.level](m.log.o, m.log.msg);
       else if ('closed' in m) onClosed?.();
       else if ('failed' in m) {
@@ -97,6 +113,13 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
           terminatorsChanged: () => {
             if (alive) worker.postMessage('terminators');
           },
+          pkiChanged: (p) =>
+            new Promise<void>((resolve, reject) => {
+              if (!alive) return resolve();
+              const id = ++pkiAsked;
+              pkiWaiting.set(id, { resolve, reject });
+              worker.postMessage({ pki: { id, ...p } } satisfies PkiMessage);
+            }),
           close() {
             closing ??= new Promise<void>((done) => {
               // A thread that has already ended has nothing to close (and would never answer).
@@ -126,6 +149,8 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
     });
     worker.on('exit', (code) => {
       alive = false;
+      for (const w of pkiWaiting.values()) w.reject(new Error('the data plane\'s thread has stopped'));
+      pkiWaiting.clear();
       if (!started) reject(new Error(`the edge router thread exited (${code}) before it started`));
     });
   });

@@ -23,6 +23,7 @@ import { CircuitRecorder } from './recorder.js';
 import { StaticTerminators } from './static-terminators.js';
 import { startEdgeRouter } from './index.js';
 import { LinkDialer, type Peer } from './link/dial.js';
+import { followingClock, listenForPki } from './pki-reload.js';
 import type { FromRouter, RouterWorkerData } from './thread.js';
 
 const data = workerData as RouterWorkerData;
@@ -43,7 +44,9 @@ try {
   const pki = await loadOrCreatePki(config.dataDir, config.hostnames);
   const store = config.db ? await openPostgres(config.db, 2) : await openSqlite(path.join(config.dataDir, 'ztc.db'));
   // Events of the data plane's thread reach the audit table; the file and the stream are the API thread's.
-  const ctx: Ctx = { store, pki, config, clock: systemClock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store) };
+  // The controller's clock, as the API thread tells it at each look at the certificates (pki-reload.ts).
+  const clock = followingClock(systemClock);
+  const ctx: Ctx = { store, pki, config, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store) };
   const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
   // The data plane's events go to the main thread, which writes the events file and serves the stream.
   ctx.events.subscribe((e) => post({ event: e }));
@@ -145,8 +148,10 @@ try {
     } });
   }, STATS_MS);
   stats.unref();
+  // Certificates renewed while serving: taken up here without a restart (pki-reload.ts).
+  listenForPki({ ctx, clock, ctrl, router, log });
   post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
-  parentPort!.on('message', (m: 'close' | 'terminators') => {
+  parentPort!.on('message', (m: 'close' | 'terminators' | object) => {
     // A terminator written through this controller's API (those of others arrive with the next read).
     if (m === 'terminators') return void statics.refresh();
     if (m !== 'close') return;

@@ -13,7 +13,9 @@ import type { Ctx } from './context.js';
 import { createIn, writeTx } from './crud.js';
 import { recordRowChange } from './events/record.js';
 import { fingerprintOf, issueCertificate, newRsaKey } from './pki/certs.js';
-import { serverNames } from './pki/pki.js';
+import { renewAt, serverNames } from './pki/pki.js';
+import { sha256Fingerprint } from './pki/fingerprint.js';
+import type { PkiEvent } from './events/types.js';
 import { controllerId } from './resources/controllers.js';
 import { edgeRouters } from './resources/routers.js';
 
@@ -26,7 +28,6 @@ export interface EmbeddedRouter {
   url: string;
 }
 
-const RENEW_BEFORE_MS = 30 * 86_400_000;
 
 /** The router's name at first start: `<host>-router`, or with a number when another router has it. */
 async function freeName(ctx: Ctx): Promise<string> {
@@ -37,7 +38,14 @@ async function freeName(ctx: Ctx): Promise<string> {
   }
 }
 
-export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port: number; progress?: (s: string) => void }): Promise<EmbeddedRouter> {
+/**
+ * Make (first start) or keep in step the embedded router's record and certificate. Its certificate is
+ * re-issued when its names or the intermediate changed, or once a third of its lifetime is left
+ * (`now`, the controller's clock: the data plane asks again at every look of model/pki/renewal.ts, so
+ * it renews while serving, as the controller's own do).
+ */
+export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port: number; progress?: (s: string) => void; now?: number }): Promise<EmbeddedRouter> {
+  const now = o.now ?? ctx.clock.now().getTime();
   const dir = path.join(ctx.config.dataDir, 'router');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const idFile = path.join(dir, 'router.json');
@@ -70,10 +78,20 @@ export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port:
   const keyPem = fs.readFileSync(keyFile, 'utf8');
   const names = serverNames([o.address, ...ctx.config.hostnames]);
   let certPem = fs.existsSync(certFile) ? fs.readFileSync(certFile, 'utf8') : '';
-  if (!certPem || !fits(certPem, row.id, names, ctx.pki.intermediatePem)) {
+  const why = certPem ? unfit(certPem, row.id, names, ctx.pki.intermediatePem, now) : 'first';
+  if (why) {
+    const previous = certPem;
     const publicKey = forge.pki.publicKeyFromPem(createPublicKey(keyPem).export({ type: 'spki', format: 'pem' }) as string);
-    certPem = issueCertificate({ commonName: row.id, publicKey, issuerPem: ctx.pki.intermediatePem, issuerKeyPem: ctx.pki.intermediateKeyPem, days: 365, sans: names, usage: 'server+client' });
-    fs.writeFileSync(certFile, certPem);
+    certPem = issueCertificate({ commonName: row.id, publicKey, issuerPem: ctx.pki.intermediatePem, issuerKeyPem: ctx.pki.intermediateKeyPem, days: 365, sans: names, usage: 'server+client', now });
+    // Written whole or not at all: the router keeps serving the old one until this one is in place.
+    fs.writeFileSync(`${certFile}.tmp`, certPem);
+    fs.renameSync(`${certFile}.tmp`, certFile);
+    if (previous) {
+      ctx.events.emit(ctx.events.stamp<PkiEvent>({
+        namespace: 'pki', event_type: 'renewed', certificate: 'edge-router', reason: why, fingerprint: sha256Fingerprint(certPem), previous_fingerprint: sha256Fingerprint(previous),
+        not_after: new Date(new X509Certificate(certPem).validTo).toISOString(), renews_at: new Date(renewAt(certPem)).toISOString(),
+      }));
+    }
   }
   const routerId = row.id;
   await writeTx(ctx, async (tx) => {
@@ -86,14 +104,21 @@ export async function ensureEmbeddedRouter(ctx: Ctx, o: { address: string; port:
   return { id: row.id, name: row.name, certPem: certPem + ctx.pki.intermediatePem, keyPem, url };
 }
 
-/** Whether a stored certificate is still right: this router's id, every name, our current intermediate, not close to expiry. */
-function fits(pem: string, id: string, names: string[], intermediatePem: string): boolean {
+/** Whether the embedded router's certificate (`certPem`, its leaf first) must be re-issued now: see unfit. */
+export function embeddedCertDue(ctx: Ctx, o: { certPem: string; id: string; address: string; now: number }): boolean {
+  return !!unfit(o.certPem, o.id, serverNames([o.address, ...ctx.config.hostnames]), ctx.pki.intermediatePem, o.now);
+}
+
+/**
+ * Why a stored certificate must be re-issued (undefined: it is still right): another router's id or
+ * names (names), not issued by our current intermediate (intermediate), a third of its lifetime left
+ * (due, as the controller's own certificates renew: model/pki/renewal.ts).
+ */
+function unfit(pem: string, id: string, names: string[], intermediatePem: string, now: number): string | undefined {
   const cert = new X509Certificate(pem);
   const san = (cert.subjectAltName ?? '').toLowerCase();
-  return (
-    cert.subject.includes(`CN=${id}`) &&
-    names.every((n) => san.includes(n.toLowerCase()) || n.includes(':')) &&
-    cert.checkIssued(new X509Certificate(intermediatePem)) &&
-    Date.parse(cert.validTo) - Date.now() > RENEW_BEFORE_MS
-  );
+  if (!cert.subject.includes(`CN=${id}`) || !names.every((n) => san.includes(n.toLowerCase()) || n.includes(':'))) return 'names';
+  if (!cert.checkIssued(new X509Certificate(intermediatePem))) return 'intermediate';
+  if (now >= renewAt(pem)) return 'due';
+  return undefined;
 }

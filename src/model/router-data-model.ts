@@ -9,6 +9,7 @@ import { fromJson, isSet } from '../store/json.js';
 import { SPENT_REFRESH_TOKEN_TAGS } from './auth/revocations.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
+import { MAX_RETIRED_KEY_DAYS } from './pki/pki.js';
 import { tunnelerIdentities } from './router-tunneler.js';
 
 export const PRECEDENCE_NUMBER: Record<string, number> = { default: 0, required: 1, failed: 2 };
@@ -69,6 +70,11 @@ export interface RouterDataModelSource {
   /** PEMs: verified third-party CAs (they issue identities' certificates), and every controller's certificate (it signs JWTs). */
   caPems: string[];
   controllerPems: string[];
+  /**
+   * The replaced server certificates the controllers still publish (model/pki/renewal.ts): their keys
+   * may have signed tokens that have not expired (upstream bug #4116), for JWTs only.
+   */
+  controllerRetiredPems?: string[];
   /** Unexpired revocations, but spent refresh tokens (routers never see refresh tokens). */
   revocations?: RdmRevocation[];
 }
@@ -124,7 +130,7 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     db.selectFrom('policyMembers').select(['policyId', 'side', 'entityId']).where('kind', 'in', ['dial', 'bind']).execute(),
     db.selectFrom('postureChecks').select(['id', 'name', 'typeId', 'data', 'reportOnly']).execute(),
     db.selectFrom('cas').select(['id', 'certPem']).where('isVerified', '=', 1).execute(),
-    db.selectFrom('controllers').select(['id', 'certPem']).execute(),
+    db.selectFrom('controllers').select(['id', 'certPem', 'retiredCerts']).execute(),
     db.selectFrom('revocations').select(['id', 'type', 'expiresAt', 'issuedBefore']).where('expiresAt', '>', iso(new Date(now))).where('tags', '!=', SPENT_REFRESH_TOKEN_TAGS).execute(),
     tunnelerIdentities(ctx),
   ]);
@@ -180,6 +186,10 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
     postureChecks: checks.map((c) => ({ id: c.id, name: c.name, typeId: c.typeId, data: fromJson<Record<string, unknown>>(c.data, {}) })).sort(byId),
     caPems: cas.sort(byId).map((c) => c.certPem),
     controllerPems: controllers.sort(byId).map((c) => c.certPem),
+    controllerRetiredPems: controllers
+      .flatMap((c) => fromJson<{ certPem?: string; retiredAt?: string }[]>(c.retiredCerts, []))
+      .filter((c) => typeof c.certPem === 'string' && Date.parse(String(c.retiredAt)) > now - MAX_RETIRED_KEY_DAYS * 86_400_000)
+      .map((c) => c.certPem!),
     revocations: revocations.map((r) => ({ id: r.id, type: r.type, expiresAt: r.expiresAt, ...(r.type === 'IDENTITY' ? { issuedBefore: r.issuedBefore } : {}) })).sort(byId),
   };
 }

@@ -37,6 +37,7 @@ import { registerZac } from './zac.js';
 import { registerNetworkJwts } from './routes/shared/network-jwts.js';
 import { registerFabric } from './routes/fabric.js';
 import { registerHealth } from './health.js';
+import { registerPkiRenewal } from './pki-renewal.js';
 import { registerEnrollmentEvents } from './enrollment-events.js';
 import { watchTlsFailures } from './tls-failures.js';
 import { registerOidc } from './routes/oidc/index.js';
@@ -144,6 +145,8 @@ export async function buildApp(ctx: Ctx, opts: AppOptions = {}): Promise<App> {
   registerEnrollmentEvents(app, ctx);
   if (opts.https) watchTlsFailures(app, ctx);
   registerHealth(app, ctx);
+  // The controller's own certificates renewing by themselves: its readiness check and metrics too.
+  registerPkiRenewal(app, ctx);
   // The CLI's local mode is the administrator at the keyboard: no throttling there.
   if (!opts.localAdmin) await registerRateLimits(app, ctx.config);
   // Upstream names its process on every answer; the C SDK 0.29 compares it to know a restarted controller

@@ -11,7 +11,9 @@ import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { reissueEnrollmentJwts } from '../model/pki/jwt.js';
 import { secureContextOptions } from './tls-context.js';
-import { ownExpiryWarnings } from '../model/pki/status.js';
+import { ownCertificates, ownExpiryWarnings, OWN_WARNING_DAYS } from '../model/pki/status.js';
+import { edgeRouterPem } from '../model/pki/renewal.js';
+import type { PkiEvent } from '../model/events/types.js';
 import { openStore } from '../store/db.js';
 import { loadSealer } from '../model/secrets.js';
 import { Events } from '../model/events/hub.js';
@@ -193,11 +195,29 @@ export async function startController(config: Config, o: { clock?: Clock; progre
       throw err;
     }
   }
-  // Our own certificates close to expiry: said at start and once a day while serving.
+  // Certificates that renew themselves (model/pki/renewal.ts): at each look, the data plane first (it
+  // follows the controller's clock, serves the renewed certificates on its ports and announces a new
+  // key to routers before this process signs with it), then the API port's TLS context. Connections
+  // open keep the certificate they were made with.
+  const renewal = app.pkiRenewal;
+  if (router) {
+    const plane = router;
+    renewal.beforeUse((p) => plane.pkiChanged(p));
+  }
+  renewal.afterUse(({ changed }) => {
+    if (changed) (app.server as unknown as import('node:tls').Server).setSecureContext(secureContextOptions(ctx.pki));
+  });
+  // Our own certificates close to expiry (the root, or a renewal that keeps failing): said at start
+  // and once a day while serving, in the log and as an event.
   const warnExpiry = () => {
-    for (const w of ownExpiryWarnings(ctx.pki, ctx.clock.now())) {
+    const routerPem = edgeRouterPem(config.dataDir);
+    for (const w of ownExpiryWarnings(ctx.pki, ctx.clock.now(), { edgeRouterPem: routerPem })) {
       app.log.warn(w);
       o.progress?.(`warning: ${w}`);
+    }
+    for (const c of ownCertificates(ctx.pki, ctx.clock.now(), { edgeRouterPem: routerPem })) {
+      if (c.kind === 'signer' || c.daysLeft === null || c.daysLeft >= OWN_WARNING_DAYS) continue;
+      ctx.events.emit(ctx.events.stamp<PkiEvent>({ namespace: 'pki', event_type: 'expiring', certificate: c.kind, fingerprint: c.fingerprint, not_after: c.notAfter ?? undefined, ...(c.renewsAt ? { renews_at: c.renewsAt } : {}) }));
     }
   };
   warnExpiry();
@@ -207,6 +227,8 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   // Port 0 asks the OS for a free port: advertise the one we got.
   config.port = port;
   const stopHeartbeat = await registerController(ctx);
+  // The first look now (what came due while stopped), then every minute.
+  renewal.start();
   // Where routers reach the control channel, as the banner says it: /controllers shows it (ctrlAddress),
   // so a router's config can be written without asking (ztc edge-router create --router-config).
   const ownId = controllerId(config.dataDir);
@@ -234,6 +256,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
         clearInterval(sweep);
         clearInterval(pruning);
         clearInterval(expiryCheck);
+        renewal.stop();
         // Side by side, each bounded: the listeners stop taking connections at once; requests in flight
         // are answered (new ones on kept-alive connections get 503), event streams are ended (their
         // preClose hook), idle connections closed, and what is left after the grace is destroyed.

@@ -31,6 +31,7 @@ export class Metrics {
   private readonly enrollmentsFailed: Counter<'method' | 'reason'>;
   private readonly tlsFailed: Counter<'listener' | 'reason'>;
   private readonly dialFailures: Counter<'cause'>;
+  private readonly pkiRenewals: Counter<'certificate' | 'outcome'>;
   /** Stops hearing the events the counters below count (when the app closes). */
   readonly unsubscribe: () => void;
 
@@ -82,6 +83,13 @@ export class Metrics {
       name: 'ztc_dial_failures_total',
       help: 'Dials that made no circuit, on the embedded router and through upstream routers alike, by cause: upstream\'s circuit failure causes (NO_TERMINATORS, NO_PATH, ROUTER_RESPONSE_TIMEOUT, ROUTER_ERR_CONN_REFUSED, ROUTER_ERR_DIAL_TIMED_OUT, ROUTER_ERR_INVALID_TERMINATOR, ...) and the session checks\' (ACCESS_DENIED, INVALID_SESSION, INVALID_API_SESSION, WRONG_SESSION_TYPE, INVALID_EDGE_ROUTER_FOR_SESSION, ENCRYPTION_DATA_MISSING)',
       labelNames: ['cause'],
+      registers,
+    });
+    // The controller's own certificates renewing by themselves (model/pki/renewal.ts), from its pki events.
+    this.pkiRenewals = new Counter({
+      name: 'ztc_pki_renewals_total',
+      help: 'Renewals of the controller\'s own certificates while serving, by certificate (server, intermediate, edge-router) and outcome (renewed, failed)',
+      labelNames: ['certificate', 'outcome'],
       registers,
     });
     this.unsubscribe = ctx.events.subscribe((e) => this.heard(e));
@@ -155,7 +163,37 @@ export class Metrics {
       this.tlsFailed.inc({ listener: e.listener, reason: e.reason }, e.count);
     } else if (e.namespace === 'fabric.circuits' && e.event_type === 'failed') {
       this.dialFailures.inc({ cause: e.failure_cause ?? 'INTERNAL' });
+    } else if (e.namespace === 'pki' && (e.event_type === 'renewed' || e.event_type === 'renewal-failed')) {
+      this.pkiRenewals.inc({ certificate: e.certificate, outcome: e.event_type === 'renewed' ? 'renewed' : 'failed' });
     }
+  }
+
+  /**
+   * The controller's own certificates, read at scrape: seconds until each expires, and until each renews
+   * by itself (negative: overdue, its renewal failing; none for the root, which never does).
+   */
+  certificates(read: () => { certificate: string; notAfter: number; renewsAt: number | null }[], now: () => number) {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'ztc_certificate_expiry_seconds',
+      help: 'Seconds until each of the controller\'s own certificates expires (root, intermediate, server, edge-router): alert well before 0',
+      labelNames: ['certificate'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of read()) this.set({ certificate: c.certificate }, Math.round((c.notAfter - now()) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'ztc_certificate_renewal_seconds',
+      help: 'Seconds until each of the controller\'s own certificates renews by itself (a third of its lifetime left); negative when overdue (its renewal keeps failing). The root does not renew by itself',
+      labelNames: ['certificate'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of read()) if (c.renewsAt !== null) this.set({ certificate: c.certificate }, Math.round((c.renewsAt - now()) / 1000));
+      },
+    });
   }
 
   /** A report from the data-plane thread. */

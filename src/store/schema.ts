@@ -423,6 +423,21 @@ export interface ControllerRow extends BaseRow {
   lastJoinedAt: string;
   lastSeenAt: string;
   apiAddresses: string;
+  /** Its replaced server certificates whose keys may still have signed unexpired tokens: [{certPem, retiredAt}] (JSON). */
+  retiredCerts: string;
+}
+
+/** The intermediate CA the controllers of a database share (model/pki/shared-intermediate.ts). */
+export interface PkiIntermediateRow {
+  /** SHA-256 of the certificate's DER, lower-case hex. */
+  id: string;
+  certPem: string;
+  /** Its private key, sealed with the secrets key (model/secrets.ts). */
+  keySealed: string;
+  /** The id of the intermediate it replaced (unique: one replacement each), null for the first published. */
+  replaces: string | null;
+  controllerId: string;
+  createdAt: string;
 }
 
 export interface IntegrityRunRow {
@@ -449,6 +464,7 @@ export interface Database {
   changeMarkers: ChangeMarkerRow;
   identityTraces: IdentityTraceRow;
   controllers: ControllerRow;
+  pkiIntermediates: PkiIntermediateRow;
   integrityRuns: IntegrityRunRow;
   services: ServiceRow;
   serviceConfigs: ServiceConfigRow;

@@ -20,11 +20,13 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
   it('lists every certificate with days left, as a table and as JSON', async () => {
     const t = await ztc('pki', 'status', '-d', dir);
     expect(t.code).toBe(0);
-    expect(t.stdout).toMatch(/^KIND\s+NAME\s+NOT AFTER\s+DAYS LEFT\s+FINGERPRINT/m);
-    expect(t.stdout).toMatch(/^root\s+root CA\s+\S+\s+\d+\s+([0-9a-f]{2}:){31}[0-9a-f]{2}$/m);
-    expect(t.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+/m);
-    // The server certificate's key: its expiry.
-    expect(t.stdout).toMatch(/^signer\s+enrollment signer\s+\S+\s+36\d\s+/m);
+    expect(t.stdout).toMatch(/^KIND\s+NAME\s+NOT AFTER\s+DAYS LEFT\s+RENEWS\s+FINGERPRINT/m);
+    // The root is never replaced by itself; the others renew when a third of their lifetime is left.
+    expect(t.stdout).toMatch(/^root\s+root CA\s+\S+\s+\d+\s+never \(by itself\)\s+([0-9a-f]{2}:){31}[0-9a-f]{2}$/m);
+    expect(t.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+at \d{4}-\S+Z\s+/m);
+    expect(t.stdout).toMatch(/^intermediate\s+intermediate CA\s+\S+\s+\d+\s+at \d{4}-\S+Z\s+/m);
+    // The server certificate's key (it signs every JWT): its expiry, and its renewal.
+    expect(t.stdout).toMatch(/^signer\s+signer\s+\S+\s+36\d\s+at \d{4}-\S+Z\s+/m);
     const j = await ztc('pki', 'status', '-d', dir, '-o', 'json', '--expiring', '400');
     const body = JSON.parse(j.stdout);
     expect(body.certificates.map((c: { kind: string }) => c.kind)).toEqual(['server', 'signer']);
@@ -53,9 +55,9 @@ describe('ztc pki status and ztc status', { timeout: 120_000 }, () => {
     const before = await fingerprint();
     const r = await ztc('pki', 'renew', 'server', '-d', dir);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+([0-9a-f]{2}:){31}[0-9a-f]{2}$/m);
+    expect(r.stdout).toMatch(/^server\s+server\s+\S+\s+36\d\s+at \d{4}-\S+Z\s+([0-9a-f]{2}:){31}[0-9a-f]{2}$/m);
     expect(r.stdout).toMatch(/^clients: .*trust the root/m);
-    expect(r.stdout).toMatch(/local mode: a controller already running on this data dir uses the new one after a restart/);
+    expect(r.stdout).toMatch(/local mode: a controller already running on this data dir takes the new certificates up within a minute, without a restart/);
     expect(await fingerprint()).not.toBe(before);
     const inter = JSON.parse((await ztc('pki', 'renew', 'intermediate', '-o', 'json', '-d', dir)).stdout);
     expect(inter.renewed.map((c: { kind: string }) => c.kind).sort()).toEqual(['intermediate', 'server', 'signer']);

@@ -49,6 +49,16 @@ export function eventLine(e: Ev): string {
     case 'tls':
       cols.push(`tls ${e.event_type}`, `${e.listener} port`, `from ${e.remote_address}`, `${e.reason}${e.error ? ` ${e.error}` : ''}`, e.count > 1 ? `x${e.count}` : '');
       break;
+    case 'pki':
+      cols.push(
+        `pki ${e.event_type}`,
+        `${e.certificate}${e.reason ? ` (${e.reason})` : ''}`,
+        e.error ?? '',
+        e.kid ? `kid ${e.previous_kid ? `${e.previous_kid} -> ` : ''}${e.kid}` : '',
+        e.not_after ? `until ${e.not_after}` : '',
+        e.renews_at ? `renews at ${e.renews_at}` : '',
+      );
+      break;
     case 'admin':
       cols.push(`admin ${e.event_type}`, `${e.identity_name} [${e.identity_id}]`, `by ${e.os_user}@${e.host}`);
       break;

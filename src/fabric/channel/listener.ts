@@ -60,6 +60,22 @@ export function closeChannelListener(server: tls.Server, graceMs = CLOSE_GRACE_M
   return closed.finally(() => clearTimeout(force));
 }
 
+/**
+ * The secure context of a channel listener: its certificate, the CAs client certificates may chain to,
+ * the protocol and cipher policy. Given again to setSecureContext when the certificate is renewed
+ * while serving (model/pki/renewal.ts): new handshakes get the new one, open connections carry on.
+ */
+export function channelContext(o: { certPem: string; keyPem: string; caPem?: string }) {
+  return {
+    cert: o.certPem,
+    key: o.keyPem,
+    ...(o.caPem ? { ca: o.caPem } : {}),
+    // The C SDK 0.29 speaks TLS 1.2 (mbedTLS) and offers no ALPN; newer clients offer ours.
+    minVersion: 'TLSv1.2' as const,
+    ciphers: TLS_CIPHERS,
+  };
+}
+
 export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello) => void, onError: (e: Error) => void): Promise<tls.Server> {
   // Per address, its connections whose hello is not accepted yet, oldest first.
   const waiting = new Map<string, Set<Socket>>();
@@ -68,14 +84,9 @@ export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello)
   const { guard } = o;
   const open = new Map<Socket, { accepted: boolean }>();
   const server = tls.createServer({
-    cert: o.certPem,
-    key: o.keyPem,
-    ...(o.caPem ? { ca: o.caPem } : {}),
+    ...channelContext(o),
     requestCert: true,
     rejectUnauthorized: false,
-    // The C SDK 0.29 speaks TLS 1.2 (mbedTLS) and offers no ALPN; newer clients offer ours.
-    minVersion: 'TLSv1.2',
-    ciphers: TLS_CIPHERS,
     ALPNProtocols: o.alpn,
     handshakeTimeout: o.helloTimeoutMs,
   });

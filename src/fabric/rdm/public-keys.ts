@@ -5,7 +5,9 @@
 // controller's certificate of a shared store likewise, the root CA for client certificates, and each
 // verified third-party CA. Also, for client certificates, our intermediates (upstream's router adds
 // its own CA bundle as intermediates; as anchors too they cost nothing), and for JWTs the keys of
-// server certificates replaced lately (JWTs they signed may be outstanding), as bare public keys.
+// server certificates replaced but still published, ours and the other controllers' (model/pki/
+// renewal.ts: until nothing they signed can be valid, upstream bug #4116; a renewal sends routers the
+// new key as a change set before it signs, and the withdrawal of the old one as its delete).
 import { createHash, createPublicKey, X509Certificate } from 'node:crypto';
 import type { Pki } from '../../model/pki/pki.js';
 import { KeyFormat, KeyUsage } from './schemas.js';
@@ -36,7 +38,7 @@ function ders(pem: string): Buffer[] {
 const certKey = (der: Buffer, usages: number[]): PublicKeyModel => ({ data: der, kid: createHash('sha1').update(der).digest('hex'), usages, format: KeyFormat.X509CertDer });
 
 /** The keys, one per kid (a certificate named twice keeps the widest usage), in a stable order. */
-export function publicKeys(pki: Pki, o: { caPems: string[]; controllerPems: string[] }): PublicKeyModel[] {
+export function publicKeys(pki: Pki, o: { caPems: string[]; controllerPems: string[]; controllerRetiredPems?: string[] }): PublicKeyModel[] {
   const out = new Map<string, PublicKeyModel>();
   const add = (k: PublicKeyModel) => {
     const had = out.get(k.kid);
@@ -53,6 +55,11 @@ export function publicKeys(pki: Pki, o: { caPems: string[]; controllerPems: stri
   for (const k of pki.signingKeys.slice(1)) {
     if (out.has(k.kid) || !/^[0-9a-f]{40}$/.test(k.kid)) continue;
     add({ data: createPublicKey(k.key).export({ type: 'spki', format: 'der' }), kid: k.kid, usages: [KeyUsage.JWTValidation], format: KeyFormat.PKIXPublicKey });
+  }
+  // The other controllers' replaced certificates (and ours, as our row has them: already in, by kid).
+  for (const pem of o.controllerRetiredPems ?? []) {
+    const [leaf] = ders(pem);
+    if (leaf) add(certKey(leaf, [KeyUsage.JWTValidation]));
   }
   return [...out.values()];
 }

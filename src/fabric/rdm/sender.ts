@@ -129,6 +129,15 @@ export class RouterDataModelSender {
     });
   }
 
+  /**
+   * The controller's keys changed (a renewal, a replaced key withdrawn: model/pki/renewal.ts): the model
+   * is read again now, and its difference (the new key created, a withdrawn one deleted) goes to every
+   * subscribed router as a change set before the controller signs with the new key.
+   */
+  keysChanged(): Promise<void> {
+    return this.serial(() => this.reread()).catch((e) => this.logger.warn({ err: String(e) }, 'rdm: could not read the router data model'));
+  }
+
   /** Look for recorded changes; read the model again when there are new ones, or it is time. */
   check(): Promise<void> {
     if (!this.routers.size) return Promise.resolve();

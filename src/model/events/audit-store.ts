@@ -15,7 +15,7 @@ import type { ZtcEvent } from './types.js';
 import { kindOf } from './types.js';
 
 /** Namespaces kept in the audit table. */
-export const STORED: ReadonlySet<string> = new Set(['entityChange', 'authentication', 'enrollment', 'admin', 'posture']);
+export const STORED: ReadonlySet<string> = new Set(['entityChange', 'authentication', 'enrollment', 'admin', 'posture', 'pki']);
 
 /**
  * Whether an event is kept in the audit table: those of STORED, and the access log (edge#227): service
@@ -73,6 +73,10 @@ export function auditRow(id: string, e: ZtcEvent): AuditRow {
     entityType = 'services';
     entityId = e.service_id;
     entityName = e.service_name ?? null;
+  } else if (e.namespace === 'pki') {
+    // The controller's own certificate: which one, by its role.
+    entityType = 'pki';
+    entityName = e.certificate;
   } else if (e.namespace === 'admin') {
     entityType = 'identities';
     entityId = e.identity_id;

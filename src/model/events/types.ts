@@ -245,7 +245,37 @@ export interface TlsEvent extends Base {
   count: number;
 }
 
-export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent | PostureEvent | TlsEvent;
+/**
+ * The controller's own certificates (ztc's addition, ziti#1155, #1994, #4116; model/pki/renewal.ts):
+ * `renewed`, one was replaced while serving (its renewal time came, an operator asked, or another
+ * controller of the database renewed the shared intermediate), with the new signing key's kid when the
+ * server certificate changed (re-announced to routers and in every JWKS; the previous one stays until
+ * its tokens expire); `renewal-failed`, a renewal was tried and did not happen (retried at the next
+ * check); `key-dropped`, a replaced signing key was withdrawn, nothing it signed being valid any more;
+ * `expiring`, a certificate that does not renew by itself (the root) or whose renewal keeps failing is
+ * close to its end (said once a day).
+ */
+export interface PkiEvent extends Base {
+  namespace: 'pki';
+  event_type: 'renewed' | 'renewal-failed' | 'key-dropped' | 'expiring';
+  /** server, intermediate, root, edge-router (the embedded router's, on the edge port), or signing-key. */
+  certificate: string;
+  /** renewed: due (its renewal time came), operator (ztc pki renew), adopted (another controller's intermediate), files (pki/ changed on disk). */
+  reason?: string;
+  /** SHA-256 of the new certificate (renewed) or of the one concerned. */
+  fingerprint?: string;
+  previous_fingerprint?: string;
+  not_after?: string;
+  /** When the new certificate renews in its turn. */
+  renews_at?: string;
+  /** The signing key's kid (renewed server: the new one; key-dropped: the one withdrawn). */
+  kid?: string;
+  previous_kid?: string;
+  /** renewal-failed: what went wrong. */
+  error?: string;
+}
+
+export type ZtcEvent = EntityChangeEvent | ApiSessionEvent | SessionEvent | AuthenticationEvent | EnrollmentEvent | AdminEvent | RouterEvent | LinkEvent | CircuitEvent | TerminatorEvent | PostureEvent | TlsEvent | PkiEvent;
 
 /**
  * The names `--type` and `?types=` take: upstream's subscription types (its config's `type:`), and the
@@ -270,6 +300,7 @@ export const EVENT_TYPES: Record<string, ZtcEvent['namespace']> = {
   'fabric.terminators': 'fabric.terminators',
   posture: 'posture',
   tls: 'tls',
+  pki: 'pki',
 };
 
 /** The namespaces a list of type names selects (empty: all); unknown names are an error for the caller to report. */

@@ -32,6 +32,12 @@ export interface IssueOptions {
   /** DNS names and IP addresses for a server certificate. */
   sans?: string[];
   usage: 'ca' | 'server' | 'client' | 'server+client';
+  /**
+   * The time it is issued at (ms; default now): it is valid `days` from then. Given by the controller's
+   * clock, which tests move forward; its start is never later than the real time, so clients that check
+   * it against their own clock take it at once.
+   */
+  now?: number;
 }
 
 const IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:]*)$/i;
@@ -66,8 +72,8 @@ export function issueCertificate(o: IssueOptions): string {
   cert.publicKey = spki ? forge.pki.certificateFromPem(o.issuerPem!).publicKey : (o.publicKey as forge.pki.PublicKey);
   // Positive 128-bit serial from the CSPRNG.
   cert.serialNumber = '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
-  const now = Date.now();
-  cert.validity.notBefore = new Date(now - 60_000);
+  const now = o.now ?? Date.now();
+  cert.validity.notBefore = new Date(Math.min(now, Date.now()) - 60_000);
   cert.validity.notAfter = new Date(now + o.days * 86_400_000);
   const subject = [{ name: 'commonName', value: o.commonName }, { name: 'organizationName', value: o.organization ?? 'ztc' }];
   cert.setSubject(subject);

@@ -89,6 +89,11 @@ export function networkJwt(ctx: Ctx): Promise<string> {
   return jwt;
 }
 
+/** A renewed server key signs the network JWT anew (the next networkJwt call makes it). */
+export function forgetNetworkJwt(ctx: Ctx) {
+  networkJwts.delete(ctx.events);
+}
+
 /** The API origins the other controllers of this database registered (model/resources/controllers.ts). */
 async function otherControllersUrls(ctx: Ctx): Promise<Set<string>> {
   const me = readControllerId(ctx.config.dataDir);

@@ -24,13 +24,29 @@ export interface Pki {
   signingJwk: JWK & { kid: string; alg: string };
   /** Intermediates replaced by `pki renew intermediate` and not expired: what they issued stays trusted. */
   retiredIntermediatePems: string[];
-  /** The current enrollment key first, then keys replaced in the last RETIRED_SIGNER_DAYS (outstanding JWTs still verify at /enroll/jwks). */
+  /**
+   * The current signing key (the server certificate's) first, then the keys of replaced server
+   * certificates that may still have signed unexpired tokens (not dropped, model/pki/renewal.ts, and
+   * replaced less than MAX_RETIRED_KEY_DAYS ago): every JWKS, the routers' data model and the token
+   * checks keep them (upstream bug #4116). Then the ES256 keys of earlier versions, for
+   * RETIRED_SIGNER_DAYS.
+   */
   signingKeys: SigningKey[];
 }
 
-/** How long a replaced enrollment signing key stays published: longer than any enrollment lasts. */
+/** How long a replaced ES256 enrollment key of earlier versions stays published: longer than any enrollment lasts. */
 export const RETIRED_SIGNER_DAYS = 30;
+/**
+ * The longest a replaced server key is kept: the longest any token it signed can live (a service
+ * session's JWT, a year as upstream's), and a day. Dropped earlier once nothing it signed can still be
+ * valid (model/pki/renewal.ts keptFor).
+ */
+export const MAX_RETIRED_KEY_DAYS = 366;
+/** The controller's own certificates renew by themselves when this share of their lifetime is left. */
+export const RENEW_WHEN_LEFT = 1 / 3;
 const RETIRED = 'retired';
+/** pki/retired/dropped-keys.json: the kids of replaced server keys no longer published, and when they went. */
+const DROPPED = 'dropped-keys.json';
 
 const FILES = {
   rootKey: 'root.key',
@@ -48,6 +64,17 @@ export interface SigningKey {
   kid: string;
   key: KeyObject;
   jwk: JWK & { kid: string; alg: string };
+  /** A replaced server certificate's key: when it was replaced (ms), and the certificate. */
+  retiredAt?: number;
+  certPem?: string;
+}
+
+/** When a certificate of the controller's own renews: once RENEW_WHEN_LEFT of its lifetime is left (ms). */
+export function renewAt(pem: string): number {
+  const cert = new X509Certificate(pem);
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  return Math.floor(to - (to - from) * RENEW_WHEN_LEFT);
 }
 
 /** The JWS algorithm for a key, as upstream picks it: RS256 for RSA, ES256/ES384/ES512 by curve. */
@@ -88,7 +115,8 @@ function certNames(pem: string): string[] {
  * controller: re-issuing it for the command's own idea of the host names would leave the running
  * controller serving one key while the JWTs the command signs use another).
  */
-export async function loadOrCreatePki(dataDir: string, hostnames: string[], progress: Progress = () => {}, o: { keepServer?: boolean } = {}): Promise<Pki> {
+export async function loadOrCreatePki(dataDir: string, hostnames: string[], progress: Progress = () => {}, o: { keepServer?: boolean; now?: number } = {}): Promise<Pki> {
+  const now = o.now ?? Date.now();
   const dir = path.join(dataDir, 'pki');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const f = (k: keyof typeof FILES) => path.join(dir, FILES[k]);
@@ -99,21 +127,21 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   // An interrupted renewal is finished or dropped, and a pki/ missing its intermediate refused, first.
   settlePki(dir, progress);
   // Each certificate appears with its key or not at all (a switch, as a renewal makes one).
-  const create = (what: string, files: NewFile[]) => applySwitch(dir, commitSwitch(dir, retireStamp(retiredFolder(dir)), what, files));
+  const create = (what: string, files: NewFile[]) => applySwitch(dir, commitSwitch(dir, retireStamp(retiredFolder(dir), now), what, files));
   if (!fs.existsSync(f('root'))) {
     progress('creating the root CA (RSA 4096)');
     const key = newRsaKey(4096);
-    const pem = issueCertificate({ commonName: 'ztc root CA', publicKey: key.publicKey, issuerKeyPem: key.privatePem, days: 3650, usage: 'ca' });
+    const pem = issueCertificate({ commonName: 'ztc root CA', publicKey: key.publicKey, issuerKeyPem: key.privatePem, days: 3650, usage: 'ca', now });
     create('root', [{ name: FILES.rootKey, data: key.privatePem, secret: true }, { name: FILES.root, data: pem }]);
   }
   if (!fs.existsSync(f('intermediate'))) {
     progress('creating the intermediate signing CA (RSA 3072)');
-    create('intermediate', newIntermediate(read('root'), read('rootKey')));
+    create('intermediate', newIntermediate(read('root'), read('rootKey'), now));
   }
   const names = serverNames(hostnames);
   const current = fs.existsSync(f('server')) ? certNames(read('server')) : [];
-  // Renewed at start when the names changed or it has less than 30 days left.
-  const expiring = fs.existsSync(f('server')) && Date.parse(new X509Certificate(read('server')).validTo) - Date.now() < 30 * 86_400_000;
+  // Renewed at start when the names changed or its renewal time has come (a third of its lifetime left).
+  const expiring = fs.existsSync(f('server')) && now >= renewAt(read('server'));
   // Certificates of earlier versions also allowed client authentication: the server's is serverAuth only.
   const clientAuth = fs.existsSync(f('server')) && (new X509Certificate(read('server')).keyUsage ?? []).includes(CLIENT_AUTH_OID);
   const keep = o.keepServer && fs.existsSync(f('server'));
@@ -121,7 +149,7 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
     progress(current.length ? `re-issuing the server certificate for ${names.join(', ')}` : `creating the server certificate for ${names.join(', ')}`);
     // The replaced pair goes to retired/: its key stays in /enroll/jwks for a while, as it signed the
     // enrollment JWTs handed out so far.
-    create('server certificate', newServer(names, read('intermediate'), read('intermediateKey')));
+    create('server certificate', newServer(names, read('intermediate'), read('intermediateKey'), now));
   }
 
   const rootPem = read('root');
@@ -131,15 +159,23 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
   const retiredIntermediatePems = retired
     .filter((f) => /^intermediate-.*\.pem$/.test(f.name))
     .map((f) => fs.readFileSync(f.path, 'utf8'))
-    .filter((pem) => Date.parse(new X509Certificate(pem).validTo) > Date.now());
+    .filter((pem) => Date.parse(new X509Certificate(pem).validTo) > now);
   // Enrollment JWTs are signed with the server certificate's key: the C and Go SDKs and upstream's router
   // check the signature against the certificate the controller presents on its TLS port.
   const signingKeys = [await signingKeyOf(createPrivateKey(read('serverKey')), certificateKid(serverPem))];
-  const recent = (r: { at: number }) => Date.now() - r.at < RETIRED_SIGNER_DAYS * 86_400_000;
-  for (const r of retired.filter((r) => /^server-\d+\.key$/.test(r.name) && recent(r))) {
+  // Replaced server keys, newest first: kept until nothing they signed can still be valid (renewal.ts
+  // drops them then), and never longer than MAX_RETIRED_KEY_DAYS.
+  const dropped = droppedKids(dir);
+  const kept = (r: { at: number }) => now - r.at < MAX_RETIRED_KEY_DAYS * 86_400_000;
+  for (const r of retired.filter((r) => /^server-\d+\.key$/.test(r.name) && kept(r))) {
     const certFile = r.path.replace(/\.key$/, '.pem');
-    if (fs.existsSync(certFile)) signingKeys.push(await signingKeyOf(createPrivateKey(fs.readFileSync(r.path, 'utf8')), certificateKid(fs.readFileSync(certFile, 'utf8'))));
+    if (!fs.existsSync(certFile)) continue;
+    const certPem = fs.readFileSync(certFile, 'utf8');
+    const kid = certificateKid(certPem);
+    if (dropped.has(kid) || signingKeys.some((k) => k.kid === kid)) continue;
+    signingKeys.push({ ...(await signingKeyOf(createPrivateKey(fs.readFileSync(r.path, 'utf8')), kid)), retiredAt: r.at, certPem });
   }
+  const recent = (r: { at: number }) => now - r.at < RETIRED_SIGNER_DAYS * 86_400_000;
   // Separate ES256 keys signed enrollment JWTs before: still published while JWTs they signed may be outstanding.
   const legacy = [...(fs.existsSync(f('signingKey')) ? [{ path: f('signingKey') }] : []), ...retired.filter((r) => /^enrollment-signing-.*\.key$/.test(r.name) && recent(r))];
   for (const l of legacy) {
@@ -167,9 +203,9 @@ export async function loadOrCreatePki(dataDir: string, hostnames: string[], prog
  * The timestamp under which one renewal retires its files: now, or later when a file of pki/retired
  * already has it (two renewals in one millisecond must not overwrite each other's pair).
  */
-function retireStamp(folder: string): number {
+function retireStamp(folder: string, now = Date.now()): number {
   const taken = new Set(fs.readdirSync(folder).map((name) => /-(\d+)\.(pem|key)$/.exec(name)?.[1]));
-  let at = Date.now();
+  let at = now;
   while (taken.has(String(at))) at++;
   return at;
 }
@@ -182,16 +218,16 @@ function retiredFolder(dir: string): string {
 }
 
 /** A new intermediate signing CA under the root, as the files of pki/ it makes. */
-function newIntermediate(rootPem: string, rootKeyPem: string): NewFile[] {
+function newIntermediate(rootPem: string, rootKeyPem: string, now: number): NewFile[] {
   const key = newRsaKey(3072);
-  const pem = issueCertificate({ commonName: 'ztc intermediate CA', publicKey: key.publicKey, issuerPem: rootPem, issuerKeyPem: rootKeyPem, days: 1825, ca: { pathLength: 0 }, usage: 'ca' });
+  const pem = issueCertificate({ commonName: 'ztc intermediate CA', publicKey: key.publicKey, issuerPem: rootPem, issuerKeyPem: rootKeyPem, days: 1825, ca: { pathLength: 0 }, usage: 'ca', now });
   return [{ name: FILES.intermediateKey, data: key.privatePem, secret: true }, { name: FILES.intermediate, data: pem }];
 }
 
 /** A new server certificate for `names` under the given intermediate, as the files of pki/ it makes. */
-function newServer(names: string[], intermediatePem: string, intermediateKeyPem: string): NewFile[] {
+function newServer(names: string[], intermediatePem: string, intermediateKeyPem: string, now: number): NewFile[] {
   const key = newRsaKey(2048);
-  const pem = issueCertificate({ commonName: names[0], publicKey: key.publicKey, issuerPem: intermediatePem, issuerKeyPem: intermediateKeyPem, days: 365, sans: names, usage: 'server' });
+  const pem = issueCertificate({ commonName: names[0], publicKey: key.publicKey, issuerPem: intermediatePem, issuerKeyPem: intermediateKeyPem, days: 365, sans: names, usage: 'server', now });
   return [{ name: FILES.serverKey, data: key.privatePem, secret: true }, { name: FILES.server, data: pem }];
 }
 
@@ -214,7 +250,8 @@ export type RenewTarget = 'server' | 'intermediate' | 'signer';
  * is never replaced here (every client trusts it). Every target means a new server certificate (and
  * so a new enrollment signing key): outstanding enrollment JWTs must be re-signed (reissueEnrollmentJwts).
  */
-export async function renewPki(dataDir: string, hostnames: string[], target: RenewTarget): Promise<Pki> {
+export async function renewPki(dataDir: string, hostnames: string[], target: RenewTarget, o: { now?: number; intermediate?: { pem: string; keyPem: string } } = {}): Promise<Pki> {
+  const now = o.now ?? Date.now();
   const dir = path.join(dataDir, 'pki');
   const read = (k: keyof typeof FILES) => fs.readFileSync(path.join(dir, FILES[k]), 'utf8');
   // Everything new is made before anything moves; then one journaled switch (pki-switch.ts) replaces
@@ -222,14 +259,55 @@ export async function renewPki(dataDir: string, hostnames: string[], target: Ren
   const files: NewFile[] = [];
   let issuer = { pem: read('intermediate'), key: read('intermediateKey') };
   if (target === 'intermediate') {
-    const mid = newIntermediate(read('root'), read('rootKey'));
+    // A new one, or the one another controller of the database made (shared-intermediate.ts).
+    const mid: NewFile[] = o.intermediate
+      ? [{ name: FILES.intermediateKey, data: o.intermediate.keyPem, secret: true }, { name: FILES.intermediate, data: o.intermediate.pem }]
+      : newIntermediate(read('root'), read('rootKey'), now);
     files.push(...mid);
     issuer = { pem: mid[1].data, key: mid[0].data };
   }
-  files.push(...newServer(serverNames(hostnames), issuer.pem, issuer.key));
+  files.push(...newServer(serverNames(hostnames), issuer.pem, issuer.key, now));
   // One timestamp per renewal, for every certificate and key it retires: a pair is found again by name.
-  applySwitch(dir, commitSwitch(dir, retireStamp(retiredFolder(dir)), target === 'intermediate' ? 'intermediate' : 'server certificate', files));
-  return loadOrCreatePki(dataDir, hostnames);
+  applySwitch(dir, commitSwitch(dir, retireStamp(retiredFolder(dir), now), target === 'intermediate' ? 'intermediate' : 'server certificate', files));
+  return loadOrCreatePki(dataDir, hostnames, () => {}, { now });
+}
+
+/** A new intermediate under the root of pki/ (not yet in use): what renewal.ts offers the other controllers first. */
+export function makeIntermediate(dataDir: string, now: number): { pem: string; keyPem: string } {
+  const dir = path.join(dataDir, 'pki');
+  const [key, cert] = newIntermediate(fs.readFileSync(path.join(dir, FILES.root), 'utf8'), fs.readFileSync(path.join(dir, FILES.rootKey), 'utf8'), now);
+  return { pem: cert.data, keyPem: key.data };
+}
+
+/** The kids of replaced server keys no longer published (dropKeys). */
+function droppedKids(dir: string): Set<string> {
+  try {
+    const list = JSON.parse(fs.readFileSync(path.join(dir, RETIRED, DROPPED), 'utf8')) as { kid: string }[];
+    return new Set(list.map((d) => d.kid));
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * Stop publishing replaced server keys (nothing they signed can still be valid): noted in
+ * pki/retired/dropped-keys.json, which every load of pki/ reads (this process's threads, a restart).
+ * The key files stay in pki/retired/ as the record of what was.
+ */
+export function dropKeys(dataDir: string, kids: string[], now: number) {
+  const dir = path.join(dataDir, 'pki');
+  const file = path.join(retiredFolder(dir), DROPPED);
+  let list: { kid: string; at: string }[] = [];
+  try {
+    list = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof list;
+  } catch {
+    // None dropped yet (or a damaged list: rewritten whole below).
+  }
+  const known = new Set(list.map((d) => d.kid));
+  for (const kid of kids) if (!known.has(kid)) list.push({ kid, at: new Date(now).toISOString() });
+  const tmp = `${file}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(list, null, 1) + '\n', { mode: 0o600 });
+  fs.renameSync(tmp, file);
 }
 
 

@@ -109,6 +109,9 @@ export async function registerController(ctx: Ctx): Promise<() => Promise<void>>
     name: ctx.config.hostnames[0] ?? 'localhost',
     certPem: ctx.pki.serverPem,
     fingerprint: ctx.pki.serverFingerprint,
+    // Its replaced server certificates still published (model/pki/renewal.ts): the other controllers
+    // keep accepting what their keys signed.
+    retiredCerts: JSON.stringify(ctx.pki.signingKeys.filter((k) => k.retiredAt !== undefined && k.certPem).map((k) => ({ certPem: k.certPem, retiredAt: iso(new Date(k.retiredAt!)) }))),
     apiAddresses: JSON.stringify(apiAddresses(ctx)),
     lastJoinedAt: now,
     lastSeenAt: now,

@@ -32,6 +32,7 @@ import { terminatorSessions } from './0036-terminator-sessions.js';
 import { sessionGrants } from './0037-session-grants.js';
 import { oidc } from './0032-oidc.js';
 import { secondaryExtJwt } from './0038-secondary-ext-jwt.js';
+import { pkiRenewal } from './0039-pki-renewal.js';
 import { caRouterEnrollment } from './0040-ca-router-enrollment.js';
 import { caClaimAttributes } from './0041-ca-claim-attributes.js';
 
@@ -68,6 +69,7 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0036-terminator-sessions': terminatorSessions(),
     '0037-session-grants': sessionGrants(),
     '0038-secondary-ext-jwt': secondaryExtJwt(),
+    '0039-pki-renewal': pkiRenewal(),
     '0040-ca-router-enrollment': caRouterEnrollment(),
     '0041-ca-claim-attributes': caClaimAttributes(),
   };

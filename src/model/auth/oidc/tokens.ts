@@ -5,10 +5,11 @@
 // session (z_asid) they stand for; refresh tokens z_t "r" with the same custom claims; ID tokens the
 // identity's name for the SDKs that show it.
 import { createHash, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import { decodeJwt, errors as joseErrors, exportJWK, jwtVerify, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type { Ctx } from '../../context.js';
 import { newId } from '../../ids.js';
-import { certificateKid } from '../../pki/pki.js';
+import { certificateKid, jwsAlgorithm, MAX_RETIRED_KEY_DAYS, type Pki } from '../../pki/pki.js';
+import { fromJson } from '../../../store/json.js';
 import { CLIENTS, lifetimes, TOKEN_TYPE } from './settings.js';
 
 /** Upstream's CustomClaims, by their JSON names. */
@@ -47,42 +48,81 @@ function sign(ctx: Ctx, claims: JWTPayload): Promise<string> {
 
 interface KeySet {
   at: number;
+  /** The signing keys of this process's PKI the set was made from: a renewal replaces the array. */
+  own: Pki['signingKeys'];
   keys: Map<string, KeyObject>;
 }
 const keySets = new WeakMap<Ctx['events'], KeySet>();
-const KEYS_FRESH_MS = 30_000;
+/**
+ * A kid not in the set is looked for in the database at most this often (a flood of made-up kids costs
+ * one read a second); a controller announces a new key ANNOUNCE_MS (3 s) before it signs with it, so
+ * the others always look again in time...
+ */
+const KEYS_FRESH_MS = 1000;
+/** ...and the other controllers' keys are read again this often regardless (a key they withdrew goes). */
+const KEYS_MAX_AGE_MS = 5 * 60_000;
 
 /**
- * The keys a token from this network may be signed with, by kid: this controller's (its current server
- * key and the retired ones still published: a token signed before a renewal stays valid until it expires,
- * upstream bug #4116) and those of the other controllers sharing the database (their server certificates).
+ * The signing certificates of the other controllers of the database, current and replaced (a renewed
+ * controller keeps its previous key published until its tokens expire, model/pki/renewal.ts), as
+ * their rows say; replaced ones no longer than MAX_RETIRED_KEY_DAYS.
  */
-async function verificationKeys(ctx: Ctx, kid: string): Promise<KeyObject | undefined> {
-  let set = keySets.get(ctx.events);
-  const own = () => new Map(ctx.pki.signingKeys.map((k) => [k.kid, createPublicKey(k.key)] as const));
-  if (!set) {
-    set = { at: 0, keys: own() };
-    keySets.set(ctx.events, set);
-  }
-  if (!set.keys.has(kid) && Date.now() - set.at > KEYS_FRESH_MS) {
-    const keys = own();
-    const rows = await ctx.store.db.selectFrom('controllers').select('certPem').execute().catch(() => []);
-    for (const r of rows) {
+export async function peerSigningCerts(ctx: Ctx): Promise<{ kid: string; certPem: string; retired: boolean }[]> {
+  const rows = await ctx.store.db.selectFrom('controllers').select(['certPem', 'retiredCerts']).execute().catch(() => []);
+  const out: { kid: string; certPem: string; retired: boolean }[] = [];
+  const oldest = ctx.clock.now().getTime() - MAX_RETIRED_KEY_DAYS * 86_400_000;
+  for (const r of rows) {
+    const retired = fromJson<{ certPem?: string; retiredAt?: string }[]>(r.retiredCerts, []).filter((c) => typeof c.certPem === 'string' && Date.parse(String(c.retiredAt)) > oldest);
+    for (const [pem, old] of [[r.certPem, false], ...retired.map((c) => [c.certPem!, true] as const)] as [string, boolean][]) {
       try {
-        keys.set(certificateKid(r.certPem), new X509Certificate(r.certPem).publicKey);
+        out.push({ kid: certificateKid(pem), certPem: pem, retired: old });
       } catch {
         // A certificate that does not parse names no key.
       }
     }
-    set = { at: Date.now(), keys };
+  }
+  return out;
+}
+
+/**
+ * The keys a token from this network may be signed with, by kid: this controller's (its current server
+ * key and the replaced ones still published: a token signed before a renewal stays valid until it
+ * expires, upstream bug #4116) and those of the other controllers sharing the database (their server
+ * certificates, current and replaced).
+ */
+async function verificationKeys(ctx: Ctx, kid: string): Promise<KeyObject | undefined> {
+  let set = keySets.get(ctx.events);
+  const own = () => new Map(ctx.pki.signingKeys.map((k) => [k.kid, createPublicKey(k.key)] as const));
+  // A renewal (or a withdrawn key) made a new list: the set starts again from it.
+  if (!set || set.own !== ctx.pki.signingKeys) {
+    set = { at: 0, own: ctx.pki.signingKeys, keys: own() };
+    keySets.set(ctx.events, set);
+  }
+  const age = Date.now() - set.at;
+  if ((!set.keys.has(kid) && age > KEYS_FRESH_MS) || age > KEYS_MAX_AGE_MS) {
+    const keys = own();
+    for (const p of await peerSigningCerts(ctx)) if (!keys.has(p.kid)) keys.set(p.kid, new X509Certificate(p.certPem).publicKey);
+    set = { at: Date.now(), own: ctx.pki.signingKeys, keys };
     keySets.set(ctx.events, set);
   }
   return set.keys.get(kid);
 }
 
-/** The public keys tokens are signed with, as a JWKS (/oidc/keys): upstream publishes its own and its peers'. */
-export function publicJwks(ctx: Ctx) {
-  return { keys: ctx.pki.signingKeys.map((k) => ({ ...k.jwk, use: 'sig' })) };
+/**
+ * The public keys tokens are signed with, as a JWKS (/oidc/keys), current first: this controller's and
+ * those it replaced whose tokens may still be valid, then the other controllers' of the database
+ * (upstream publishes its own and its peers').
+ */
+export async function publicJwks(ctx: Ctx) {
+  const keys: (JWK & { kid: string })[] = ctx.pki.signingKeys.map((k) => ({ ...k.jwk, use: 'sig' }));
+  const seen = new Set(keys.map((k) => k.kid));
+  for (const p of await peerSigningCerts(ctx)) {
+    if (seen.has(p.kid)) continue;
+    seen.add(p.kid);
+    const key = new X509Certificate(p.certPem).publicKey;
+    keys.push({ ...(await exportJWK(key)), kid: p.kid, alg: jwsAlgorithm(key), use: 'sig' });
+  }
+  return { keys };
 }
 
 export class InvalidToken extends Error {}

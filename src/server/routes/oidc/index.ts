@@ -189,7 +189,7 @@ export async function registerOidc(app: FastifyInstance, ctx: Ctx) {
     for (const url of ['/.well-known/openid-configuration', `${OIDC_PATH}/.well-known/openid-configuration`]) {
       o.get(url, { config: pub, schema: hidden }, async (req) => discovery(ctx, req.headers.host));
     }
-    o.get(`${OIDC_PATH}/keys`, { config: pub, schema: hidden }, async (_req, reply) => reply.header('cache-control', 'max-age=300').send(publicJwks(ctx)));
+    o.get(`${OIDC_PATH}/keys`, { config: pub, schema: hidden }, async (_req, reply) => reply.header('cache-control', 'max-age=300').send(await publicJwks(ctx)));
 
     // authorize: GET (the Go SDK, browsers) or POST (the C SDK, parameters in the query): 302 to the login.
     const authorize = async (req: FastifyRequest, reply: FastifyReply) => {
