@@ -146,12 +146,12 @@ describe('the first hour, third pass', () => {
       listeners: [{ binding: 'edge', address: 'tls:0.0.0.0:3022', options: { advertise: 'localhost:3022' } }],
       edge: { csr: { sans: { dns: ['localhost'], ip: ['127.0.0.1', '::1'] } } },
     });
-    // No tunnel listener unless asked (upstream's generator adds one by default, which ztc does not serve).
+    // No tunnel listener unless asked (upstream's generator adds one by default; it needs the edge router tunneler-enabled).
     expect(config.listeners.some((l: { binding: string }) => l.binding === 'tunnel')).toBe(false);
     // A second router beside it gets the next ports; --tunneler-mode host asks for the tunnel listener, with a note.
     const second = await ztc('edge-router', 'config', 'er-conf', path.join(dir, 'again.yml'), '--router-host', 'er.example.com', '--tunneler-mode', 'host', '--link-port', '0');
     expect(second.code, second.stderr).toBe(0);
-    expect(second.stderr).toMatch(/ztc does not serve the router's tunneler yet/);
+    expect(second.stderr).toMatch(/the router's tunneler \(mode host\) acts as its Router identity: the edge router must be tunneler-enabled/);
     const again = YAML.parse(fs.readFileSync(path.join(dir, 'again.yml'), 'utf8'));
     expect(again.link.listeners).toBeUndefined();
     expect(again.listeners).toEqual([

@@ -33,7 +33,7 @@ export function routerConfigFlags(cmd: Command, withFile: boolean): Command {
     .option('--router-host <host>', 'the name or address SDKs and other routers reach the router at (default: the controller\'s host)')
     .option('--edge-port <port>', `the router's edge listener, for SDKs (default ${EDGE_PORT}, or the next port no router of this network has on that host)`)
     .option('--link-port <port>', `the router's link listener, for other routers (default ${LINK_PORT}, or the next free one; 0: none, the router only dials links)`)
-    .addOption(new Option('--tunneler-mode <mode>', 'the router\'s own tunneler (a tunnel listener): none, or host/tproxy, which ztc does not serve yet').choices(['none', 'host', 'tproxy']).default('none'))
+    .addOption(new Option('--tunneler-mode <mode>', 'the router\'s own tunneler (a tunnel listener): none, host (hosts what its Router identity may Bind) or tproxy (also intercepts; needs root); the edge router must be tunneler-enabled').choices(['none', 'host', 'tproxy']).default('none'))
     .option('--ctrl-endpoint <tls:host:port>', 'where the router reaches the controller\'s control channel (default: what the controller says, /controllers ctrlAddress); repeat it for each of several controllers on one database: the router holds a channel to each (docs/postgresql.md)', (v: string, before: string[] | undefined) => [...(before ?? []), v]);
 }
 
@@ -166,7 +166,7 @@ export function routerConfigYaml(name: string, file: string, w: Where, tunnelerM
     '    options:',
     `      advertise: ${quoted(advertise(w.edgePort))}`,
     ...(tunnelerMode === 'none'
-      ? ['# The router\'s own tunneler (a "tunnel" listener) is off: ztc does not serve it yet.']
+      ? ['# The router\'s own tunneler (a "tunnel" listener) is off: --tunneler-mode host or tproxy adds it.']
       : ['  - binding: tunnel', '    options:', `      mode: ${tunnelerMode}`, ...(tunnelerMode === 'tproxy' ? ['      resolver: udp://127.0.0.1:53'] : [])]),
     '',
     '# What enrollment asks the controller to certify: the names SDKs reach the edge listener by.',
@@ -195,7 +195,7 @@ export async function writeRouterConfig(t: Transport, name: string, file: string
   const out = process.stdout;
   out.write(`router config for '${name}' written to ${file}: ${w.ctrlEndpoints ? `ctrl.endpoints ${w.ctrlEndpoints.join(', ')}` : `ctrl.endpoint ${w.ctrlEndpoint}`}, edge listener ${w.host}:${w.edgePort}${w.linkPort ? `, link listener ${w.host}:${w.linkPort}` : ', no link listener'}\n`);
   if (w.guessed) process.stderr.write(`note: ${w.guessed}\n`);
-  if ((o.tunnelerMode ?? 'none') !== 'none') process.stderr.write(`note: ztc does not serve the router's tunneler yet: its tunnel listener (mode ${o.tunnelerMode}) will not intercept or host anything\n`);
+  if ((o.tunnelerMode ?? 'none') !== 'none') process.stderr.write(`note: the router's tunneler (mode ${o.tunnelerMode}) acts as its Router identity: the edge router must be tunneler-enabled (ztc edge-router update ${name} --is-tunneler-enabled; a 1.1 router exits otherwise), and that identity needs Bind policies for the services it hosts\n`);
   out.write(`next, where the router runs (OpenZiti's ziti binary):\n`);
   out.write(`  ziti router enroll ${file} --jwt ${jwtFile ?? `${name}.jwt`}\n`);
   out.write(`  ziti router run ${file}\n`);
