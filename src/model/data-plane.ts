@@ -313,6 +313,7 @@ export interface StoredRouterTerminator {
   routerId: string;
   /** `edge` unless read with anyBinding. */
   binding: string;
+  routerName: string;
   hostId: string;
   instanceId: string;
   cost: number;
@@ -339,7 +340,8 @@ export async function storedEdgeTerminators(ctx: Ctx, where: { routerId?: string
   let q = ctx.store.db
     .selectFrom('terminators as t')
     .leftJoin('sessions as s', 's.id', 't.sessionId')
-    .select(['t.id', 't.serviceId', 't.routerId', 't.binding', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed']);
+    .leftJoin('routers as r', 'r.id', 't.routerId')
+    .select(['t.id', 't.serviceId', 't.routerId', 'r.name as routerName', 't.binding', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed']);
   if (!where.anyBinding) q = q.where('t.binding', '=', 'edge');
   if (where.routerId) q = q.where('t.routerId', '=', where.routerId);
   if (where.serviceId) q = q.where('t.serviceId', '=', where.serviceId);
@@ -358,6 +360,7 @@ export async function storedEdgeTerminators(ctx: Ctx, where: { routerId?: string
       serviceId: r.serviceId,
       routerId: r.routerId,
       binding: r.binding,
+      routerName: r.routerName ?? r.routerId,
       hostId: r.hostId ?? '',
       instanceId: r.identity ?? '',
       cost: Number(r.cost),

@@ -86,6 +86,12 @@ describe.skipIf(!postgres)('two controllers on one database share their routers'
     // The controller it is attached to made the circuit.
     expect(controllerId).toBe(readControllerId(a.c.running.ctx.config.dataDir));
     await expect.poll(async () => (await a.c.call('GET', `/fabric/v1/circuits/${route.circuitId}`, { token: a.admin })).status, { timeout: 3000 }).toBe(200);
+
+    // A router attached to B alone cannot reach it: B holds no channel to the host's router, and says so.
+    const other = await attach(b, await enrollRouter(b, 'shared-only-b'));
+    const refused = await other.p.replyTo(dial(other.p, client, await b.session(client, service, 'Dial')));
+    expect(refused.type).toBe(T.Error);
+    expect(refused.body.toString()).toMatch(/only on router\(s\) not connected to this controller \('shared-only-a'\).*ctrl\.endpoints/);
   });
 
   let r1: EnrolledRouter;

@@ -221,6 +221,8 @@ export class RouterNetwork {
     const before = [...this.terminators.values()].filter(matches).map((t) => t.id);
     const stored = await storedEdgeTerminators(this.ctx, { ...where, anyBinding: true });
     const inStore = new Set(stored.map((r) => r.id));
+    // Live ones on routers this controller does not hold: a dial that finds no other says so (choose).
+    if (where.serviceId) this.elsewhere.set(where.serviceId, [...new Set(stored.filter((r) => r.session && !this.routers.has(r.routerId) && r.routerId !== this.local?.routerId).map((r) => r.routerName))]);
     for (const id of before) if (!inStore.has(id)) this.terminators.delete(id);
     for (const r of stored) {
       const known = this.terminators.get(r.id);
@@ -230,6 +232,9 @@ export class RouterNetwork {
       } else if ((r.binding === 'edge' || r.binding === 'tunnel') && r.session && this.routers.has(r.routerId)) this.terminators.set(r.id, this.fromStore({ ...r, session: r.session }));
     }
   }
+
+  /** Per service, at its last dial: the routers not connected here that hold its terminators (adoptStored). */
+  private elsewhere = new Map<string, string[]>();
 
   private fromStore(r: StoredRouterTerminator & { session: NonNullable<StoredRouterTerminator['session']> }): UpstreamTerminator {
     // A router's tunneler knows its sessions by their ids (ctrl/tunnel/common.ts), an SDK by their tokens.
@@ -430,6 +435,12 @@ export class RouterNetwork {
     const from = this.nameOf(fromId);
     const of = r.instanceId ? ` for instance '${r.instanceId}'` : '';
     if (c.seen) return { why: `service '${r.serviceName}' has ${c.seen} terminator(s)${of}, none on a router reachable from router '${from}': no chain of links joins them (see ztc fabric links)`, cause: 'NO_PATH' };
+    const elsewhere = this.elsewhere.get(r.serviceId) ?? [];
+    if (elsewhere.length)
+      return {
+        why: `service '${r.serviceName}' has terminators only on router(s) not connected to this controller (${elsewhere.map((n) => `'${n}'`).join(', ')}): with several controllers on one database, list every controller in each router's ctrl.endpoints (docs/postgresql.md)`,
+        cause: 'NO_PATH',
+      };
     return { why: `service '${r.serviceName}' has no terminators${of}: no host has bound it (on any router) and no router-side terminator names it`, cause: 'NO_TERMINATORS' };
   }
 
