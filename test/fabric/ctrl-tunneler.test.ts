@@ -69,6 +69,8 @@ describe('a 1.x router\'s tunneler', () => {
   let p: EdgePeer;
   let service: string;
   let terminatorSession = '';
+  /** The circuit of a connection the tunneler intercepted (ended when its Dial grant goes). */
+  let interceptCircuit = '';
   beforeAll(async () => {
     ({ router, identityId } = await tunnelerRouter('ert-1'));
     service = await hostedService('ert-echo');
@@ -184,6 +186,7 @@ describe('a 1.x router\'s tunneler', () => {
     expect(r.type, text(r)).toBe(TT.CreateCircuitForServiceResponse);
     const answer = decode(TunnelPb.CreateCircuitForServiceResponse, r.body);
     expect(answer.circuitId).toBe(route.circuitId);
+    interceptCircuit = answer.circuitId;
     expect((route.forwards as { srcAddress: string }[]).map((f) => f.srcAddress)).toContain(answer.address);
     expect(answer.tags).toMatchObject({ serviceId: service, clientId: identityId });
     const dial = await n.api('GET', `/sessions?filter=${encodeURIComponent(`id = "${answer.session.sessionId}"`)}`);
@@ -214,6 +217,17 @@ describe('a 1.x router\'s tunneler', () => {
     const before = logged.length;
     p.send(TT.CreateTunnelTerminator, [], encode(TunnelPb.CreateTunnelTerminatorRequest, { serviceName: 'ert-echo', address: 'ert-terminator-1' }));
     await expect.poll(() => logged.slice(before).some((l) => /no Bind service policy grants the router's identity 'ert-1' service 'ert-echo'/.test(l.reason ?? '')), { timeout: 5000 }).toBe(true);
+  });
+
+  it('loses the circuits of connections it intercepted when its identity loses the Dial grant: the router unroutes them', async () => {
+    expect(interceptCircuit).toBeTruthy();
+    const unrouted = (f: Frame) => f.type === T.Unroute && decode(Schemas.Unroute, f.body).circuitId === interceptCircuit;
+    // Still routed: its host's terminator went with the Bind grant, the circuit did not.
+    expect(p.inbox.some(unrouted)).toBe(false);
+    const dial = (await n.api('GET', `/service-policies?filter=${encodeURIComponent('name = "ert-echo-dial"')}`)).body.data[0];
+    expect((await n.api('DELETE', `/service-policies/${dial.id}`)).status).toBe(200);
+    const unroute = await p.next(unrouted, 10_000);
+    expect(decode(Schemas.Unroute, unroute.body).now).toBe(true);
   });
 });
 
