@@ -98,6 +98,8 @@ describe('a 1.x router\'s tunneler', () => {
     const me = await n.c.call('GET', '/edge/client/v1/current-identity', { token: s.token });
     expect(me.status).toBe(200);
     expect(me.body.data.id).toBe(identityId);
+    // What the router said of itself is on its identity, as an SDK's login records it.
+    expect((await n.api('GET', `/identities/${identityId}`)).body.data).toMatchObject({ envInfo: { os: 'linux', arch: 'amd64' }, sdkInfo: { appId: 'ziti-router', type: 'ziti-router:tunnel' } });
     // Asked again (the router restarted its tunneler): the same session.
     const again = decode(TunnelPb.CreateApiSessionResponse, (await request(p, TT.CreateApiSession, encode(TunnelPb.CreateApiSessionRequest, {}))).body);
     expect(again.sessionId).toBe(s.sessionId);
