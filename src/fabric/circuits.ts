@@ -4,7 +4,6 @@
 import type { Flow } from './channel/channel.js';
 import { message, u32, type Message } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
-import type { Fabric } from './fabric.js';
 
 /** Data a side may receive before it is connected (a host's crypto header racing the dialer's StateConnected). */
 export const EARLY_DATA_CAP = 512 * 1024;
@@ -16,7 +15,8 @@ export const EARLY_DATA_CAP = 512 * 1024;
  */
 export interface SideConn {
   readonly channel: Flow & { send(m: Message): number };
-  readonly fabric: Fabric;
+  /** Who keeps the router's circuits: told when one ends (fabric.ts). */
+  readonly fabric: { circuitEnded(c: Circuit): void };
   forget(ep: Endpoint): void;
 }
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Ctx } from '../model/context.js';
 import type { CircuitEvent } from '../model/events/types.js';
 import { EdgeError } from './channel/messages.js';
-import type { FabricLog } from './fabric.js';
+import type { FabricLog } from './log.js';
 import { Refused, type Who } from './session-checks.js';
 
 /** The cause of a refusal that names none, by its edge error code. */

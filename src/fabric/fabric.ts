@@ -8,16 +8,24 @@ import { message, str, u32, type Message } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 import type { Circuit, Endpoint } from './circuits.js';
 import { reportDialFailure, type DialFailure } from './dial-failures.js';
+import type { FabricLog } from './log.js';
 import { terminatorEvent } from './events.js';
 import type { CircuitRecorder } from './recorder.js';
-import type { EdgeConn } from './edge/sdk-connection.js';
 import type { StaticTerminator, StaticTerminators } from './static-terminators.js';
 import { choose, Terminators, type Terminator } from './terminators.js';
 
-export interface FabricLog {
-  info(o: object, msg: string): void;
-  warn(o: object, msg: string): void;
-  debug(o: object, msg: string): void;
+export type { FabricLog } from './log.js';
+
+/**
+ * An SDK's channel as the router's sweep sees it (edge/sdk-connection.ts is one): its API session, the
+ * service sessions it carries, and how to end them. The network knows connections through this only.
+ */
+export interface SdkConnection {
+  readonly apiSession: { id: string; identityId: string; identityName: string };
+  readonly channel: { close(error?: Error): void };
+  readonly closed: boolean;
+  sessionIds(): string[];
+  endSession(sessionId: string, reason: string): void;
 }
 
 /** How often live connections are checked against the store. */
@@ -27,7 +35,7 @@ const TOUCH_MS = 60_000;
 
 export class Fabric {
   readonly terminators = new Terminators();
-  readonly conns = new Set<EdgeConn>();
+  readonly conns = new Set<SdkConnection>();
   readonly circuits = new Map<string, Circuit>();
   bytesIn = 0;
   dials = { ok: 0, failed: 0, setupMs: [] as number[] };
@@ -213,7 +221,7 @@ export class Fabric {
    * router policy no longer lets use it: their sides and terminators here end. A session left with no
    * router at all has lost its access: it is revoked (audit, event), which ends it everywhere.
    */
-  private async checkRouterAccess(conns: EdgeConn[], terminators: Terminator[]) {
+  private async checkRouterAccess(conns: SdkConnection[], terminators: Terminator[]) {
     const uses = [...new Set([...conns.flatMap((c) => c.sessionIds()), ...terminators.map((t) => t.sessionId)].filter(Boolean))].map((sessionId) => ({ sessionId, routerId: this.routerId }));
     const lost = await routerAccessLost(this.ctx, uses);
     if (!lost.size) return;

@@ -7,7 +7,7 @@ import { circuitGrant } from '../model/access-log.js';
 import type { GrantedBy } from '../model/events/types.js';
 import { recordCircuits, type CircuitRecord } from '../model/fabric-state.js';
 import { circuitEvent } from './events.js';
-import type { FabricLog } from './fabric.js';
+import type { FabricLog } from './log.js';
 
 const FLUSH_MS = 250;
 

@@ -6,7 +6,7 @@
 // first-service` dials the moment it has made one.
 import type { Ctx } from '../model/context.js';
 import { routerSideTerminators, type RouterSideTerminator } from '../model/data-plane.js';
-import type { FabricLog } from './fabric.js';
+import type { FabricLog } from './log.js';
 
 export const REFRESH_MS = 1000;
 

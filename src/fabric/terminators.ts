@@ -2,7 +2,17 @@
 // channel; the store keeps a copy for /terminators (model/data-plane.ts), this registry is what dials read.
 // And the terminator choice every router's dials make (`choose`), over these, router-side terminators
 // (static-terminators.ts) and those of upstream routers (ctrl/network.ts).
-import type { EdgeConn } from './edge/sdk-connection.js';
+import type { Circuit, SideConn } from './circuits.js';
+import type { Message } from './channel/codec.js';
+
+/**
+ * The channel a terminator was bound on (edge/sdk-connection.ts): a side of circuits, whether it is gone,
+ * and how to dial its host for a circuit (the router's dials and its links call it).
+ */
+export interface BindingConn extends SideConn {
+  readonly closed: boolean;
+  dialHost(t: Terminator, circuit: Circuit, connect: Message, callerId: string): Promise<void>;
+}
 
 export type Precedence = 'default' | 'required' | 'failed';
 
@@ -16,7 +26,7 @@ export interface Terminator {
   cost: number;
   precedence: Precedence;
   /** The binding: which channel, which conn id, which Bind session token. */
-  conn: EdgeConn;
+  conn: BindingConn;
   bindConnId: number;
   token: string;
   sessionId: string;
@@ -108,11 +118,11 @@ export class Terminators {
   }
 
   /** Terminators of one binding: a channel's Bind conn id, and optionally its token. */
-  ofBinding(conn: EdgeConn, bindConnId: number, token?: string): Terminator[] {
+  ofBinding(conn: BindingConn, bindConnId: number, token?: string): Terminator[] {
     return this.all().filter((t) => t.conn === conn && t.bindConnId === bindConnId && (token === undefined || t.token === token));
   }
 
-  ofConn(conn: EdgeConn): Terminator[] {
+  ofConn(conn: BindingConn): Terminator[] {
     return this.all().filter((t) => t.conn === conn);
   }
 

@@ -3,6 +3,7 @@
 // accepted (see the 'connection' handler), one deadline for the TCP connection to finish TLS and send
 // its hello (a silent socket, a stalled handshake and a trickled hello alike are destroyed), the hello
 // as the first frame, and the listener's deadline and budget for frames in progress (guard.ts).
+import { createHash } from 'node:crypto';
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
 import { TLS_CIPHERS } from '../../server/tls-context.js';
@@ -74,6 +75,19 @@ export function channelContext(o: { certPem: string; keyPem: string; caPem?: str
     minVersion: 'TLSv1.2' as const,
     ciphers: TLS_CIPHERS,
   };
+}
+
+/** SHA-1 (lowercase hex) of every certificate the peer sent, leaf first. */
+export function peerFingerprints(socket: tls.TLSSocket): string[] {
+  const out: string[] = [];
+  let cert = socket.getPeerCertificate(true) as tls.DetailedPeerCertificate | undefined;
+  const seen = new Set<string>();
+  while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
+    seen.add(cert.fingerprint256);
+    out.push(createHash('sha1').update(cert.raw).digest('hex'));
+    cert = cert.issuerCertificate;
+  }
+  return out;
 }
 
 export function listenForChannels(o: ChannelListenerOptions, onHello: (h: Hello) => void, onError: (e: Error) => void): Promise<tls.Server> {

@@ -17,7 +17,6 @@ import type { StaticTerminator, StaticTerminators } from '../static-terminators.
 import { choose, type Precedence } from '../terminators.js';
 import { CtrlHeader } from './messages.js';
 import { cheapestPaths, routeSteps, type Path, type PathLink, type RouteStep } from './paths.js';
-import type { RouterConn } from './router-connection.js';
 
 /** How long routers have to build a route (upstream's routeTimeout), and how many tries a circuit gets. */
 export const ROUTE_TIMEOUT_MS = 10_000;
@@ -131,7 +130,8 @@ export class RouterNetwork {
   constructor(
     readonly ctx: Ctx,
     readonly controllerId: string,
-    readonly routers: Map<string, RouterConn>,
+    /** The routers connected here, known through what a path needs of them (router-connection.ts is one). */
+    readonly routers: ReadonlyMap<string, PathMember>,
     readonly recorder: CircuitRecorder,
     readonly log: FabricLog,
     /** Router-side terminators: those made for an upstream router are dialed by it (its binding's xgress). */
@@ -222,7 +222,14 @@ export class RouterNetwork {
     const stored = await storedEdgeTerminators(this.ctx, { ...where, anyBinding: true });
     const inStore = new Set(stored.map((r) => r.id));
     // Live ones on routers this controller does not hold: a dial that finds no other says so (choose).
-    if (where.serviceId) this.elsewhere.set(where.serviceId, [...new Set(stored.filter((r) => r.session && !this.routers.has(r.routerId) && r.routerId !== this.local?.routerId).map((r) => r.routerName))]);
+    if (where.serviceId) {
+      const names = (list: StoredRouterTerminator[]) => [...new Set(list.map((r) => r.routerName))];
+      this.elsewhere.set(where.serviceId, {
+        // Upstream routers not connected here (with a live Bind session), and other controllers' own routers.
+        routers: names(stored.filter((r) => !r.embeddedOf && r.session && !this.routers.has(r.routerId))),
+        embedded: names(stored.filter((r) => r.embeddedOf && r.routerId !== this.local?.routerId)),
+      });
+    }
     for (const id of before) if (!inStore.has(id)) this.terminators.delete(id);
     for (const r of stored) {
       const known = this.terminators.get(r.id);
@@ -234,7 +241,7 @@ export class RouterNetwork {
   }
 
   /** Per service, at its last dial: the routers not connected here that hold its terminators (adoptStored). */
-  private elsewhere = new Map<string, string[]>();
+  private elsewhere = new Map<string, { routers: string[]; embedded: string[] }>();
 
   private fromStore(r: StoredRouterTerminator & { session: NonNullable<StoredRouterTerminator['session']> }): UpstreamTerminator {
     // A router's tunneler knows its sessions by their ids (ctrl/tunnel/common.ts), an SDK by their tokens.
@@ -435,10 +442,16 @@ export class RouterNetwork {
     const from = this.nameOf(fromId);
     const of = r.instanceId ? ` for instance '${r.instanceId}'` : '';
     if (c.seen) return { why: `service '${r.serviceName}' has ${c.seen} terminator(s)${of}, none on a router reachable from router '${from}': no chain of links joins them (see ztc fabric links)`, cause: 'NO_PATH' };
-    const elsewhere = this.elsewhere.get(r.serviceId) ?? [];
-    if (elsewhere.length)
+    const elsewhere = this.elsewhere.get(r.serviceId) ?? { routers: [], embedded: [] };
+    const named = (list: string[]) => list.map((n) => `'${n}'`).join(', ');
+    if (elsewhere.routers.length)
       return {
-        why: `service '${r.serviceName}' has terminators only on router(s) not connected to this controller (${elsewhere.map((n) => `'${n}'`).join(', ')}): with several controllers on one database, list every controller in each router's ctrl.endpoints (docs/postgresql.md)`,
+        why: `service '${r.serviceName}' has terminators only on router(s) not connected to this controller (${named(elsewhere.routers)}): with several controllers on one database, list every controller in each router's ctrl.endpoints (docs/postgresql.md)`,
+        cause: 'NO_PATH',
+      };
+    if (elsewhere.embedded.length)
+      return {
+        why: `service '${r.serviceName}' has terminators only on the embedded router of another controller (${named(elsewhere.embedded)}), which this controller does not route to: dial through that router, or host the service on an upstream router that lists every controller in its ctrl.endpoints (docs/postgresql.md)`,
         cause: 'NO_PATH',
       };
     return { why: `service '${r.serviceName}' has no terminators${of}: no host has bound it (on any router) and no router-side terminator names it`, cause: 'NO_TERMINATORS' };

@@ -2,16 +2,16 @@
 // channel/listener.ts), and where other routers dial their links (ALPN ziti-link: link/accept.ts). An
 // accepted SDK hello makes an EdgeConn. A client certificate is required, but checked by fingerprint
 // against the API session or the enrolled router (as upstream), not by chain at the TLS layer.
-import { createHash } from 'node:crypto';
 import type tls from 'node:tls';
 import type { Channel } from '../channel/channel.js';
 import { bool, FRAME_LIMITS, i32, message, str, type Message } from '../channel/codec.js';
 import type { ListenerGuard } from '../channel/guard.js';
-import { listenForChannels } from '../channel/listener.js';
+import { listenForChannels, peerFingerprints } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import type { Fabric } from '../fabric.js';
 import { paceForLegacySdk, stallsOnBursts } from './legacy-c-sdk.js';
 import { EdgeConn } from './sdk-connection.js';
+
 import type { LinkAcceptor } from '../link/accept.js';
 
 export interface EdgeListenerOptions {
@@ -29,19 +29,6 @@ export interface EdgeListenerOptions {
   version: string;
   /** Links other routers dial here (ALPN ziti-link), when this router links (link/accept.ts). */
   links?: LinkAcceptor;
-}
-
-/** SHA-1 (lowercase hex) of every certificate the peer sent, leaf first. */
-export function peerFingerprints(socket: tls.TLSSocket): string[] {
-  const out: string[] = [];
-  let cert = socket.getPeerCertificate(true) as tls.DetailedPeerCertificate | undefined;
-  const seen = new Set<string>();
-  while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
-    seen.add(cert.fingerprint256);
-    out.push(createHash('sha1').update(cert.raw).digest('hex'));
-    cert = cert.issuerCertificate;
-  }
-  return out;
 }
 
 export function startEdgeListener(fabric: Fabric, o: EdgeListenerOptions): Promise<tls.Server> {

@@ -5,10 +5,9 @@
 // router it names: its certificate's leaf is the one enrolled for it (as upstream's VerifyRouter checks).
 import type { Channel } from '../channel/channel.js';
 import { FRAME_LIMITS, i32, message, str, bool, type Message } from '../channel/codec.js';
-import type { Hello } from '../channel/listener.js';
+import { peerFingerprints, type Hello } from '../channel/listener.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { routerFingerprint } from '../../model/fabric-state.js';
-import { peerFingerprints } from '../edge/listener.js';
 import { Link } from './link.js';
 import type { LocalRouter } from './local-router.js';
 

@@ -3,7 +3,7 @@
 // circuit's ends on this router (ingress and egress ids). A payload or ack in transit is passed on as it
 // came; one for an end here is handed to that end (xgress-side.ts).
 import type { Message } from '../channel/codec.js';
-import type { FabricLog } from '../fabric.js';
+import type { FabricLog } from '../log.js';
 import type { RouteForward } from '../ctrl/paths.js';
 import type { Link, LinkHandler } from './link.js';
 import { circuitOf, decodeAck, decodePayload, XgressError } from './xgress.js';
