@@ -41,11 +41,11 @@ let host: Member;
 let client: Member;
 
 /** The test router's side of a link channel: TLS with its certificate and ALPN ziti-link, then the link hello. */
-async function dialLink(to: EnrolledRouter, type: number, connId: string, o: { id?: string; cert?: string; key?: string } = {}) {
+async function dialLink(to: EnrolledRouter, type: number, connId: string, o: { id?: string; cert?: string; key?: string; link?: string } = {}) {
   const p = await EdgePeer.connect(n.routerPort, { cert: o.cert ?? to.cert, key: o.key ?? to.key, alpn: ['ziti-link'] });
   const headers: [number, Buffer][] = [[LINK.ConnId, Buffer.from(connId)], [LINK.RouterId, Buffer.from(o.id ?? to.id)], [LINK.Version, Buffer.from('v1.1.10')], [LINK.Binding, Buffer.from('transport')], [LINK.Iteration, le32(1)]];
   if (type) headers.push([LINK.Type, Buffer.from([type])]);
-  p.send(0, headers, Buffer.from(linkId), -1);
+  p.send(0, headers, Buffer.from(o.link ?? linkId), -1);
   const result = await p.next((f) => f.type === CT.Result, 3000);
   return { p, result };
 }
@@ -275,5 +275,49 @@ describe("ztc's router in the mesh", () => {
     expect(refused.type).toBe(CT.StateClosed);
     expect(refused.body.toString()).toMatch(/none on a router reachable from router/);
     sdk.close();
+  });
+
+  it('carries a circuit across itself between two upstream routers that are not linked to each other (transit)', async () => {
+    const ends = await Promise.all(['mesh-t1', 'mesh-t2'].map(async (name) => {
+      const router = await enrollRouter(n, name);
+      const c = (await connectRouter(ctrlPort, router, { managesLinks: true })).p;
+      c.send(T.RouterLinks, [], Buffer.alloc(0));
+      const id = `link-${name}-${randomUUID().slice(0, 8)}`;
+      const connId = randomUUID();
+      const payloadCh = (await dialLink(router, 1, connId, { link: id })).p;
+      const ackCh = (await dialLink(router, 2, connId, { link: id })).p;
+      c.send(T.RouterLinks, [], encode(Schemas.RouterLinks, { links: [{ id, destRouterId: n.routerId, linkProtocol: 'tls', dialAddress: `tls:localhost:${n.routerPort}`, iteration: 1 }] }));
+      return { router, c, id, payloadCh, ackCh };
+    }));
+    const [t1, t2] = ends;
+    await expect.poll(async () => ((await n.c.call('GET', '/fabric/v1/links', { token: n.admin })).body.data as { id: string }[]).filter((l) => l.id === t1.id || l.id === t2.id).length, { timeout: 3000 }).toBe(2);
+    // Hosted at t2 only; dialed at t1: the path is t1 -> ztc's router -> t2.
+    const service2 = await n.service('mesh-transit');
+    const transitHost = await n.identity('mesh-transit-host', ['mesh-transit-hosts']);
+    const transitClient = await n.identity('mesh-transit-client', ['mesh-transit-clients']);
+    const bind = await n.session(transitHost, service2, 'Bind');
+    await t2.c.replyTo(t2.c.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'transit-term', sessionToken: bind, fingerprints: [fp(transitHost.cert)] })));
+    const dial = await n.session(transitClient, service2, 'Dial');
+    const ask = t1.c.send(T.CreateCircuitV2, [[11, Buffer.from(dial)], [12, strings([fp(transitClient.cert)])]]);
+    const at1 = decode(Schemas.Route, (await t1.c.next((f) => f.type === T.Route)).body);
+    const at2 = decode(Schemas.Route, (await t2.c.next((f) => f.type === T.Route)).body);
+    expect(at1.forwards[0]).toMatchObject({ dstAddress: t1.id, dstType: DestType.Link });
+    expect(at2.forwards[1]).toMatchObject({ srcAddress: t2.id, dstType: DestType.End });
+    for (const [e, at] of [[t1, at1], [t2, at2]] as const) e.c.send(T.RouteResult, [[1101, le32(at.attempt ?? 0)], [1102, one]], Buffer.from(at.circuitId));
+    const answer = await t1.c.replyTo(ask);
+    expect(answer.type).toBe(T.CreateCircuitV2Response);
+    const circuitId = answer.headers.get(11)!.toString();
+    // A payload from t1 arrives at t2 as it was sent (its circuit, sequence, flags and data), and an ack back.
+    t1.payloadCh.send(...payload(circuitId, 0, F.Start));
+    t1.payloadCh.send(...payload(circuitId, 1, 0, Buffer.from('through the middle')));
+    const got = [await t2.payloadCh.next((f) => f.type === X.Payload), await t2.payloadCh.next((f) => f.type === X.Payload)];
+    expect(got.map((f) => [circuitOf(f), seqOf(f), flagsOf(f), f.body.toString()])).toEqual([[circuitId, 0, F.Start, ''], [circuitId, 1, 0, 'through the middle']]);
+    t2.ackCh.send(X.Ack, [[X.CircuitId, Buffer.from(circuitId)], [X.Flags, le32(F.Originator)], [X.RecvBuffer, le32(0)], [X.RTT, Buffer.from([0, 0])]], Buffer.from([0, 0, 0, 1]));
+    const ack = await t1.ackCh.next((f) => f.type === X.Ack);
+    expect([circuitOf(ack), ack.body.readInt32BE(0), flagsOf(ack)]).toEqual([circuitId, 1, F.Originator]);
+    // And back: t2's host answers, t1 gets it.
+    t2.payloadCh.send(...payload(circuitId, 0, F.Originator, Buffer.from('and back')));
+    expect((await t1.payloadCh.next((f) => f.type === X.Payload)).body.toString()).toBe('and back');
+    for (const e of ends) for (const p of [e.c, e.payloadCh, e.ackCh]) p.close();
   });
 });
