@@ -11,6 +11,9 @@ import type { Ctx } from './context.js';
 import { createApiSession } from './auth/api-sessions.js';
 import { relatedIds } from './policy/access.js';
 
+/** How stale the tunneler's API session may get before a request touches it. */
+const TOUCH_EVERY_MS = 60_000;
+
 /** The API session's authenticator: none (the controller made it for the router's tunneler). */
 export const TUNNELER_AUTHENTICATOR = 'router-tunneler';
 
@@ -98,7 +101,7 @@ export async function tunnelerApiSession(ctx: Ctx, identity: TunnelerIdentity, c
   const cutoff = iso(new Date(ctx.clock.now().getTime() - ctx.config.sessionTimeoutMinutes * 60_000));
   const had = await ctx.store.db
     .selectFrom('apiSessions')
-    .select(['id', 'tokenSealed', 'configTypes'])
+    .select(['id', 'tokenSealed', 'configTypes', 'lastActivityAt'])
     .where('identityId', '=', identity.id)
     .where('authenticatorId', '=', TUNNELER_AUTHENTICATOR)
     .where('tokenSealed', 'is not', null)
@@ -106,7 +109,8 @@ export async function tunnelerApiSession(ctx: Ctx, identity: TunnelerIdentity, c
     .orderBy('createdAt', 'desc')
     .executeTakeFirst();
   if (had?.tokenSealed) {
-    await touchTunnelerApiSessions(ctx, [had.id]);
+    // Written once a minute at most (every intercepted connection asks): enough against any idle timeout.
+    if (ctx.clock.now().getTime() - Date.parse(had.lastActivityAt) > TOUCH_EVERY_MS) await touchTunnelerApiSessions(ctx, [had.id]);
     return { id: had.id, token: ctx.sealer.open(had.tokenSealed), configTypes: fromJson<string[]>(had.configTypes as string, []) };
   }
   const types = configTypes.length ? configTypes : ['all'];
