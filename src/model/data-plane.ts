@@ -314,6 +314,8 @@ export interface StoredRouterTerminator {
   /** `edge` unless read with anyBinding. */
   binding: string;
   routerName: string;
+  /** Set when the router is a controller's embedded router: that controller's id. */
+  embeddedOf: string | null;
   hostId: string;
   instanceId: string;
   cost: number;
@@ -341,7 +343,7 @@ export async function storedEdgeTerminators(ctx: Ctx, where: { routerId?: string
     .selectFrom('terminators as t')
     .leftJoin('sessions as s', 's.id', 't.sessionId')
     .leftJoin('routers as r', 'r.id', 't.routerId')
-    .select(['t.id', 't.serviceId', 't.routerId', 'r.name as routerName', 't.binding', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed']);
+    .select(['t.id', 't.serviceId', 't.routerId', 'r.name as routerName', 'r.controllerId as embeddedOf', 't.binding', 't.hostId', 't.identity', 't.cost', 't.precedence', 't.peerData', 't.sessionId', 's.id as liveSession', 's.apiSessionId', 's.tokenSealed']);
   if (!where.anyBinding) q = q.where('t.binding', '=', 'edge');
   if (where.routerId) q = q.where('t.routerId', '=', where.routerId);
   if (where.serviceId) q = q.where('t.serviceId', '=', where.serviceId);
@@ -361,6 +363,7 @@ export async function storedEdgeTerminators(ctx: Ctx, where: { routerId?: string
       routerId: r.routerId,
       binding: r.binding,
       routerName: r.routerName ?? r.routerId,
+      embeddedOf: r.embeddedOf ?? null,
       hostId: r.hostId ?? '',
       instanceId: r.identity ?? '',
       cost: Number(r.cost),

@@ -1,5 +1,6 @@
 // Several controllers on one PostgreSQL database: each runs its own edge router with its own record; a dial
-// reaches the terminators of the router it arrives at (no links between routers yet, README); an API
+// reaches the terminators its controller routes to, not those of another controller's own router (it says
+// so; upstream routers listing every controller are shared: shared-routers.test.ts); an API
 // session ended through one controller ends its connections on the other's router within a second.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT, testDatabase } from '../helpers/controller.js';
@@ -34,14 +35,15 @@ describe.skipIf(!postgres)('two controllers, one database', () => {
     const bseq = hp.send(CT.Bind, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(bindToken));
     expect((await hp.replyTo(bseq)).type).toBe(CT.StateConnected);
 
-    // On the other controller's router: nobody hosts it there.
+    // On the other controller's router: nobody hosts it there, and B does not route to A's router: it says so.
     const onB = await EdgePeer.connect(b.routerPort, { cert: client.cert, key: client.key });
     expect((await onB.hello(client.token)).type).toBe(CT.Result);
     const dialToken = await a.session(client, service, 'Dial');
     const seq = onB.send(CT.Connect, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(dialToken));
     const refused = await onB.replyTo(seq);
     expect(refused.type).toBe(CT.StateClosed);
-    expect(refused.body.toString()).toMatch(/no terminator/);
+    const aRouter = (await a.api('GET', `/edge-routers/${a.routerId}`)).body.data.name as string;
+    expect(refused.body.toString()).toMatch(new RegExp(`only on the embedded router of another controller \\('${aRouter}'\\)`));
 
     // The API session ends through controller B: A's router closes the host's channel.
     expect((await b.c.call('DELETE', `${CLIENT}/current-api-session`, { token: host.token })).status).toBe(200);
