@@ -90,13 +90,21 @@ export class Forwarder implements LinkHandler {
       if (this.dropped++ % 1000 === 0) this.log.debug({ circuit: circuitId, link: from, dropped: this.dropped }, 'link: dropped what arrived for a circuit not routed here');
       return;
     }
-    this.deliver(dst, m, ack);
+    const out = this.deliver(dst, m, ack);
+    // In transit: a next link that cannot keep up holds the one feeding it (TCP slows the sender).
+    const source = this.links.get(from);
+    if (out?.full && source && !ack) source.payloadCh.pauseFor(out.payloadCh);
   }
 
-  private deliver(dst: string | undefined, m: Message, ack: boolean) {
+  /** Hand `m` on to `dst`; returns the link it left on, if it did. */
+  private deliver(dst: string | undefined, m: Message, ack: boolean): Link | undefined {
     if (dst === undefined) return;
     const link = this.links.get(dst);
-    if (link) return ack ? link.sendAck(m) : link.sendPayload(m);
+    if (link) {
+      if (ack) link.sendAck(m);
+      else link.sendPayload(m);
+      return link;
+    }
     const side = this.sides.get(dst);
     if (!side) return;
     try {
