@@ -1,7 +1,7 @@
 // One upstream router's own tunneler ("ER/T": its `tunnel` listener binding, in host, proxy or tproxy mode)
 // as the control channel serves it: which message goes to which handler (one file each, beside this one),
 // and what a connection keeps for it (the API session the controller holds for the router's identity,
-// kept from idling out while the router is connected; the last service list it was sent).
+// kept from idling out while the router is connected; the config types its tunneler reads).
 //
 // The router's identity is the Router identity its system edge router policy names (model/router-tunneler.ts).
 // A 1.x router is told sessions (its tunneler listens for their removal to drop a terminator or a
@@ -32,8 +32,6 @@ export class RouterTunneler {
   apiSession?: TunnelerApiSession;
   /** The config types the router's tunneler asked for (CreateApiSessionRequest), for sessions made later. */
   configTypes: string[] = ALL;
-  /** The digest of the service list last sent (a ListServices whose token matches gets no answer). */
-  listed?: Buffer;
   private timer?: NodeJS.Timeout;
 
   constructor(readonly conn: RouterConn) {}
