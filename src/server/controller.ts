@@ -6,7 +6,7 @@ import { expireApiSessions } from '../model/auth/api-sessions.js';
 import { bootstrap, type BootstrapResult } from '../model/bootstrap.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import type { Ctx } from '../model/context.js';
-import { controllerId, registerController, registeredApiAddress, setServedCtrlAddress } from '../model/resources/controllers.js';
+import { controllerId, registerController, registeredApiAddress, setCtrlAddress } from '../model/resources/controllers.js';
 import { configureCryptoPool } from '../model/crypto/pool.js';
 import { loadOrCreatePki, type Progress } from '../model/pki/pki.js';
 import { reissueEnrollmentJwts } from '../model/pki/jwt.js';
@@ -230,9 +230,10 @@ export async function startController(config: Config, o: { clock?: Clock; progre
   // The first look now (what came due while stopped), then every minute.
   renewal.start();
   // Where routers reach the control channel, as the banner says it: /controllers shows it (ctrlAddress),
-  // so a router's config can be written without asking (ztc edge-router create --router-config).
+  // every controller's on the database, so a router's config can be written without asking (ztc
+  // edge-router create --router-config lists them all).
   const ownId = controllerId(config.dataDir);
-  if (router?.ctrlPort) setServedCtrlAddress(ownId, `tls:${config.hostnames[0] ?? 'localhost'}:${router.ctrlPort}`);
+  await setCtrlAddress(ctx, ownId, router?.ctrlPort ? `tls:${config.hostnames[0] ?? 'localhost'}:${router.ctrlPort}` : null);
   let closing: Promise<void> | undefined;
   // What the stop has begun and not finished, by name: the log line of a stop that ran out of time (serve.ts).
   const pending = new Set<string>();
@@ -261,7 +262,7 @@ export async function startController(config: Config, o: { clock?: Clock; progre
         // are answered (new ones on kept-alive connections get 503), event streams are ended (their
         // preClose hook), idle connections closed, and what is left after the grace is destroyed.
         await Promise.all([
-          step('controller heartbeat', () => (setServedCtrlAddress(ownId, undefined), stopHeartbeat())),
+          step('controller heartbeat', () => stopHeartbeat()),
           step('metrics listener', () => ops && closeWithGrace(new Promise<void>((resolve) => ops!.close(() => resolve())), opsSockets, CLOSE_GRACE_MS)),
           step('data plane', () => router?.close()),
           step('API listener', () => closeWithGrace(app.close(), apiSockets, CLOSE_GRACE_MS)),

@@ -425,6 +425,8 @@ export interface ControllerRow extends BaseRow {
   apiAddresses: string;
   /** Its replaced server certificates whose keys may still have signed unexpired tokens: [{certPem, retiredAt}] (JSON). */
   retiredCerts: string;
+  /** Where its control channel listens (tls:host:port), null with --no-ctrl. */
+  ctrlAddress: string | null;
 }
 
 /** The intermediate CA the controllers of a database share (model/pki/shared-intermediate.ts). */

@@ -113,6 +113,12 @@ describe.skipIf(!postgres)('two controllers on one database share their routers'
     // Each controller answers with its own id: a router keeps one channel per controller id (upstream
     // refuses a second channel with an id it holds).
     expect(seen.size).toBe(2);
+    // Either shows where both listen (what a router's config lists: ztc edge-router create --router-config).
+    const listed = (await b.api('GET', '/controllers')).body.data as { id: string; ctrlAddress: string | null }[];
+    expect(Object.fromEntries(listed.map((c) => [c.id, c.ctrlAddress]))).toEqual({
+      [readControllerId(a.c.running.ctx.config.dataDir)!]: `tls:localhost:${ctrlPort(a)}`,
+      [readControllerId(b.c.running.ctx.config.dataDir)!]: `tls:localhost:${ctrlPort(b)}`,
+    });
     // r2 dialed a link to r1 and reports it to every controller, as a 1.1 router does: B, then A, whose
     // row the store keeps (one per link, naming the controller that wrote it last).
     const link = encode(Schemas.RouterLinks, { links: [{ id: 'sh-link-21', destRouterId: r1.id, linkProtocol: 'tls', dialAddress: 'tls:shared-1:14001', iteration: 1 }] });

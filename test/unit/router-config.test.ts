@@ -48,6 +48,12 @@ describe("a router's placement", () => {
     expect(w).toMatchObject({ ctrlEndpoint: 'tls:ctrl1.example.com:6262', ctrlEndpoints: ['tls:ctrl1.example.com:6262', 'tls:ctrl2.example.com:6262'], host: 'ctrl1.example.com' });
     const y = YAML.parse(routerConfigYaml('er-7', '/tmp/er-7.yml', w, 'none'));
     expect(y.ctrl).toEqual({ endpoints: ['tls:ctrl1.example.com:6262', 'tls:ctrl2.example.com:6262'], endpointsFile: '/tmp/er-7.endpoints.yml' });
+    // Not given: every controller online that says where it listens (several on one database).
+    const two = transport({
+      '/edge/management/v1/controllers': [{ ctrlAddress: 'tls:ctrl1.example.com:6262', isOnline: true }, { ctrlAddress: 'tls:ctrl2.example.com:6262', isOnline: true }, { ctrlAddress: 'tls:gone.example.com:6262', isOnline: false }],
+      '/edge/management/v1/edge-routers': [],
+    });
+    expect(await routerPlacement(two, {}, 'localhost')).toMatchObject({ ctrlEndpoint: 'tls:ctrl1.example.com:6262', ctrlEndpoints: ['tls:ctrl1.example.com:6262', 'tls:ctrl2.example.com:6262'] });
     // One, as before: ctrl.endpoint.
     expect(YAML.parse(routerConfigYaml('er-8', '/tmp/er-8.yml', await routerPlacement(network, { ctrlEndpoint: ['tls:ctrl1.example.com:6262'] }, 'localhost'), 'none')).ctrl.endpoint).toBe('tls:ctrl1.example.com:6262');
     await expect(routerPlacement(network, { ctrlEndpoint: ['tls:ctrl1.example.com:6262', 'ctrl2:6262'] }, 'localhost')).rejects.toThrow(/not 'ctrl2:6262'/);

@@ -34,7 +34,7 @@ export function routerConfigFlags(cmd: Command, withFile: boolean): Command {
     .option('--edge-port <port>', `the router's edge listener, for SDKs (default ${EDGE_PORT}, or the next port no router of this network has on that host)`)
     .option('--link-port <port>', `the router's link listener, for other routers (default ${LINK_PORT}, or the next free one; 0: none, the router only dials links)`)
     .addOption(new Option('--tunneler-mode <mode>', 'the router\'s own tunneler (a tunnel listener): none, host (hosts what its Router identity may Bind) or tproxy (also intercepts; needs root); the edge router must be tunneler-enabled').choices(['none', 'host', 'tproxy']).default('none'))
-    .option('--ctrl-endpoint <tls:host:port>', 'where the router reaches the controller\'s control channel (default: what the controller says, /controllers ctrlAddress); repeat it for each of several controllers on one database: the router holds a channel to each (docs/postgresql.md)', (v: string, before: string[] | undefined) => [...(before ?? []), v]);
+    .option('--ctrl-endpoint <tls:host:port>', 'where the router reaches the controller\'s control channel (default: what the controllers say, /controllers ctrlAddress of every one online); repeat it for each of several controllers on one database: the router holds a channel to each (docs/postgresql.md)', (v: string, before: string[] | undefined) => [...(before ?? []), v]);
 }
 
 export interface Where {
@@ -69,9 +69,11 @@ function hostPort(address: string): [string, number] | undefined {
  */
 export async function routerPlacement(t: Transport, o: RouterConfigOptions, profileHost: string | undefined): Promise<Where> {
   const controllers = (expectOk(await t.request('GET', `${API}/controllers`), 'Listing controllers')?.data as { ctrlAddress?: string | null; isOnline?: boolean; apiAddresses?: Record<string, { url: string }[]> }[]) ?? [];
-  const told = controllers.find((c) => c.ctrlAddress && c.isOnline !== false)?.ctrlAddress ?? undefined;
+  // Every controller serving the database (several on PostgreSQL): the router is to hold a channel to each.
+  const told = [...new Set(controllers.filter((c) => c.ctrlAddress && c.isOnline !== false).map((c) => c.ctrlAddress!))];
   const given = [o.ctrlEndpoint ?? []].flat();
-  let ctrlEndpoint = given[0] ?? told;
+  const endpoints = given.length ? given : told;
+  let ctrlEndpoint = endpoints[0];
   let guessed: string | undefined;
   const apiHost = (() => {
     const url = controllers.find((c) => c.apiAddresses?.['edge-management']?.[0]?.url)?.apiAddresses?.['edge-management']?.[0]?.url;
@@ -85,7 +87,7 @@ export async function routerPlacement(t: Transport, o: RouterConfigOptions, prof
     ctrlEndpoint = `tls:${profileHost ?? apiHost ?? 'localhost'}:6262`;
     guessed = `the controller did not say where its control channel listens (not running, or --no-ctrl): ctrl.endpoint is ${ctrlEndpoint}, the default port; --ctrl-endpoint tls:HOST:PORT for another`;
   }
-  for (const e of given.length ? given : [ctrlEndpoint]) if (!/^tls:[^:]+:\d+$/.test(e) && !/^tls:\[[^\]]+\]:\d+$/.test(e)) throw new CliError(`--ctrl-endpoint takes tls:HOST:PORT, not '${e}'`);
+  for (const e of endpoints.length ? endpoints : [ctrlEndpoint]) if (!/^tls:[^:]+:\d+$/.test(e) && !/^tls:\[[^\]]+\]:\d+$/.test(e)) throw new CliError(`--ctrl-endpoint takes tls:HOST:PORT, not '${e}'`);
   const ctrlHost = hostPort(ctrlEndpoint)![0];
   // Beside the controller unless told otherwise: the name its control channel is reached by.
   const host = o.routerHost ?? ctrlHost;
@@ -121,7 +123,7 @@ export async function routerPlacement(t: Transport, o: RouterConfigOptions, prof
   };
   const edgePort = portOf('--edge-port', o.edgePort) ?? free(EDGE_PORT);
   const linkPort = portOf('--link-port', o.linkPort) ?? free(LINK_PORT);
-  return { ctrlEndpoint, ...(given.length > 1 ? { ctrlEndpoints: [...new Set(given)] } : {}), guessed, host, edgePort, linkPort };
+  return { ctrlEndpoint, ...(new Set(endpoints).size > 1 ? { ctrlEndpoints: [...new Set(endpoints)] } : {}), guessed, host, edgePort, linkPort };
 }
 
 const quoted = (s: string) => JSON.stringify(s);

@@ -19,14 +19,11 @@ const ONLINE_WITHIN_MS = 3 * HEARTBEAT_MS;
 const ApiAddress = Type.Object({ url: Type.String(), version: Type.String() });
 
 /**
- * The control channel's address of each controller this process serves (`tls:host:port`, what routers put
- * in ctrl.endpoint), by controller id: known to the process that listens, shown on its own row (another
- * controller's row on the same database shows null, as does a controller with --no-ctrl).
+ * The control channel's address of a controller (`tls:host:port`, what routers put in ctrl.endpoints), on
+ * its row when it starts serving (null with --no-ctrl): every controller on the database shows every one's.
  */
-const servedCtrlAddresses = new Map<string, string>();
-export function setServedCtrlAddress(controllerId: string, address: string | undefined) {
-  if (address) servedCtrlAddresses.set(controllerId, address);
-  else servedCtrlAddresses.delete(controllerId);
+export async function setCtrlAddress(ctx: Ctx, controllerId: string, address: string | null) {
+  await ctx.store.db.updateTable('controllers').set({ ctrlAddress: address }).where('id', '=', controllerId).execute();
 }
 
 export const controllers = defineResource({
@@ -42,7 +39,7 @@ export const controllers = defineResource({
   filterable: {
     ...baseFilterable,
     name: { column: 'e.name', type: 'string', sortable: true },
-    ctrlAddress: { column: 'e.id', expr: sql`null`, type: 'string', sortable: true },
+    ctrlAddress: { column: 'e.ctrl_address', type: 'string', sortable: true },
     certPem: { column: 'e.cert_pem', type: 'string', sortable: true },
     fingerprint: { column: 'e.fingerprint', type: 'string', sortable: true },
     // Online: seen within the last few heartbeats, judged when the query is built.
@@ -56,7 +53,7 @@ export const controllers = defineResource({
     isOnline: ctx.clock.now().getTime() - Date.parse(r.lastSeenAt) < ONLINE_WITHIN_MS,
     lastJoinedAt: r.lastJoinedAt,
     apiAddresses: fromJson(r.apiAddresses, {}),
-    ctrlAddress: servedCtrlAddresses.get(r.id) ?? null,
+    ctrlAddress: r.ctrlAddress ?? null,
   }),
   cli: { columns: ['id', 'name', 'isOnline', 'lastJoinedAt', 'fingerprint'] },
 });

@@ -35,6 +35,7 @@ import { secondaryExtJwt } from './0038-secondary-ext-jwt.js';
 import { pkiRenewal } from './0039-pki-renewal.js';
 import { caRouterEnrollment } from './0040-ca-router-enrollment.js';
 import { caClaimAttributes } from './0041-ca-claim-attributes.js';
+import { controllerCtrlAddress } from './0042-controller-ctrl-address.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -72,5 +73,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0039-pki-renewal': pkiRenewal(),
     '0040-ca-router-enrollment': caRouterEnrollment(),
     '0041-ca-claim-attributes': caClaimAttributes(),
+    '0042-controller-ctrl-address': controllerCtrlAddress(),
   };
 }
