@@ -12,7 +12,7 @@ import { startController, type Running } from '../../src/server/controller.js';
 import { testConfig } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { bytesMap, connectRouter, connectRouter2x, enrollRouter, fp, RdmSchemas, readBytesMap, strings, T, T2, TT, TUNNELER_CONFIG_TYPES, TunnelPb, type EnrolledRouter } from '../peers/ctrl-router.js';
-import { le32, type EdgePeer, type Frame } from '../peers/edge-sdk.js';
+import { CT, EdgePeer, H, le32, type Frame } from '../peers/edge-sdk.js';
 
 let n: TestNetwork;
 let client: Member;
@@ -269,6 +269,36 @@ describe('a 2.x router\'s tunneler', () => {
     expect(c.type, text(c)).toBe(TT.CreateTunnelCircuitV2Response);
     expect(decode(TunnelPb.CreateTunnelCircuitV2Response, c.body)).toMatchObject({ circuitId: route.circuitId, tags: { clientId: identityId, serviceId: service } });
     p.close();
+  });
+});
+
+describe('an SDK on ztc\'s own router', () => {
+  it('reaches the service a tunneler router hosts, across the link that router dials: the Route it is sent names the tunnel binding', async () => {
+    const { router, identityId } = await tunnelerRouter('ert-mesh');
+    const service = await hostedService('ert-mesh-svc');
+    expect((await n.api('PATCH', `/identities/${identityId}`, { roleAttributes: ['ert-mesh-svc-hosts'] })).status).toBe(200);
+    const sdk = await n.identity('ert-mesh-client', ['ert-mesh-svc-clients']);
+    const { p } = await connectRouter(ctrlPort, router, { managesLinks: true });
+    p.send(T.RouterLinks, []);
+    await p.next((f) => f.type === T.PeerStateChanges);
+    // Its link to ztc's router (the edge port, ALPN ziti-link; one channel), as upstream's dialer makes it.
+    const linkId = `ert-link-${router.id}`;
+    const link = await EdgePeer.connect(n.routerPort, { cert: router.cert, key: router.key, alpn: ['ziti-link'] });
+    link.send(0, [[0, Buffer.from('ert-conn')], [2, Buffer.from(router.id)], [3, Buffer.from('v1.1.10')], [4, Buffer.from('transport')], [5, le32(1)]], Buffer.from(linkId), -1);
+    expect((await link.next((f) => f.type === CT.Result)).headers.get(H.ResultSuccess)).toEqual(Buffer.from([1]));
+    p.send(T.RouterLinks, [], encode(Schemas.RouterLinks, { links: [{ id: linkId, destRouterId: n.routerId, linkProtocol: 'tls', dialAddress: `tls:localhost:${n.routerPort}`, iteration: 1 }] }));
+    const made = await request(p, TT.CreateTunnelTerminator, encode(TunnelPb.CreateTunnelTerminatorRequest, { serviceName: 'ert-mesh-svc', address: 'ert-mesh-terminator' }));
+    expect(made.type, text(made)).toBe(TT.CreateTunnelTerminatorResponse);
+    await expect.poll(async () => ((await n.c.call('GET', '/fabric/v1/links', { token: n.admin })).body.data as { id: string }[]).map((l) => l.id), { timeout: 3000 }).toContain(linkId);
+    const c = await n.peer(sdk);
+    const seq = c.send(CT.Connect, [[H.ConnId, le32(1)], [H.Seq, le32(0)]], Buffer.from(await n.session(sdk, service, 'Dial')));
+    const route = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    expect(route.egress).toMatchObject({ binding: 'tunnel', destination: 'ert-mesh-terminator' });
+    expect((route.forwards as { srcAddress: string; dstAddress: string }[]).some((f) => f.srcAddress === linkId || f.dstAddress === linkId)).toBe(true);
+    p.send(T.RouteResult, [[1101, le32(route.attempt ?? 0)], [1102, Buffer.from([1])]], Buffer.from(route.circuitId));
+    const answer = await c.replyTo(seq);
+    expect(answer.type, answer.body.toString()).toBe(CT.StateConnected);
+    for (const x of [c, link, p]) x.close();
   });
 });
 
