@@ -1,7 +1,8 @@
 // The checks every Dial and Bind passes, whether an SDK sent it to the embedded router or an upstream router
 // forwarded it over the control channel (as upstream's controller checks them, edge-protocol.md section 6).
 import type { Ctx } from '../model/context.js';
-import { liveApiSession, policiesAllow, sessionForEdge, type EdgeApiSession, type EdgeSession } from '../model/data-plane.js';
+import { liveApiSession, type EdgeApiSession, type EdgeSession } from '../model/data-plane.js';
+import { sessionForDial } from '../model/dial-check.js';
 import { EdgeError } from './channel/messages.js';
 import { grantsFor } from '../model/policy/access.js';
 import { checksOfIdentity, failingChecks, postureLeftToRouters, responsesOf } from '../model/posture/evaluate.js';
@@ -35,12 +36,13 @@ export class Refused extends Error {
  * sessions of the older one), and the policies still grant it on `routerId`.
  */
 export async function checkServiceSession(ctx: Ctx, token: string, type: 'Dial' | 'Bind', fingerprints: string[], routerId: string, known?: EdgeApiSession, routerJudgesPosture = false): Promise<EdgeSession> {
-  const s = await sessionForEdge(ctx, token);
-  if (!s) throw new Refused('invalid session', EdgeError.InvalidSession);
+  // The session and what the policies say of it, in one statement; refused in the order upstream checks.
+  const found = await sessionForDial(ctx, token, type === 'Dial' ? 'dial' : 'bind', routerId);
+  if (!found) throw new Refused('invalid session', EdgeError.InvalidSession);
+  const { session: s, ...allowed } = found;
   if (s.type !== type) throw new Refused(`incorrect session type: a ${s.type} session cannot ${type === 'Dial' ? 'dial' : 'bind'}`, EdgeError.WrongSessionType);
   const owner = known && s.apiSessionId === known.id ? known : await liveApiSession(ctx, s.apiSessionId);
   if (!owner || !fingerprints.some((f) => owner.fingerprints.has(f))) throw new Refused('invalid api session', EdgeError.InvalidApiSession);
-  const allowed = await policiesAllow(ctx, s.identityId, s.serviceId, routerId, type === 'Dial' ? 'dial' : 'bind');
   const who = { serviceId: s.serviceId, serviceName: s.serviceName, identityId: s.identityId, identityName: s.identityName };
   if (!allowed.grant) throw new Refused(`invalid session: no service policy grants ${type} on '${s.serviceName}' any more`, EdgeError.InvalidSession, 'ACCESS_DENIED', who);
   if (!allowed.router) throw new Refused('invalid edge router for session: no edge router policy or service edge router policy lets this identity and service use this router', EdgeError.InvalidEdgeRouterForSession, 'INVALID_EDGE_ROUTER_FOR_SESSION', who);

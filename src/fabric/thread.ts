@@ -25,7 +25,8 @@ export type FromRouter =
   | { stats: DataPlaneStats }
   /** Every identity with an SDK connected to one of this data plane's routers, when that changed. */
   | { connected: string[] }
-  | { event: ZtcEvent }
+  /** The data plane's events since the last such message, in order (one message a turn of its loop, not one an event). */
+  | { events: ZtcEvent[] }
   | PkiDone;
 
 /** What the data plane reports to the main thread every few seconds, for the metrics (server/metrics.ts). */
@@ -90,7 +91,7 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
     worker.on('message', (m: FromRouter) => {
       if ('stats' in m) o.stats?.(m.stats);
       else if ('connected' in m) o.connected?.(m.connected);
-      else if ('event' in m) o.events?.(m.event);
+      else if ('events' in m) for (const e of m.events) o.events?.(e);
       else if ('progress' in m) o.progress?.(m.progress);
       else if ('pkiDone' in m) {
         const w = pkiWaiting.get(m.pkiDone.id);

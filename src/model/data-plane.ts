@@ -8,7 +8,7 @@ import type { Ctx } from './context.js';
 import { hashSecret } from './ids.js';
 import { checkAccessToken } from './auth/oidc/bearer.js';
 import { looksLikeJwt } from './auth/oidc/tokens.js';
-import { sharedEdgeRouters, grantsFor } from './policy/access.js';
+import { sharedEdgeRouters } from './policy/access.js';
 
 const timeoutMs = (ctx: Ctx) => ctx.config.sessionTimeoutMinutes * 60_000;
 
@@ -87,21 +87,6 @@ export interface EdgeSession {
   jwt: boolean;
 }
 
-/** The service session a Dial or Bind carries in its body, with its service. */
-export async function sessionForEdge(ctx: Ctx, token: string): Promise<EdgeSession | null> {
-  const row = await ctx.store.db
-    .selectFrom('sessions as e')
-    .innerJoin('services as s', 's.id', 'e.serviceId')
-    .innerJoin('identities as i', 'i.id', 'e.identityId')
-    .leftJoin('apiSessions as a', 'a.id', 'e.apiSessionId')
-    .select(['e.id', 'e.apiSessionId', 'e.identityId', 'e.serviceId', 's.name as serviceName', 'i.name as identityName', 'e.type', 's.encryptionRequired', 'a.expiresAt as apiSessionExpiresAt'])
-    .where('e.tokenHash', '=', hashSecret(token))
-    .executeTakeFirst();
-  if (!row) return null;
-  const { apiSessionExpiresAt, ...rest } = row;
-  return { ...rest, encryptionRequired: isSet(row.encryptionRequired), jwt: !!apiSessionExpiresAt };
-}
-
 /**
  * What a 2.x router's CreateCircuitV2 or CreateTerminatorV2 says of the SDK's API session (its
  * apiSessionToken): an OIDC access token must be valid, not revoked, and the service session's
@@ -154,15 +139,6 @@ export async function liveApiSession(ctx: Ctx, apiSessionId: string): Promise<Ed
   const row = (await apiSessions(ctx).where('s.id', '=', apiSessionId).executeTakeFirst()) as LiveRow | undefined;
   if (!row || !live(ctx, row)) return null;
   return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
-}
-
-/** Whether the policies let the identity use this router for the service, and still grant it Dial or Bind. */
-export async function policiesAllow(ctx: Ctx, identityId: string, serviceId: string, routerId: string, kind: 'dial' | 'bind'): Promise<{ router: boolean; grant: boolean }> {
-  const [router, grants] = await Promise.all([
-    sharedEdgeRouters(ctx.store.db, identityId, serviceId).where('t.entityId', '=', routerId).executeTakeFirst(),
-    grantsFor(ctx.store.db, identityId, [serviceId]),
-  ]);
-  return { router: !!router, grant: grants.some((g) => g.kind === kind) };
 }
 
 /**
