@@ -183,12 +183,12 @@ describe.skipIf(!postgres)('two controllers on one database share their routers'
     await a.close();
     await ch['1a'].whenClosed(5000);
     await ch['2a'].whenClosed(5000);
-    // Within B's next second, whichever controller wrote the routers' leases last.
-    await expect.poll(async () => [await isOnline(b, r1.id), await isOnline(b, r2.id)], { timeout: 3000 }).toEqual([true, true]);
+    // Within B's next second, whichever controller wrote the routers' leases last (5 s: a loaded machine).
+    await expect.poll(async () => [await isOnline(b, r1.id), await isOnline(b, r2.id)], { timeout: 5000 }).toEqual([true, true]);
     // A router that listed only A is offline: it has no controller.
     expect(await isOnline(b, onlyA)).toBe(false);
     // A took its row of r2's link with it; B, which holds the link, puts it back.
-    await expect.poll(async () => (await b.c.call('GET', '/fabric/v1/links/sh-link-21', { token: b.admin })).status, { timeout: 3000 }).toBe(200);
+    await expect.poll(async () => (await b.c.call('GET', '/fabric/v1/links/sh-link-21', { token: b.admin })).status, { timeout: 5000 }).toBe(200);
     // B routes to the terminator made through A, across the link.
     const seq = dial(ch['2b'], client, await b.session(client, service, 'Dial'));
     const atIngress = routeOf(await ch['2b'].next((f) => f.type === T.Route));
