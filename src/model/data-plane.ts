@@ -274,12 +274,16 @@ export interface HostedTerminator {
 const peerDataJson = (m?: Map<number, Buffer>) => (m ? JSON.stringify(Object.fromEntries([...m].map(([k, v]) => [k, v.toString('base64')]))) : null);
 
 /** Record a terminator an SDK's Bind made (visible in /terminators with its router and host). */
-export async function addTerminator(ctx: Ctx, t: HostedTerminator) {
+export async function addTerminator(ctx: Ctx, t: HostedTerminator, o: { replace?: boolean } = {}) {
   const now = iso(ctx.clock.now());
-  await ctx.store.db
-    .insertInto('terminators')
-    .values({ id: t.id, createdAt: now, updatedAt: now, tags: '{}', serviceId: t.serviceId, routerId: t.routerId, binding: t.binding ?? 'edge', address: t.id, identity: t.instanceId, identitySecret: null, cost: t.cost, precedence: t.precedence, hostId: t.hostId, sessionId: t.sessionId ?? null, peerData: peerDataJson(t.peerData) })
-    .execute();
+  const row = { id: t.id, createdAt: now, updatedAt: now, tags: '{}', serviceId: t.serviceId, routerId: t.routerId, binding: t.binding ?? 'edge', address: t.id, identity: t.instanceId, identitySecret: null, cost: t.cost, precedence: t.precedence, hostId: t.hostId, sessionId: t.sessionId ?? null, peerData: peerDataJson(t.peerData) };
+  if (!o.replace) return void (await ctx.store.db.insertInto('terminators').values(row).execute());
+  // A router that reconnects sends its terminators again under the same ids: the old row and the new are
+  // one write, so a controller reading on another connection never finds the terminator missing between.
+  await ctx.store.write(async (tx) => {
+    await tx.deleteFrom('terminators').where('id', '=', t.id).execute();
+    await tx.insertInto('terminators').values(row).execute();
+  });
 }
 
 /** An SDK's terminator on an upstream router as the store kept it, with its Bind session (null: ended). */

@@ -166,9 +166,8 @@ export class RouterNetwork {
    * same ids, also to a controller that restarted (or crashed) and so holds their rows but not them.
    */
   async addTerminator(t: UpstreamTerminator) {
-    await removeTerminators(this.ctx, [t.id]);
     // The store shows the id as address: a legacy address holds the Bind token, which never leaves memory.
-    await addTerminator(this.ctx, { id: t.id, binding: t.binding, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence, sessionId: t.sessionId, peerData: t.peerData });
+    await addTerminator(this.ctx, { id: t.id, binding: t.binding, serviceId: t.serviceId, routerId: t.routerId, hostId: t.hostId, instanceId: t.instanceId, cost: t.cost, precedence: t.precedence, sessionId: t.sessionId, peerData: t.peerData }, { replace: true });
     this.terminators.set(t.id, t);
     terminatorEvent(this.ctx, 'created', t);
   }
