@@ -64,7 +64,8 @@ describe('meta.filterableFields answers upstream’s symbol names', () => {
     services: ['name', 'terminatorStrategy', 'roleAttributes', 'configs'],
     configs: ['name', 'type'],
     'config-types': ['name', 'schema'],
-    cas: ['name', 'fingerprint', 'isVerified', 'verificationToken', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'isAuthEnabled'],
+    // The last is ztc's own (routers that enroll themselves, ziti#1390): a CA's flag is found as upstream's are.
+    cas: ['name', 'fingerprint', 'isVerified', 'verificationToken', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'isAuthEnabled', 'isEdgeRouterEnrollmentEnabled'],
     'edge-routers': ['name', 'fingerprint', 'cost', 'noTraversal', 'disabled', 'isVerified', 'isTunnelerEnabled', 'roleAttributes', 'connected', 'online'],
     'transit-routers': ['name', 'fingerprint', 'cost', 'noTraversal', 'disabled'],
     routers: ['name', 'fingerprint', 'cost', 'noTraversal', 'disabled'],
