@@ -104,7 +104,7 @@ export const COMMANDS: CommandEntry[] = [
   {
     name: 'status',
     usage: '[options]',
-    description: "the controller's version and health: warns 30 days before any of its own certificates expires",
+    description: "the controller's version and health: when each of its own certificates renews, and warnings 30 days before one expires",
     load: async () => (await import('./commands/pki-status.js')).statusCommand(),
   },
   {
