@@ -373,7 +373,18 @@ describe('the server certificate renews itself while everything stays connected'
     const row = await ctx.store.db.selectFrom('controllers').select('retiredCerts').executeTakeFirstOrThrow();
     expect(JSON.parse(row.retiredCerts)).toEqual([]);
     expect(ctx.pki.signingKeys.map((k) => k.kid)).toEqual([k2]);
-    // Nothing signed by it is accepted any more (a token carrying its kid: refused as of no key of this network).
     expect(createHash('sha1').update(new X509Certificate(ctx.pki.serverPem).raw).digest('hex')).toBe(k2);
+  });
+
+  it('a new intermediate: the control and edge ports serve certificates it issued, the 2.x router stays', async () => {
+    const ctx = n.c.running.ctx;
+    const out = await n.c.running.app.pkiRenewal.renew('intermediate');
+    expect(out.renewed.map((r) => r.certificate)).toEqual(['intermediate', 'server']);
+    const mid = new X509Certificate(ctx.pki.intermediatePem);
+    expect((await presented(ctrlPort, { cert: r2x.cert, key: r2x.key, alpn: ['ziti-ctrl'] })).checkIssued(mid)).toBe(true);
+    // The edge router's certificate follows its issuer at the same look.
+    expect((await presented(edgePort(), { cert: client.cert, key: client.key, alpn: ['ziti-edge'] })).checkIssued(mid)).toBe(true);
+    await expect.poll(() => events.some((e) => e.namespace === 'pki' && e.certificate === 'edge-router' && e.reason === 'intermediate')).toBe(true);
+    expect(p2.closed).toBe(false);
   });
 });

@@ -258,7 +258,7 @@ export interface TlsEvent extends Base {
 export interface PkiEvent extends Base {
   namespace: 'pki';
   event_type: 'renewed' | 'renewal-failed' | 'key-dropped' | 'expiring';
-  /** server, intermediate, root, edge-router (the embedded router's, on the edge port), or signing-key. */
+  /** server, intermediate, root, edge-router (the embedded router's, on the edge port), signing-key, or data-plane (its thread could not take them up). */
   certificate: string;
   /** renewed: due (its renewal time came), operator (ztc pki renew), adopted (another controller's intermediate), files (pki/ changed on disk). */
   reason?: string;

@@ -298,9 +298,12 @@ export class PkiRenewal {
         try {
           await l.fn({ now, changed: out.changed });
         } catch (e) {
+          // The data plane's thread (its ports, the keys it gives routers, its router's certificate).
           failed = true;
-          this.failure = { at: iso(new Date(now)), certificate: 'edge-router', error: (e as Error).message };
-          this.log.warn({ err: (e as Error).message }, 'pki: the renewed certificates could not be taken up everywhere');
+          const error = (e as Error).message;
+          this.failure = { at: iso(new Date(now)), certificate: 'data-plane', error };
+          this.log.warn({ err: error }, 'pki: the data plane could not take up the certificates (tried again at the next check)');
+          this.event({ event_type: 'renewal-failed', certificate: 'data-plane', error });
         }
       }
     };
