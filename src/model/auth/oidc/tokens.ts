@@ -114,6 +114,16 @@ async function verificationKeys(ctx: Ctx, kid: string): Promise<KeyObject | unde
  * (upstream publishes its own and its peers').
  */
 export async function publicJwks(ctx: Ctx) {
+  // An open endpoint: the answer is kept a second (a renewal makes a new list of keys, and a new answer).
+  const cached = jwksCache.get(ctx.events);
+  if (cached && cached.own === ctx.pki.signingKeys && Date.now() - cached.at < 1000) return cached.jwks;
+  const jwks = { keys: await jwksKeys(ctx) };
+  jwksCache.set(ctx.events, { at: Date.now(), own: ctx.pki.signingKeys, jwks });
+  return jwks;
+}
+const jwksCache = new WeakMap<Ctx['events'], { at: number; own: Pki['signingKeys']; jwks: { keys: (JWK & { kid: string })[] } }>();
+
+async function jwksKeys(ctx: Ctx) {
   const keys: (JWK & { kid: string })[] = ctx.pki.signingKeys.map((k) => ({ ...k.jwk, use: 'sig' }));
   const seen = new Set(keys.map((k) => k.kid));
   for (const p of await peerSigningCerts(ctx)) {
@@ -122,7 +132,7 @@ export async function publicJwks(ctx: Ctx) {
     const key = new X509Certificate(p.certPem).publicKey;
     keys.push({ ...(await exportJWK(key)), kid: p.kid, alg: jwsAlgorithm(key), use: 'sig' });
   }
-  return { keys };
+  return keys;
 }
 
 export class InvalidToken extends Error {}
