@@ -5,7 +5,6 @@
 // frames and stopped midway held 8 MiB per connection (measured: 60 connections took the controller from
 // 165 to 646 MiB of RSS; the 256 connections one address may open, 2 GiB). Also the listener's counts
 // for the metrics: connections closed by these limits and by the per-address cap (channel/listener.ts).
-import type { Channel } from './channel.js';
 import { FrameError } from './codec.js';
 
 const MiB = 1024 * 1024;
@@ -49,6 +48,17 @@ export interface ListenerCounts {
 
 type Warn = (o: object, msg: string) => void;
 
+/** A connection as the guard watches it (channel.ts Channel): its frame in progress, and how to end it. */
+export interface Guarded {
+  readonly closed: boolean;
+  readonly paused: boolean;
+  readonly partialBytes: number;
+  readonly partialExpected: number;
+  readonly partialSince: number;
+  readonly socket: { readonly remoteAddress?: string };
+  close(error?: Error): void;
+}
+
 export class ListenerGuard {
   /**
    * Where this thread's channel listeners tell a failed TLS handshake, or a peer whose certificate they
@@ -56,7 +66,7 @@ export class ListenerGuard {
    */
   static tlsFailed?: (listener: string, address: string, why: unknown) => void;
   readonly counts: ListenerCounts = { refusedAddressCap: 0, closedFrameDeadline: 0, closedFrameBudget: 0, partialFrameBytes: 0 };
-  private readonly channels = new Set<Channel>();
+  private readonly channels = new Set<Guarded>();
   private sweeper?: NodeJS.Timeout;
 
   constructor(
@@ -84,18 +94,18 @@ export class ListenerGuard {
     this.sweeper = undefined;
   }
 
-  add(c: Channel) {
+  add(c: Guarded) {
     this.channels.add(c);
   }
 
   /** The channel closed: what its partial frame held is free. */
-  remove(c: Channel) {
+  remove(c: Guarded) {
     if (!this.channels.delete(c)) return;
     this.counts.partialFrameBytes -= c.partialBytes;
   }
 
   /** A channel's partial frame grew or shrank by `delta` bytes; over the budget, the largest holders go. */
-  changed(c: Channel, delta: number) {
+  changed(c: Guarded, delta: number) {
     this.counts.partialFrameBytes += delta;
     while (this.counts.partialFrameBytes > this.budget) {
       let largest = c;

@@ -13,7 +13,10 @@ import { adoptRouterCerts, issueRouterExtension, type RouterCerts } from '../../
 import { failureOf, reportDialFailure } from '../dial-failures.js';
 import { checkServiceSession, Refused } from '../session-checks.js';
 import type { Precedence } from '../terminators.js';
-import type { CtrlServer } from './listener.js';
+import type { Ctx } from '../../model/context.js';
+import type { FabricLog } from '../log.js';
+import type { RouterDataModelSender } from '../rdm/sender.js';
+import type { RouterNetwork } from './network.js';
 import { CtrlHeader, CtrlType, FaultSubject, Schemas, TerminatorResult } from './messages.js';
 import { RdmSchemas } from '../rdm/schemas.js';
 import type { RouteStep } from './paths.js';
@@ -51,6 +54,18 @@ export interface RouterHello {
   capabilitiesMask: bigint | null;
 }
 
+/** The control channel's server as a router connection uses it (listener.ts CtrlServer is the one). */
+export interface RouterHost {
+  readonly ctx: Ctx;
+  readonly log: FabricLog;
+  readonly network: RouterNetwork;
+  readonly rdm: Pick<RouterDataModelSender, 'subscribe'>;
+  idsOfTokens(tokens: string[]): string[];
+  heartbeat(tokens: string[]): void;
+  connectEvents(conn: RouterConn, body: { events: { identityId?: string; isConnected?: boolean }[]; fullState?: boolean }): void;
+  resync(conn: RouterConn): Promise<void>;
+}
+
 export class RouterConn {
   private routeWaiters = new Map<string, (m: Message) => void>();
   closed = false;
@@ -72,7 +87,7 @@ export class RouterConn {
   private extending = false;
 
   constructor(
-    readonly server: CtrlServer,
+    readonly server: RouterHost,
     readonly routerId: string,
     readonly name: string,
     readonly channel: Channel,

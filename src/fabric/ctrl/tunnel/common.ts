@@ -9,7 +9,7 @@ import type { Precedence } from '../../terminators.js';
 import { checkTunnelerAccess, TunnelerRefused, tunnelerSession, type TunnelerApiSession, type TunnelerIdentity } from '../../../model/router-tunneler.js';
 import { CtrlHeader, CtrlType } from '../messages.js';
 import type { RoutedCircuit } from '../network.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export const PRECEDENCES: Precedence[] = ['default', 'required', 'failed'];
 const PUBLIC_KEY = 1003;

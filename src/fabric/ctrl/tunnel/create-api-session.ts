@@ -6,7 +6,7 @@ import { message, type Message } from '../../channel/codec.js';
 import { decode, encode } from '../../channel/protobuf.js';
 import { answerError, apiSessionResponse } from './common.js';
 import { TunnelSchemas, TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 import { TunnelerRefused } from '../../../model/router-tunneler.js';
 import { recordClientInfo } from '../../../model/auth/authenticate.js';
 

@@ -7,7 +7,7 @@ import { decode, encode } from '../../channel/protobuf.js';
 import { serviceByName } from '../../../model/router-tunneler.js';
 import { apiSessionResponse, dialFailed, tunnelCircuit } from './common.js';
 import { TunnelSchemas, TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export async function createCircuitForService(t: RouterTunneler, m: Message) {
   const req = decode(TunnelSchemas.CreateCircuitForServiceRequest, m.body);

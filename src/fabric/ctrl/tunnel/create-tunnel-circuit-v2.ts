@@ -6,7 +6,7 @@ import { decode, encode } from '../../channel/protobuf.js';
 import { serviceByName } from '../../../model/router-tunneler.js';
 import { dialFailed, tunnelCircuit } from './common.js';
 import { TunnelSchemas, TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export async function createTunnelCircuitV2(t: RouterTunneler, m: Message) {
   const req = decode(TunnelSchemas.CreateTunnelCircuitV2Request, m.body);

@@ -10,7 +10,7 @@ import { serviceById } from '../../../model/router-tunneler.js';
 import { TerminatorResult } from '../messages.js';
 import { asRefused, storeTunnelTerminator } from './common.js';
 import { TunnelSchemas, TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export async function createTunnelTerminatorV2(t: RouterTunneler, m: Message) {
   const req = decode(TunnelSchemas.CreateTunnelTerminatorRequestV2, m.body);

@@ -7,7 +7,7 @@ import type { Message } from '../../channel/codec.js';
 import { encode } from '../../channel/protobuf.js';
 import { tunnelerServices } from '../../../model/router-tunneler.js';
 import { TunnelSchemas, TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 /** Upstream's limit on the token (a marshalled time): a longer body is not one of ours. */
 const MAX_TOKEN = 50;

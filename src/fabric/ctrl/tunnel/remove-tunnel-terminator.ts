@@ -4,7 +4,7 @@
 import { message, type Message } from '../../channel/codec.js';
 import { answerError } from './common.js';
 import { TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export async function removeTunnelTerminator(t: RouterTunneler, m: Message) {
   const id = m.body.toString('utf8');

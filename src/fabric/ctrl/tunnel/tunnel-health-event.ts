@@ -3,7 +3,7 @@
 // actions arrive as UpdateTunnelTerminator); so does this controller.
 import type { Message } from '../../channel/codec.js';
 import { TunnelHeader } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export async function tunnelHealthEvent(t: RouterTunneler, m: Message) {
   const terminator = m.headers.get(TunnelHeader.TerminatorId)?.toString('utf8') ?? '';

@@ -5,7 +5,7 @@ import { message, type Message } from '../../channel/codec.js';
 import { decode } from '../../channel/protobuf.js';
 import { answerError, PRECEDENCES } from './common.js';
 import { TunnelSchemas, TunnelType } from './messages.js';
-import type { RouterTunneler } from './tunneler.js';
+import type { RouterTunneler } from './state.js';
 
 export async function updateTunnelTerminator(t: RouterTunneler, m: Message) {
   const req = decode(TunnelSchemas.UpdateTunnelTerminatorRequest, m.body);
