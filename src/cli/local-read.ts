@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import type { Reply } from './transport.js';
+import type { Reply } from './https.js';
 
 export interface Reader {
   /** The answer to a GET, or undefined when the app must answer it. */

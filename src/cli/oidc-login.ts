@@ -7,8 +7,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import fs from 'node:fs';
+import { readIdentityFile } from './identity-file.js';
+import { currentProfileName, saveProfile, type Profile } from './profile.js';
 import { ask } from './prompt.js';
-import { CliError, httpsCall, type Reply } from './transport.js';
+import { CliError } from './errors.js';
+import { httpsCall, type Reply } from './https.js';
 
 export const OIDC_CLIENT = 'openziti';
 
@@ -146,4 +150,23 @@ export async function refreshTokens(base: string, caPem: string, refreshToken: s
     body: form({ grant_type: 'refresh_token', client_id: OIDC_CLIENT, refresh_token: refreshToken }),
   }).catch(() => undefined);
   return r?.status === 200 ? tokensOf(r) : undefined;
+}
+
+/**
+ * Renew an OIDC profile's access token with its refresh token (a certificate login presents its
+ * certificate again: its tokens are bound to it) and save it; the profile as it was when refused.
+ */
+export async function refreshProfile(p: Profile, name?: string): Promise<Profile> {
+  let tls: { cert?: string; key?: string } = {};
+  try {
+    if (p.tlsFiles?.identity) tls = readIdentityFile(p.tlsFiles.identity);
+    else if (p.tlsFiles?.cert && p.tlsFiles.key) tls = { cert: fs.readFileSync(p.tlsFiles.cert, 'utf8'), key: fs.readFileSync(p.tlsFiles.key, 'utf8') };
+  } catch {
+    // The files moved: the renewal is refused, and the 401 that follows says how to log in again.
+  }
+  const t = await refreshTokens(p.url, p.caPem, p.refreshToken!, { cert: tls.cert, key: tls.key });
+  if (!t) return p;
+  const next: Profile = { ...p, token: t.accessToken, refreshToken: t.refreshToken ?? p.refreshToken, expiresAt: t.expiresAt };
+  saveProfile(name ?? currentProfileName() ?? 'default', next);
+  return next;
 }

@@ -2,7 +2,6 @@
 // remote (HTTPS to a saved profile, CA pinned) or local (fastify inject on a data dir, no server).
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import https from 'node:https';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Config } from '../config.js';
@@ -11,16 +10,11 @@ import type { App } from '../server/app.js';
 import { apiOfPath, type MountedApi } from '../server/api-paths.js';
 import { API_TOKEN_PREFIX } from '../model/resources/api-tokens.js';
 import { CliError } from './errors.js';
+import { httpsCall, nameProfile, parseReply, type Reply } from './https.js';
+import { refreshProfile } from './oidc-login.js';
 import { currentProfileName, loadProfile, missingProfile, type Profile } from './profile.js';
 import type { Reader } from './local-read.js';
 import type { Ctx } from '../model/context.js';
-
-export interface Reply {
-  status: number;
-  headers: Record<string, string | string[] | number | undefined>;
-  text: string;
-  json?: { data?: unknown; meta?: Record<string, unknown>; error?: { code: string; message: string; cause?: unknown } };
-}
 
 export interface Transport {
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
@@ -33,56 +27,7 @@ export interface Transport {
   describe: string;
 }
 
-export { CliError };
-
-const parse = (text: string) => {
-  try {
-    return JSON.parse(text) as Reply['json'];
-  } catch {
-    return undefined;
-  }
-};
-
-/**
- * One HTTPS call that trusts exactly `caPem` (or nothing, when fetching the CA to pin it). With
- * `sink`, a 200 body goes there as it arrives instead of into the reply (a large download).
- */
-export function httpsCall(
-  url: string,
-  o: { method?: string; caPem?: string; insecure?: boolean; body?: unknown; headers?: Record<string, string>; cert?: string; key?: string; timeoutMs?: number; sink?: (chunk: string) => void },
-): Promise<Reply> {
-  const timeout = o.timeoutMs ?? 30_000;
-  return new Promise((resolve, reject) => {
-    const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
-    const req = https.request(
-      url,
-      {
-        method: o.method ?? 'GET',
-        ca: o.caPem,
-        ...(o.cert && o.key ? { cert: o.cert, key: o.key } : {}),
-        rejectUnauthorized: !o.insecure,
-        headers: {
-          accept: 'application/json',
-          ...(payload !== undefined ? { 'content-type': typeof o.body === 'string' ? 'text/plain' : 'application/json' } : {}),
-          ...o.headers,
-        },
-        timeout,
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        const sink = res.statusCode === 200 ? o.sink : undefined;
-        res.on('data', (c: string) => (sink ? sink(c) : (text += c)));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parse(text) }));
-        res.on('error', (err) => reject(new CliError(`the answer from ${url} broke off: ${err.message}`)));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeout / 1000} s`)));
-    req.on('error', (err) => reject(new CliError(unreachable(url, err as NodeJS.ErrnoException))));
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
-}
+export { CliError, httpsCall, type Reply };
 
 /** How a token is presented: an OIDC access token (a JWT) as Authorization: Bearer, as upstream takes it; others in zt-session. */
 export const authHeader = (token: string): Record<string, string> => (/^ey[\w-]*\.[\w-]+\.[\w-]+$/.test(token) ? { authorization: `Bearer ${token}` } : { 'zt-session': token });
@@ -105,6 +50,7 @@ export class RemoteTransport implements Transport {
     this.describe = profile.url;
     loginAgain = reloginCommand(profile, name);
     profileName = name ?? currentProfileName();
+    nameProfile(profileName);
     tokenProfile = profile.token.startsWith(API_TOKEN_PREFIX);
   }
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -119,7 +65,6 @@ export class RemoteTransport implements Transport {
   private async fresh() {
     const p = this.profile;
     if (!p.refreshToken || !p.expiresAt || Date.parse(p.expiresAt) - Date.now() > 60_000) return;
-    const { refreshProfile } = await import('./commands/session.js');
     this.profile = await refreshProfile(p, this.name);
   }
   async close() {}
@@ -195,7 +140,7 @@ export class LocalTransport implements Transport {
       headers: { 'zt-session': token, accept: 'application/json', ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
-    return { status: res.statusCode, headers: res.headers, text: res.body, json: parse(res.body) };
+    return { status: res.statusCode, headers: res.headers, text: res.body, json: parseReply(res.body) };
   }
 
   async download(p: string, accept: string, sink: (chunk: string) => void): Promise<Reply> {
@@ -212,7 +157,7 @@ export class LocalTransport implements Transport {
     }
     if (res.statusCode === 200) sink(decoder.end());
     else text += decoder.end();
-    return { status: res.statusCode, headers: res.headers, text, json: parse(text) };
+    return { status: res.statusCode, headers: res.headers, text, json: parseReply(text) };
   }
 
   async close() {
@@ -265,22 +210,6 @@ export function expectOk(reply: Reply, what: string): Reply['json'] {
 }
 
 /** Why a controller could not be reached, in words that say what to check next. */
-function unreachable(url: string, err: NodeJS.ErrnoException): string {
-  const shown = url.replace(/\?$/, '');
-  const origin = (() => {
-    try {
-      return new URL(url).origin;
-    } catch {
-      return shown;
-    }
-  })();
-  if (err.code === 'ECONNREFUSED') {
-    const which = profileName ? `the controller of profile '${profileName}' (${origin})` : `the controller at ${origin}`;
-    return `${which} does not answer (connection refused): is it running? (ztc profile list shows which controller each profile uses; ztc profile use NAME or --profile NAME for another)`;
-  }
-  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `cannot find the host of ${origin} (${err.code}): check the name, or log in with the controller's address (ztc login URL)`;
-  return `cannot reach ${shown}: ${err.message}`;
-}
 
 /**
  * What to do after a 401/403, chosen by its cause: logging in again helps an expired session, not an

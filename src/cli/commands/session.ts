@@ -5,9 +5,10 @@ import { Command } from 'commander';
 import forge from 'node-forge';
 import { sha256Fingerprint } from '../../model/pki/fingerprint.js';
 import { ask, askSecret } from '../prompt.js';
-import { currentProfileName, forgetToken, listProfiles, loadProfile, missingProfile, saveProfile, type Profile } from '../profile.js';
+import { forgetToken, listProfiles, loadProfile, missingProfile, saveProfile, type Profile } from '../profile.js';
 import { authHeader, CliError, expectOk, httpsCall, openTransport } from '../transport.js';
-import { claims, isJwt, offersOidc, oidcLogin, refreshTokens } from '../oidc-login.js';
+import { claims, isJwt, offersOidc, oidcLogin } from '../oidc-login.js';
+import { baseUrl, readIdentityFile } from '../identity-file.js';
 
 /** The certificates of a base64 PKCS#7 bundle, as PEM. */
 export function certsFromPkcs7(b64: string): string[] {
@@ -32,24 +33,6 @@ interface LoginOpts {
   token?: string;
   legacy?: boolean;
 }
-
-/** An identity file written by `ztc enroll` (or an OpenZiti SDK): its controller, key, certificate and CA. */
-function readIdentityFile(file: string): { base: string; cert: string; key: string; caPem: string } {
-  let parsed: { ztAPI?: string; id?: { key?: string; cert?: string; ca?: string } };
-  try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new CliError(`${file} is not an identity file (${(e as Error).message}): make one with \`ztc enroll FILE.jwt\``);
-  }
-  const pem = (v: string | undefined, what: string) => {
-    if (!v?.startsWith('pem:')) throw new CliError(`${file} has no ${what} in PEM form (id.${what} should start with "pem:")`);
-    return v.slice(4);
-  };
-  if (!parsed.ztAPI) throw new CliError(`${file} names no controller (ztAPI)`);
-  return { base: baseUrl(parsed.ztAPI), key: pem(parsed.id?.key, 'key'), cert: pem(parsed.id?.cert, 'cert'), caPem: pem(parsed.id?.ca, 'ca') };
-}
-
-const baseUrl = (url: string) => url.replace(/\/+$/, '').replace(/\/edge\/(client|management)\/v1$/, '');
 
 /** The certificates of a PEM bundle (a profile's pinned CA store). */
 const pemsOf = (bundle: string) => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
@@ -265,24 +248,6 @@ async function saveSessionToken(base: string, caPem: string, opts: LoginOpts) {
   saved(base, me.name, opts, current);
 }
 
-/**
- * Renew an OIDC profile's access token with its refresh token (a certificate login presents its
- * certificate again: its tokens are bound to it) and save it; the profile as it was when refused.
- */
-export async function refreshProfile(p: Profile, name?: string): Promise<Profile> {
-  let tls: { cert?: string; key?: string } = {};
-  try {
-    if (p.tlsFiles?.identity) tls = readIdentityFile(p.tlsFiles.identity);
-    else if (p.tlsFiles?.cert && p.tlsFiles.key) tls = { cert: fs.readFileSync(p.tlsFiles.cert, 'utf8'), key: fs.readFileSync(p.tlsFiles.key, 'utf8') };
-  } catch {
-    // The files moved: the renewal is refused, and the 401 that follows says how to log in again.
-  }
-  const t = await refreshTokens(p.url, p.caPem, p.refreshToken!, { cert: tls.cert, key: tls.key });
-  if (!t) return p;
-  const next: Profile = { ...p, token: t.accessToken, refreshToken: t.refreshToken ?? p.refreshToken, expiresAt: t.expiresAt };
-  saveProfile(name ?? currentProfileName() ?? 'default', next);
-  return next;
-}
 
 /** An API token instead of a login: checked against the controller, then saved as the profile's token. */
 async function saveTokenLogin(base: string, caPem: string, opts: LoginOpts) {
