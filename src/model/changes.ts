@@ -4,7 +4,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../store/db.js';
 import { first, precompile } from '../store/precompiled.js';
-import { sessionColumns, takeSession, type SessionWithIdentity } from './auth/api-sessions.js';
+import { sessionColumns, takeSession, type SessionWithIdentity } from './auth/session-row.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { lockMembership } from './policy/membership.js';

@@ -12,7 +12,7 @@
 // read before the count runs, so a write that lands in between only makes the entry stale at once.
 // PostgreSQL has no such cheap version across the controllers that share a database: it always counts.
 import type { CompiledQuery } from 'kysely';
-import type { Db } from './db.js';
+import type { Db } from './schema.js';
 
 type Version = () => string | undefined;
 

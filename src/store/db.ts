@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type LogEvent, type Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type LogEvent } from 'kysely';
 import { dialects, type DialectHelpers } from './dialect.js';
 import { migrations } from './migrations/index.js';
-import type { Database } from './schema.js';
+import type { Database, Db, Tx } from './schema.js';
 import { groupCommitter } from './group-commit.js';
 import { walSyncer } from './wal-sync.js';
 import { registerVersion } from './count-cache.js';
@@ -13,14 +13,13 @@ import { AUTOCHECKPOINT_PAGES, startCheckpointer, type Checkpointer } from './ch
 import { beginImmediate, ImmediateSqliteDialect, loadSqlite } from './sqlite-driver.js';
 import { integrityProblems, quickCheck } from './sqlite-health.js';
 
-export type Db = Kysely<Database>;
+export type { Db, Tx } from './schema.js';
 
 /** Whoever wants query durations subscribes here; with nobody listening the cost is one call per query. */
 export class QueryTimes {
   observer?: (ms: number, failed: boolean) => void;
   readonly log = (e: LogEvent) => this.observer?.(e.queryDurationMillis, e.level === 'error');
 }
-export type Tx = Transaction<Database>;
 
 export interface Store {
   db: Db;

@@ -4,7 +4,7 @@
 // write's caller hears of it only after the commit that made it durable. The disk's flush of a commit
 // runs off the request thread (store/wal-sync.ts) while the next group already runs.
 import { sql } from 'kysely';
-import type { Db, Tx } from './db.js';
+import type { Db, Tx } from './schema.js';
 import { beginImmediate } from './sqlite-driver.js';
 import type { WalSyncer } from './wal-sync.js';
 

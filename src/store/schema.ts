@@ -1,3 +1,4 @@
+import type { Kysely, Transaction } from 'kysely';
 // Row types as Kysely sees them (camelCase; the CamelCasePlugin maps to snake_case columns).
 // Portable representation, identical on SQLite and PostgreSQL: booleans are 0/1 integers,
 // timestamps ISO-8601 UTC strings (they sort correctly as text), maps and lists JSON text.
@@ -530,3 +531,7 @@ export interface AuditEventRow {
   actorName: string | null;
   body: string;
 }
+
+/** The store as Kysely sees it, and one of its transactions (db.ts opens it; the store's helpers take these). */
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;

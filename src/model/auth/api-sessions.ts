@@ -8,20 +8,16 @@ import { identityRef } from '../resources/identity-links.js';
 import { selfLink } from '../resource.js';
 import { fromJson, isSet } from '../../store/json.js';
 import { first, precompile } from '../../store/precompiled.js';
-import { MFA_AUTH_QUERY } from './mfa.js';
 import { apiSessionEnded } from '../events/emit.js';
 import { pruneRevocations } from './revocations.js';
 import { revokeEndedJwtSessions } from './revoke.js';
 import { writeTx } from '../crud.js';
-import type { ApiSessionRow } from '../../store/schema.js';
+import { IDENTITY_COLUMNS, type SessionWithIdentity } from './session-row.js';
 
-export interface SessionWithIdentity extends ApiSessionRow {
-  identityName: string;
-  isAdmin: number;
-  permissions: string;
-  disabled: number;
-  disabledUntil: string | null;
-}
+export { sessionColumns, takeSession, type SessionWithIdentity } from './session-row.js';
+
+/** The auth query a session still owing its TOTP code must answer (mfa.ts checks the code). */
+export const MFA_AUTH_QUERY = { typeId: 'MFA', provider: 'ziti', httpMethod: 'POST', httpUrl: './authenticate/mfa', minLength: 4, maxLength: 6, format: 'alphaNumeric' };
 
 const timeoutMs = (ctx: Ctx) => ctx.config.sessionTimeoutMinutes * 60_000;
 
@@ -60,36 +56,6 @@ export async function createApiSession(
     })
     .execute();
   return { id, token };
-}
-
-// The API session's own columns and its identity's, each under a `session` prefix, for a statement that
-// reads something else with the session by its token hash (one wait on PostgreSQL instead of two): the
-// current identity, a client's service by name, the service-updates poll.
-const SESSION_COLUMNS = ['id', 'createdAt', 'updatedAt', 'tags', 'tokenHash', 'tokenSealed', 'identityId', 'authenticatorId', 'ipAddress', 'configTypes', 'isMfaRequired', 'isMfaComplete', 'isCertExtendable', 'lastActivityAt', 'expiresAt', 'extJwtPending'] as const;
-const IDENTITY_COLUMNS = { identityName: 'name', isAdmin: 'isAdmin', permissions: 'permissions', disabled: 'disabled', disabledUntil: 'disabledUntil' } as const;
-const prefixed = (c: string) => `session${c[0].toUpperCase()}${c.slice(1)}`;
-
-/** The session's columns to select beside another row (`alias`: the session's); with its identity's when `identity` names that. */
-export function sessionColumns(alias: string, identity?: string): string[] {
-  const own = SESSION_COLUMNS.map((c) => `${alias}.${c} as ${prefixed(c)}`);
-  return identity ? [...own, ...Object.entries(IDENTITY_COLUMNS).map(([as, c]) => `${identity}.${c} as ${prefixed(as)}`)] : own;
-}
-
-/**
- * Takes the session's columns (see sessionColumns) out of a row that has them. Its identity's fields
- * are the row's own when the row is that identity, as the current-identity read is.
- */
-export function takeSession(r: Record<string, unknown>, identityIsRow = false): SessionWithIdentity {
-  const s: Record<string, unknown> = {};
-  for (const c of SESSION_COLUMNS) {
-    s[c] = r[prefixed(c)];
-    delete r[prefixed(c)];
-  }
-  for (const [as, c] of Object.entries(IDENTITY_COLUMNS)) {
-    s[as] = identityIsRow ? r[c] : r[prefixed(as)];
-    if (!identityIsRow) delete r[prefixed(as)];
-  }
-  return s as unknown as SessionWithIdentity;
 }
 
 const sessionByTokenHash = precompile((db, p) =>

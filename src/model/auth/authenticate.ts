@@ -12,14 +12,9 @@ import { isSet } from '../../store/json.js';
 import { createApiSession, resolveSession } from './api-sessions.js';
 import { loginBudget } from './login-budget.js';
 import { verifyPassword } from './password.js';
+import type { AuthenticateInput, Finish, PrimaryAuth } from './login.js';
 
-export interface AuthenticateInput {
-  username?: string;
-  password?: string;
-  configTypes?: string[];
-  envInfo?: Record<string, string>;
-  sdkInfo?: Record<string, string>;
-}
+export type { AuthenticateInput, Finish, PrimaryAuth } from './login.js';
 
 export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
 
@@ -30,20 +25,6 @@ export const AUTH_METHODS = ['password', 'cert', 'ext-jwt'] as const;
  */
 const refusedFor = (identityId: string, authenticatorId: string | undefined, failure: LoginFailure) => Object.assign(loginRefused(failure), { identityId, ...(authenticatorId ? { authenticatorId } : {}) });
 const refused = (failure: LoginFailure) => loginRefused(failure);
-
-/** What a primary method proved: whose credential it was. */
-export interface PrimaryAuth {
-  identityId: string;
-  authenticatorId: string;
-  ipAddress: string;
-  input: AuthenticateInput;
-  isCertExtendable?: boolean;
-  /** The request's bearer tokens: a JWT among them may be the second factor its auth policy requires (secondary.requireExtJwtSigner). */
-  bearers?: string[];
-}
-
-/** What follows a primary method that succeeded: a legacy API session (openSession), or an OIDC request's step. */
-export type Finish<T> = (ctx: Ctx, o: PrimaryAuth) => Promise<T>;
 
 // The legacy login (an API session) last: ReturnType<typeof authenticate> names it.
 export function authenticate<T>(ctx: Ctx, method: string, input: AuthenticateInput, ipAddress: string, presented: X509Certificate[], authorization: string | undefined, finish: Finish<T>): Promise<T>;

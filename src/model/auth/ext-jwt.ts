@@ -5,7 +5,7 @@ import { ApiError, loginRefused as refused } from '../errors.js';
 import type { AuthPolicy } from '../resources/auth-policies.js';
 import { fromJson, isSet, sortedStrings } from '../../store/json.js';
 import type { ExternalJwtSignerRow } from '../../store/schema.js';
-import type { AuthenticateInput, Finish } from './authenticate.js';
+import type { AuthenticateInput, Finish } from './login.js';
 import { keySet, remoteKeys } from './jwks-cache.js';
 
 /** How far the signer's clock may be ahead or behind ours when checking exp and nbf. */

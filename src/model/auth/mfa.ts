@@ -202,5 +202,3 @@ export async function regenerateRecoveryCodes(ctx: Ctx, identityId: string, code
   });
 }
 
-/** The auth query a partially authenticated session must answer. */
-export const MFA_AUTH_QUERY = { typeId: 'MFA', provider: 'ziti', httpMethod: 'POST', httpUrl: './authenticate/mfa', minLength: 4, maxLength: 6, format: 'alphaNumeric' };
