@@ -54,7 +54,8 @@ async function metric(name: string, labels: Record<string, string>): Promise<num
 /** Once the data plane has reported (every 100 ms here) a value that passes `ok`. */
 async function reported(name: string, labels: Record<string, string>, ok: (v: number) => boolean): Promise<number> {
   let v = NaN;
-  await expect.poll(async () => ok((v = await metric(name, labels))), { timeout: 5000, interval: 100 }).toBe(true);
+  // Generous: on a loaded machine ten peers' megabytes take a while to arrive; the poll ends as soon as it holds.
+  await expect.poll(async () => ok((v = await metric(name, labels))), { timeout: 20_000, interval: 100 }).toBe(true);
   return v;
 }
 
@@ -98,13 +99,11 @@ describe('frames in progress on the edge port', () => {
     let most = 0;
     const sampler = setInterval(() => void metric('ztc_partial_frame_bytes', { listener: 'edge' }).then((v) => (most = Math.max(most, v || 0)), () => {}), 50);
     try {
-      // Ten connections each send 1 MiB of an announced 8 MiB frame: 10 MiB against a 4 MiB budget.
-      for (let i = 0; i < 10; i++) {
-        const p = await n.peer(client);
-        p.write(announce(8 * MiB, MiB));
-        peers.push(p);
-        await sleep(50);
-      }
+      // Ten connections each send 1 MiB of an announced 8 MiB frame: 10 MiB against a 4 MiB budget. All
+      // logged in first, then written at once: on a loaded machine logins spread over seconds, and the
+      // first frames then met their deadline before the budget was ever exceeded.
+      for (let i = 0; i < 10; i++) peers.push(await n.peer(client));
+      for (const p of peers) p.write(announce(8 * MiB, MiB));
       await reported('ztc_connections_closed_total', { listener: 'edge', reason: 'frame_budget' }, (v) => v >= before + 6);
       expect(peers.filter((p) => p.closed).length).toBeGreaterThanOrEqual(6);
       await reported('ztc_partial_frame_bytes', { listener: 'edge' }, (v) => v <= BUDGET);
