@@ -269,7 +269,11 @@ export class XgressSide implements SideConn, Flow {
       if (sample < 30_000) this.rtt = (this.rtt * 7 + sample) / 8;
     }
     if (a.recvBufferSize !== undefined && a.recvBufferSize !== 0xffffffff) this.peerBuffer = a.recvBufferSize;
-    if (!this.unacked.size && this.endSent) this.done();
+    if (!this.unacked.size) {
+      // Nothing to resend: no timer while the circuit idles (thousands of idle circuits wake nothing).
+      this.stopResending();
+      if (this.endSent) this.done();
+    }
     if (this.blocked.size && !this.full) this.releaseBlocked();
   }
 
