@@ -1,7 +1,7 @@
-// What the data plane (src/fabric) asks of the model: who an edge channel's API session is, which service
-// session a Dial or Bind presents, whether the policies still let that identity use this router for that
-// service, which of the channels' sessions still exist, and the routers' own records. Plain queries over
-// the same tables the APIs use, so several controllers sharing one database agree.
+// What the data plane (src/fabric) asks of the model: who an edge channel's API session is, which of the
+// channels' sessions still exist, and the routers' own records (the service session a Dial or Bind
+// presents, with what the policies say of it, is one statement of its own: dial-check.ts). Plain queries
+// over the same tables the APIs use, so several controllers sharing one database agree.
 import { isSet } from '../store/json.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
