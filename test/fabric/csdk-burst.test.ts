@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { jsonLines } from '../helpers/json-lines.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ECHO_DEMO_PY } from '../../src/cli/demo/echo-demo.js';
 import { startNetwork, type TestNetwork } from '../helpers/network.js';
@@ -18,26 +19,10 @@ const env = { ...process.env, ZITI_LOG: process.env.CSDK_ZITI_LOG ?? '1' };
 
 /** Lines of JSON a child prints, as they come. */
 function lines(child: ChildProcess) {
-  const queue: Record<string, unknown>[] = [];
-  const waiting: ((v: Record<string, unknown>) => void)[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d) => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.startsWith('{')) continue;
-      const v = JSON.parse(line);
-      const w = waiting.shift();
-      if (w) w(v);
-      else queue.push(v);
-    }
-  });
+  const json = jsonLines(child);
   return {
     next(ms: number, what: string, log: () => string): Promise<Record<string, unknown>> {
-      const got = queue.length ? Promise.resolve(queue.shift()!) : new Promise<Record<string, unknown>>((r) => waiting.push(r));
-      return Promise.race([got, new Promise<never>((_, no) => setTimeout(() => no(new Error(`${what} within ${ms / 1000} s:\n${log()}`)), ms))]);
+      return Promise.race([json.next(), new Promise<never>((_, no) => setTimeout(() => no(new Error(`${what} within ${ms / 1000} s:\n${log()}`)), ms))]);
     },
     /** The next line with `key` (others, e.g. the host's accept counts, are skipped). */
     async find(key: string, ms: number, what: string, log: () => string) {

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { jsonLines } from '../helpers/json-lines.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ECHO_DEMO_PY } from '../../src/cli/demo/echo-demo.js';
 import { startNetwork, type TestNetwork } from '../helpers/network.js';
@@ -24,26 +25,6 @@ function run(args: string[], o: { timeoutMs?: number } = {}): Promise<{ code: nu
   });
 }
 
-/** Lines of JSON a child prints, as they come. */
-function lines(child: ChildProcess): { next(): Promise<Record<string, unknown>> } {
-  const queue: Record<string, unknown>[] = [];
-  const waiting: ((v: Record<string, unknown>) => void)[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d) => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.startsWith('{')) continue;
-      const v = JSON.parse(line);
-      const w = waiting.shift();
-      if (w) w(v);
-      else queue.push(v);
-    }
-  });
-  return { next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => waiting.push(r))) };
-}
 
 let n: TestNetwork;
 let dir: string;
@@ -88,7 +69,7 @@ describe('the C SDK through the embedded edge router', () => {
     host.stderr.on('data', (d) => (hostErr += d));
     const hostExit = new Promise<number | null>((r) => host.on('close', r));
     try {
-      const out = lines(host);
+      const out = jsonLines(host);
       expect(await out.next()).toEqual({ listening: 'csdk-echo' });
       step('host listening');
       const terminators = async () => (await n.api('GET', `/terminators?filter=${encodeURIComponent(`service = "${service}"`)}`)).body.data as { routerId: string; binding: string }[];
@@ -127,12 +108,12 @@ describe('the C SDK through the embedded edge router', () => {
     let errs = '';
     host.stderr.on('data', (d) => (errs += d));
     try {
-      expect(await lines(host).next()).toEqual({ listening: 'csdk-revoke' });
+      expect(await jsonLines(host).next()).toEqual({ listening: 'csdk-revoke' });
       await expect.poll(async () => (await n.api('GET', `/terminators?filter=${encodeURIComponent('service.name = "csdk-revoke"')}`)).body.data.length, { timeout: 15_000, interval: 200 }).toBe(1);
       // Started once the host is bound: a dial before its terminator exists is refused (and the test hung on it).
       holder = spawn(PYTHON, [HOLD, clientId, 'csdk-revoke'], { env });
       holder.stderr!.on('data', (d) => (errs += d));
-      const held = lines(holder);
+      const held = jsonLines(holder);
       expect(await Promise.race([held.next(), new Promise<never>((_, no) => setTimeout(() => no(new Error(`the dialer did not connect within 30 s:\n${errs}`)), 30_000))])).toEqual({ connected: true });
       const policy = ((await n.api('GET', `/service-policies?filter=${encodeURIComponent('name = "csdk-revoke-dial"')}`)).body.data as { id: string }[])[0];
       const started = Date.now();

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { jsonLines } from '../helpers/json-lines.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ECHO_DEMO_PY } from '../../src/cli/demo/echo-demo.js';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
@@ -97,29 +98,11 @@ function run(args: string[], timeoutMs = 60_000): Promise<{ code: number | null;
 
 /** JSON lines a child prints, as they come. */
 function lines(child: ChildProcess): { next(ms?: number): Promise<Record<string, unknown>> } {
-  const queue: Record<string, unknown>[] = [];
-  const waiting: ((v: Record<string, unknown>) => void)[] = [];
-  let buf = '';
+  const json = jsonLines(child);
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
-  child.stdout!.on('data', (d) => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.startsWith('{')) continue;
-      const v = JSON.parse(line);
-      const w = waiting.shift();
-      if (w) w(v);
-      else queue.push(v);
-    }
-  });
   return {
-    next: (ms = 30_000) =>
-      queue.length
-        ? Promise.resolve(queue.shift()!)
-        : Promise.race([new Promise<Record<string, unknown>>((r) => waiting.push(r)), new Promise<never>((_, no) => setTimeout(() => no(new Error(`no line within ${ms} ms:\n${err}`)), ms))]),
+    next: (ms = 30_000) => Promise.race([json.next(), new Promise<never>((_, no) => setTimeout(() => no(new Error(`no line within ${ms} ms:\n${err}`)), ms))]),
   };
 }
 
