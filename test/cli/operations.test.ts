@@ -1,27 +1,17 @@
 // What an operator runs: `ztc serve --metrics-port` scraped over plain HTTP, the health checks a
 // probe calls, and (below) API tokens made and used through the built CLI.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliRunner, loggedInController, untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
+import { cliRunner, loggedInController, killLeftovers, serveOnFreePorts } from '../helpers/cli.js';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
 import { parseExposition, sampleValue } from '../helpers/prometheus.js';
 
 // A failing test must not leave the processes it started running.
 afterAll(killLeftovers);
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 
 function get(url: string): Promise<{ status: number; text: string }> {
   const lib = url.startsWith('https:') ? https : http;
@@ -34,20 +24,14 @@ function get(url: string): Promise<{ status: number; text: string }> {
   });
 }
 
-const children: { kill(s: string): void }[] = [];
-afterAll(() => children.forEach((c) => c.kill('SIGTERM')));
-
 describe('ztc serve --metrics-port', () => {
   it('serves metrics and health checks over plain HTTP for Prometheus and probes', async () => {
-    const [port, metricsPort] = [await freePort(), await freePort()];
     const db = await testDatabase();
-    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--port', String(port), '--bind', '127.0.0.1', '--metrics-port', String(metricsPort), '--data-dir', tempDataDir(), ...(db ? ['--db', db] : [])], { env: { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: 'json' } }));
-    children.push(child);
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    await untilAnswering(async () => (await get(`https://127.0.0.1:${port}/health-checks`)).status, () => child.exitCode !== null);
-    await untilPrinted(() => stdout, /^log in with:/m, () => child.exitCode !== null);
-    expect(stdout).toContain(`  metrics       http://127.0.0.1:${metricsPort}/metrics`);
+    const served = await serveOnFreePorts(2, ([port, metricsPort]) => ['--port', String(port), '--bind', '127.0.0.1', '--metrics-port', String(metricsPort), '--data-dir', tempDataDir(), ...(db ? ['--db', db] : [])], { ...process.env, ZTC_DATA_DIR: '', ZTC_LOG_FORMAT: 'json' });
+    const { child } = served;
+    const [port, metricsPort] = served.ports;
+    expect(served.stdout(), served.output()).toMatch(/^log in with:/m);
+    expect(served.stdout()).toContain(`  metrics       http://127.0.0.1:${metricsPort}/metrics`);
     const ready = JSON.parse((await get(`https://127.0.0.1:${port}/health-checks`)).text);
     expect(ready.data.healthy).toBe(true);
     expect((await get(`http://127.0.0.1:${metricsPort}/health-checks/live`)).status).toBe(200);

@@ -1,25 +1,15 @@
 // `bin/ztc serve --zac-dir DIR` (and ZTC_CORS_ORIGINS) as an operator runs it: the banner says where the
 // console is, and the console and CORS answer over the real TLS socket.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDataDir, testDatabase } from '../helpers/controller.js';
-import { untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
+import { killLeftovers, serveOnFreePorts } from '../helpers/cli.js';
 
 // A failing test must not leave the processes it started running.
 afterAll(killLeftovers);
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 
 const request = (url: string, o: { method?: string; headers?: Record<string, string> } = {}) =>
   new Promise<{ status: number; text: string; headers: Record<string, unknown> }>((resolve) => {
@@ -37,19 +27,14 @@ describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
     const dir = tempDataDir();
     const site = fs.mkdtempSync(path.join(os.tmpdir(), 'ztc-console-'));
     fs.writeFileSync(path.join(site, 'index.html'), '<html>console</html>');
-    const port = await freePort();
     const db = await testDatabase();
-    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--zac-dir', site, ...(db ? ['--db', db] : [])], {
-      env: { ...process.env, ZTC_DATA_DIR: '', ZTC_CORS_ORIGINS: 'https://console.example' },
-    }));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<string>((resolve) => child.on('exit', (code, signal) => resolve(`code ${code} signal ${signal}`)));
+    const served = await serveOnFreePorts(1, ([port]) => ['--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--zac-dir', site, ...(db ? ['--db', db] : [])], { ...process.env, ZTC_DATA_DIR: '', ZTC_CORS_ORIGINS: 'https://console.example' });
+    const { child } = served;
+    const [port] = served.ports;
+    const exited = new Promise<string>((resolve) => (child.exitCode !== null ? resolve(`code ${child.exitCode}`) : child.on('exit', (code, signal) => resolve(`code ${code} signal ${signal}`))));
     try {
-      const status = await untilAnswering(async () => (await request(`https://127.0.0.1:${port}/version`)).status, () => child.exitCode !== null);
-      expect(status, out).toBe(200);
-      await untilPrinted(() => out, /^log in with:/m, () => child.exitCode !== null);
+      const out = served.output();
+      expect(out, out).toMatch(/^log in with:/m);
       expect(out).toMatch(new RegExp(`console\\s+https://localhost:${port}/zac/`));
       expect(out).toMatch(/CORS origins\s+https:\/\/console\.example/);
       const page = await request(`https://127.0.0.1:${port}/zac/identities`);
@@ -60,7 +45,7 @@ describe('bin/ztc serve with the console and CORS', { timeout: 90_000 }, () => {
       expect(pre.headers['access-control-allow-origin']).toBe('https://console.example');
     } finally {
       child.kill('SIGTERM');
-      expect(await exited, out).toBe('code 0 signal null');
+      expect(await exited, served.output()).toBe('code 0 signal null');
       fs.rmSync(site, { recursive: true, force: true });
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
 import { selfSignedCert } from '../helpers/certs.js';
-import { untilAnswering, untilPrinted, killLeftovers, tracked } from '../helpers/cli.js';
+import { untilAnswering, untilPrinted, killLeftovers, serveOnFreePorts, tracked } from '../helpers/cli.js';
 import { MGMT, tempDataDir, testDatabase } from '../helpers/controller.js';
 
 // A failing test must not leave the processes it started running.
@@ -123,18 +123,13 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
 
   it('starts from flags, answers /version when ready, and stops cleanly on SIGTERM', async () => {
     const dir = tempDataDir();
-    const port = await freePort();
     const db = await testDatabase();
-    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--events-file', path.join(dir, 'events.jsonl'), ...(db ? ['--db', db] : [])], {
-      env: { ...process.env, ZTC_DATA_DIR: '' },
-    }));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const status = await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => child.exitCode !== null);
-    expect(status).toBe(200);
-    await untilPrinted(() => out, /^log in with:/m, () => child.exitCode !== null);
+    const served = await serveOnFreePorts(1, ([p]) => ['--data-dir', dir, '--port', String(p), '--admin-password', 'serve-pass-1', '--log-level', 'warn', '--events-file', path.join(dir, 'events.jsonl'), ...(db ? ['--db', db] : [])], { ...process.env, ZTC_DATA_DIR: '' });
+    const { child } = served;
+    const [port] = served.ports;
+    const exited = new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.on('exit', (code) => resolve(code))));
+    expect(await get(`https://127.0.0.1:${port}/version`)).toBe(200);
+    const out = served.output();
     expect(out).toMatch(new RegExp(`listening\\s+https://0\\.0\\.0\\.0:${port}`));
     expect(out).toMatch(/admin\s+admin \(password as given\)/);
     expect(out).toContain(`  events file   ${path.join(dir, 'events.jsonl')}   (`);
@@ -148,16 +143,14 @@ describe('bin/ztc serve', { timeout: 90_000 }, () => {
 
   it('takes the admin password from a file, so it never shows in the process list', async () => {
     const dir = tempDataDir();
-    const port = await freePort();
     const db = await testDatabase();
     const secret = 'from-a-file-7';
     fs.writeFileSync(`${dir}/admin-password`, `${secret}\n`, { mode: 0o600 });
-    const child = tracked(spawn(process.execPath, [path.resolve('bin/ztc'), 'serve', '--data-dir', dir, '--port', String(port), '--admin-password-file', `${dir}/admin-password`, '--log-level', 'warn', ...(db ? ['--db', db] : [])], {
-      env: { ...process.env, ZTC_DATA_DIR: '', ZTC_ADMIN_PASSWORD: '' },
-    }));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const status = await untilAnswering(() => get(`https://127.0.0.1:${port}/version`), () => child.exitCode !== null);
-    expect(status).toBe(200);
+    const served = await serveOnFreePorts(1, ([p]) => ['--data-dir', dir, '--port', String(p), '--admin-password-file', `${dir}/admin-password`, '--log-level', 'warn', ...(db ? ['--db', db] : [])], { ...process.env, ZTC_DATA_DIR: '', ZTC_ADMIN_PASSWORD: '' });
+    const { child } = served;
+    const [port] = served.ports;
+    const exited = new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.on('exit', (code) => resolve(code))));
+    expect(await get(`https://127.0.0.1:${port}/version`), served.output()).toBe(200);
     if (fs.existsSync(`/proc/${child.pid}/cmdline`)) expect(fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')).not.toContain(secret);
     const login = (password: string) =>
       new Promise<number>((resolve) => {

@@ -1,7 +1,8 @@
 // The built program as a user runs it: bin/ztc in a fresh process, with its own home (profiles) and,
 // in local mode, the test's database (SQLite in the data dir, or a fresh PostgreSQL one).
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startController, type Running } from '../../src/server/controller.js';
@@ -79,4 +80,44 @@ export async function untilAnswering(status: () => Promise<number>, ended: () =>
 export async function untilPrinted(output: () => string, pattern: RegExp, ended: () => boolean, ms = 90_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!pattern.test(output()) && !ended() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** A port free at the moment of asking (the caller's child process listens on it a moment later). */
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = (s.address() as net.AddressInfo);
+      s.close(() => resolve(port));
+    });
+  });
+
+export interface ServeChild {
+  child: ChildProcess;
+  ports: number[];
+  /** stdout and stderr so far, as one text (and stdout alone). */
+  output(): string;
+  stdout(): string;
+}
+
+/**
+ * `ztc serve` as a child on `count` ports picked free (`args` builds its arguments from them), once
+ * its banner is out. A port picked free can be taken by another test's listener before the child
+ * binds it (files run side by side, each starting controllers on port 0): ztc then says the port is
+ * in use and ends, as a user would see it; the helper starts again on other ports, up to 3 times.
+ */
+export async function serveOnFreePorts(count: number, args: (ports: number[]) => string[], env: NodeJS.ProcessEnv): Promise<ServeChild> {
+  for (let tries = 1; ; tries++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await freePort());
+    const child = tracked(spawn(process.execPath, [bin, 'serve', ...args(ports)], { env }));
+    let out = '';
+    let stdout = '';
+    child.stdout!.on('data', (d) => ((out += d), (stdout += d)));
+    child.stderr!.on('data', (d) => (out += d));
+    const ended = () => child.exitCode !== null || child.signalCode !== null;
+    await untilPrinted(() => stdout, /^log in with:/m, ended);
+    if (ended()) await new Promise((r) => (child.stderr!.readableEnded ? r(undefined) : child.stderr!.once('end', r)));
+    if (tries < 3 && ended() && /already in use|was in use when the controller started/.test(out)) continue;
+    return { child, ports, output: () => out, stdout: () => stdout };
+  }
 }
