@@ -3,6 +3,7 @@
 // paused while a destination it feeds is full (TCP then slows the sender: backpressure, not buffers).
 import type { Socket } from 'node:net';
 import { EMPTY, encodeHead, FRAME_LIMITS, FrameDecoder, FrameError, i32, type FrameLimits, type Message, readInt32 } from './codec.js';
+import { Backpressure } from './backpressure.js';
 import type { ListenerGuard } from './guard.js';
 import { Header } from './messages.js';
 
@@ -44,9 +45,8 @@ export class Channel implements Flow {
   private seq = 0;
   private waiters = new Map<number, { resolve(m: Message): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
   private decoder: FrameDecoder;
-  /** Destinations this channel waits for, and the sources waiting for this one (backpressure). */
-  private pausedBy = new Set<Flow>();
-  private blocked = new Set<Flow>();
+  /** Destinations this channel waits for, and the sources waiting for this one. */
+  private readonly flow = new Backpressure(this);
   closed = false;
   /** When bytes last arrived (ms since the epoch): whether the peer is still there (the control channel asks before letting a second connection of a router in). */
   lastReceivedAt = Date.now();
@@ -69,7 +69,7 @@ export class Channel implements Flow {
     socket.on('error', (e) => this.close(e));
     socket.on('close', () => this.close());
     socket.on('end', () => this.close());
-    socket.on('drain', () => this.releaseBlocked());
+    socket.on('drain', () => this.flow.releaseAll());
   }
 
   /** Start delivering messages (frames that arrived earlier are delivered in order). */
@@ -93,7 +93,7 @@ export class Channel implements Flow {
 
   /** Whether reading is paused by backpressure (a destination of this channel is full). */
   get paused() {
-    return this.pausedBy.size > 0;
+    return this.flow.paused;
   }
 
   private onData(chunk: Buffer) {
@@ -192,7 +192,7 @@ export class Channel implements Flow {
       p.idle?.(burst);
     }
     // Sources held back for what waited here read again once it is out (the socket may never have filled).
-    if (!this.full && this.blocked.size && !this.socket.writableNeedDrain) this.releaseBlocked();
+    if (!this.full && this.flow.holds && !this.socket.writableNeedDrain) this.flow.releaseAll();
   }
 
   /** Send and wait for the message whose ReplyFor names it. */
@@ -226,31 +226,20 @@ export class Channel implements Flow {
    * peer reads slower than ours writes. All virtual connections of this channel wait (as upstream's).
    */
   pauseFor(dest: Flow) {
-    if (this.pausedBy.has(dest) || this.closed || dest.closed) return;
-    this.pausedBy.add(dest);
-    dest.hold(this);
-    this.socket.pause();
+    if (this.flow.waitFor(dest)) this.socket.pause();
   }
 
   hold(source: Flow) {
-    this.blocked.add(source);
+    this.flow.hold(source);
   }
 
   /** `by` drained (or closed): this channel reads again, unless another still holds it. */
   released(by: Flow) {
-    this.pausedBy.delete(by);
-    if (!this.pausedBy.size && !this.closed) {
+    if (this.flow.freedBy(by) && !this.closed) {
       // Time paused was ours, not the peer's: a frame in progress gets its whole deadline again.
       if (this.partialSince) this.partialSince = Date.now();
       this.socket.resume();
     }
-  }
-
-  /** This channel drained (or closed): the sources it held back read again, unless another still holds them. */
-  private releaseBlocked() {
-    const sources = [...this.blocked];
-    this.blocked.clear();
-    for (const source of sources) source.released(this);
   }
 
   close(error?: Error) {
@@ -269,7 +258,7 @@ export class Channel implements Flow {
       w.reject(new Error('channel closed'));
     }
     this.waiters.clear();
-    this.releaseBlocked();
+    this.flow.releaseAll();
     // A clean close ends the stream, and destroys it soon after in any case: a peer that stopped reading
     // must not hold the socket (and its address's slot) open.
     if (error) this.socket.destroy();

@@ -6,6 +6,7 @@
 // transport carries bytes as they are. Half closes pass both ways (a FIN from the dialer ends the
 // socket's writing, the socket's end is a FIN to the dialer); the socket's close ends the circuit.
 import net from 'node:net';
+import { Backpressure } from '../channel/backpressure.js';
 import { HIGH_WATER, type Flow } from '../channel/channel.js';
 import { message, readUint, u32, type Message } from '../channel/codec.js';
 import { ContentType, EdgeError, FLAG_FIN, Header } from '../channel/messages.js';
@@ -31,8 +32,7 @@ export class TransportEgress implements SideConn, Flow {
   readonly channel = this;
   closed = false;
   private side?: Endpoint;
-  private pausedBy = new Set<Flow>();
-  private blocked = new Set<Flow>();
+  private readonly flow = new Backpressure(this);
   private encryptor?: Encryptor;
   private decryptor?: Decryptor;
   /** Our receiving key until the dialer's stream header comes (its first data). */
@@ -98,9 +98,9 @@ export class TransportEgress implements SideConn, Flow {
     socket.on('end', () => relay(side, message(ContentType.Data, [[Header.Flags, u32(FLAG_FIN)]])));
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.ended('the terminator\'s connection closed'));
-    socket.on('drain', () => this.releaseBlocked());
+    socket.on('drain', () => this.flow.releaseAll());
     if (this.encryptor) relay(side, message(ContentType.Data, [], this.encryptor.header));
-    if (!this.pausedBy.size) socket.resume();
+    if (!this.flow.paused) socket.resume();
   }
 
   /** What the circuit sends this side: the dialer's data (decrypted), its FIN, its end. */
@@ -135,25 +135,15 @@ export class TransportEgress implements SideConn, Flow {
   }
 
   pauseFor(dest: Flow) {
-    if (this.pausedBy.has(dest) || this.closed || dest.closed) return;
-    this.pausedBy.add(dest);
-    dest.hold(this);
-    this.socket.pause();
+    if (this.flow.waitFor(dest)) this.socket.pause();
   }
 
   hold(source: Flow) {
-    this.blocked.add(source);
+    this.flow.hold(source);
   }
 
   released(by: Flow) {
-    this.pausedBy.delete(by);
-    if (!this.pausedBy.size && !this.closed && this.side) this.socket.resume();
-  }
-
-  private releaseBlocked() {
-    const sources = [...this.blocked];
-    this.blocked.clear();
-    for (const s of sources) s.released(this);
+    if (this.flow.freedBy(by) && !this.closed && this.side) this.socket.resume();
   }
 
   /** The socket is done (or the dialer ended the circuit): the circuit ends with it. */
@@ -161,7 +151,7 @@ export class TransportEgress implements SideConn, Flow {
     if (this.closed) return;
     this.closed = true;
     this.socket.destroy();
-    this.releaseBlocked();
+    this.flow.releaseAll();
     if (reason && this.side) closeSide(this.side, reason, false);
   }
 }

@@ -5,6 +5,7 @@
 // nothing before it arrives; each end numbers its payloads from 0, acknowledges every payload it
 // receives, ends with CircuitEnd; and a sender keeps what the far end has not acknowledged (plus what it
 // says it still buffers) under a window, so an upstream receiver never drops for a full buffer.
+import { Backpressure } from '../channel/backpressure.js';
 import type { Flow } from '../channel/channel.js';
 import { message, type Message } from '../channel/codec.js';
 import { ContentType, Header } from '../channel/messages.js';
@@ -51,7 +52,7 @@ export class XgressSide implements SideConn, Flow {
   private reorder = new Map<number, Payload>();
   private reorderBytes = 0;
   private chunked?: { data: Buffer; at: number; headers: Map<number, Buffer> };
-  private blocked = new Set<Flow>();
+  private readonly flow = new Backpressure(this);
   private endSent = false;
   private started: boolean;
 
@@ -77,7 +78,7 @@ export class XgressSide implements SideConn, Flow {
     if (this.closed) return;
     this.closed = true;
     this.stopResending();
-    this.releaseBlocked();
+    this.flow.releaseAll();
     const peer = this.endpoint.peer;
     if (peer && !peer.closed) closeSide(peer, reason, true);
     else closeSide(this.endpoint, reason, false);
@@ -142,7 +143,7 @@ export class XgressSide implements SideConn, Flow {
     if (this.closed) return;
     this.closed = true;
     this.reorder.clear();
-    this.releaseBlocked();
+    this.flow.releaseAll();
     // What is still unacknowledged (CircuitEnd among it) may need resending: the circuit stays routed
     // until it is acknowledged, or for CLOSE_WAIT_MS at most (upstream flushes its send buffer too).
     if (!this.unacked.size) return this.done();
@@ -201,7 +202,7 @@ export class XgressSide implements SideConn, Flow {
     if (p.flags & XgressFlag.CircuitEnd) {
       this.closed = true;
       this.stopResending();
-      this.releaseBlocked();
+      this.flow.releaseAll();
       closeSide(this.endpoint, '', false);
       this.host.sideClosed(this);
       return;
@@ -274,7 +275,7 @@ export class XgressSide implements SideConn, Flow {
       this.stopResending();
       if (this.endSent) this.done();
     }
-    if (this.blocked.size && !this.full) this.releaseBlocked();
+    if (this.flow.holds && !this.full) this.flow.releaseAll();
   }
 
   // ---- backpressure (Flow)
@@ -289,18 +290,12 @@ export class XgressSide implements SideConn, Flow {
   }
 
   hold(source: Flow) {
-    this.blocked.add(source);
+    this.flow.hold(source);
     // A full link releases when it drains; a full window when acks come (acked()).
     this.host.linkOf(this)?.onDrain(() => {
-      if (!this.full) this.releaseBlocked();
+      if (!this.full) this.flow.releaseAll();
     });
   }
 
   released(_by: Flow) {}
-
-  private releaseBlocked() {
-    const sources = [...this.blocked];
-    this.blocked.clear();
-    for (const s of sources) s.released(this);
-  }
 }
