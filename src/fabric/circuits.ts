@@ -1,7 +1,7 @@
 // Circuits on one router: a dialer's virtual connection joined to a host's, and the relay between them.
 // The router never decrypts: Data bodies (end-to-end encrypted by the SDKs) pass as they are, with the
 // Flags (1010) and trace (128) headers copied byte for byte and each side's own conn id and counter.
-import type { Flow } from './channel/channel.js';
+import type { Flow } from './channel/backpressure.js';
 import { message, u32, type Message } from './channel/codec.js';
 import { ContentType, Header } from './channel/messages.js';
 

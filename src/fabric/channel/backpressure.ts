@@ -2,7 +2,18 @@
 // router dials for a terminator, a circuit's end across a link): which full destinations this end waits
 // for, and which sources it holds back until it drains. What "pause" and "resume" mean (a socket's
 // reading, a link's) stays with each end.
-import type { Flow } from './channel.js';
+
+/**
+ * One end of backpressure. A source relaying into a destination that is full pauses for it
+ * (`pauseFor`), the destination holds it (`hold`) and releases it once drained (`released`).
+ */
+export interface Flow {
+  readonly closed: boolean;
+  readonly full: boolean;
+  pauseFor(dest: Flow): void;
+  hold(source: Flow): void;
+  released(by: Flow): void;
+}
 
 export class Backpressure {
   /** Full destinations this end stopped reading for, until each drains. */

@@ -3,22 +3,9 @@
 // paused while a destination it feeds is full (TCP then slows the sender: backpressure, not buffers).
 import type { Socket } from 'node:net';
 import { EMPTY, encodeHead, FRAME_LIMITS, FrameDecoder, FrameError, i32, type FrameLimits, type Message, readInt32 } from './codec.js';
-import { Backpressure } from './backpressure.js';
+import { Backpressure, type Flow } from './backpressure.js';
 import type { ListenerGuard } from './guard.js';
 import { Header } from './messages.js';
-
-/**
- * One end of backpressure: a channel, or a socket the router itself reads and writes (a terminator it
- * dials: edge/transport-egress.ts). A source relaying into a destination that is full pauses for it
- * (`pauseFor`), the destination holds it (`hold`) and releases it once drained (`released`).
- */
-export interface Flow {
-  readonly closed: boolean;
-  readonly full: boolean;
-  pauseFor(dest: Flow): void;
-  hold(source: Flow): void;
-  released(by: Flow): void;
-}
 
 export interface ChannelEvents {
   message(m: Message): void;

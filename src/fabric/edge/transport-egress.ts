@@ -6,8 +6,8 @@
 // transport carries bytes as they are. Half closes pass both ways (a FIN from the dialer ends the
 // socket's writing, the socket's end is a FIN to the dialer); the socket's close ends the circuit.
 import net from 'node:net';
-import { Backpressure } from '../channel/backpressure.js';
-import { HIGH_WATER, type Flow } from '../channel/channel.js';
+import { Backpressure, type Flow } from '../channel/backpressure.js';
+import { HIGH_WATER } from '../channel/channel.js';
 import { message, readUint, u32, type Message } from '../channel/codec.js';
 import { ContentType, EdgeError, FLAG_FIN, Header } from '../channel/messages.js';
 import { closeSide, relay, type Endpoint, type SideConn } from '../circuits.js';

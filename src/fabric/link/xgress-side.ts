@@ -5,8 +5,7 @@
 // nothing before it arrives; each end numbers its payloads from 0, acknowledges every payload it
 // receives, ends with CircuitEnd; and a sender keeps what the far end has not acknowledged (plus what it
 // says it still buffers) under a window, so an upstream receiver never drops for a full buffer.
-import { Backpressure } from '../channel/backpressure.js';
-import type { Flow } from '../channel/channel.js';
+import { Backpressure, type Flow } from '../channel/backpressure.js';
 import { message, type Message } from '../channel/codec.js';
 import { ContentType, Header } from '../channel/messages.js';
 import { closeSide, connected, relay, type Endpoint, type SideConn } from '../circuits.js';
