@@ -224,7 +224,8 @@ describe('an upstream router on the control channel', () => {
     const clientCsr = newKeyAndCsr(r.id);
     const serverCsr = newKeyAndCsr(r.id, ['localhost', 'renewed.example']);
     q.send(T.EnrollmentExtendRouterRequest, [], encode(Schemas.EnrollmentExtendRouterRequest, { clientCertCsr: clientCsr.csrPem, serverCertCsr: serverCsr.csrPem, requireVerification: true }));
-    const certs = decode(Schemas.EnrollmentCertsResponse, (await q.next((f) => f.type === T.EnrollmentCertsResponse, 5000)).body) as { clientCertPem: string; serverCertPem: string; caCertsPem: string };
+    // Signing waits for the crypto pool: a net well above a loaded machine's wait (seen over 5 s in a full run beside benches).
+    const certs = decode(Schemas.EnrollmentCertsResponse, (await q.next((f) => f.type === T.EnrollmentCertsResponse, 30_000)).body) as { clientCertPem: string; serverCertPem: string; caCertsPem: string };
     const [clientCert, serverCert] = [new X509Certificate(certs.clientCertPem), new X509Certificate(certs.serverCertPem)];
     const intermediate = new X509Certificate(n.c.running.ctx.pki.intermediatePem);
     expect(clientCert.subject).toContain(`CN=${r.id}`);
