@@ -68,7 +68,7 @@ export interface HelloOptions {
   /** Link listeners (hello header 10) and whether to announce link management (header 11). */
   listeners?: { address: string; protocol: string; groups?: string[] }[];
   managesLinks?: boolean;
-  /** How long to wait for the hello's Result (3 s by default). */
+  /** How long to wait for the hello's Result (10 s by default: a refusal closes the connection, which ends the wait at once). */
   resultMs?: number;
 }
 
@@ -80,7 +80,7 @@ export async function connectRouter(port: number, r: EnrolledRouter, o: HelloOpt
   // RouterMetadata{capabilities:[LinkManagement]}, packed as proto3 writes repeated enums.
   if (o.managesLinks) headers.push([11, Buffer.from([0x0a, 0x01, 0x01])]);
   p.send(T.Hello, headers, Buffer.from(o.id ?? r.id), -1);
-  const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 3000).catch(() => undefined);
+  const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 10_000).catch(() => undefined);
   return { p, result };
 }
 
@@ -147,7 +147,7 @@ export async function connectRouter2x(port: number, r: EnrolledRouter, o: Hello2
   if (o.secret) headers.push([10, o.secret]);
   if (o.listeners) headers.push([1000, encode(Schemas.Listeners, { listeners: o.listeners })]);
   p.send(T.Hello, headers, Buffer.from(r.id), -1);
-  const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 3000).catch(() => undefined);
+  const result = await p.next((f) => f.type === T.Result, o.resultMs ?? 10_000).catch(() => undefined);
   return { p, result };
 }
 

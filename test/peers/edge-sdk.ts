@@ -47,7 +47,7 @@ export class EdgePeer {
   /** Sees every frame first; returning true consumes it (bulk Data in benchmarks). */
   onFrame?: (f: Frame) => boolean;
   readonly inbox: Frame[] = [];
-  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void; closed: () => void }[] = [];
   closed = false;
   private closeWaiters: (() => void)[] = [];
 
@@ -56,6 +56,8 @@ export class EdgePeer {
     const done = () => {
       this.closed = true;
       for (const w of this.closeWaiters) w();
+      // No frame comes after the close: whoever waits for one is told now, not at its deadline.
+      for (const w of this.waiters.splice(0)) w.closed();
     };
     socket.on('close', done);
     socket.on('error', () => {});
@@ -109,16 +111,26 @@ export class EdgePeer {
     return seq;
   }
 
-  /** The next frame that matches (from the inbox first), or a rejection after `ms`. */
-  next(match: (f: Frame) => boolean, ms = 5000): Promise<Frame> {
+  /**
+   * The next frame that matches (from the inbox first), or a rejection after `ms` or when the connection
+   * closes. The default is a net for a loaded machine (the suite runs files side by side); a test that
+   * expects no frame passes its own, short, `ms`.
+   */
+  next(match: (f: Frame) => boolean, ms = 15_000): Promise<Frame> {
     const i = this.inbox.findIndex(match);
     if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0]);
+    // A StateClosed says why in its body: shown, so a refused dial or bind names its reason.
+    const seen = () => this.inbox.map((f) => (f.type === CT.StateClosed ? `${f.type} '${f.body.toString('utf8')}'` : f.type)).join(',');
+    if (this.closed) return Promise.reject(new Error(`connection closed before a matching frame (inbox: ${seen()})`));
     return new Promise((resolve, reject) => {
-      const w = { match, resolve: (f: Frame) => (clearTimeout(t), resolve(f)) };
+      const w = {
+        match,
+        resolve: (f: Frame) => (clearTimeout(t), resolve(f)),
+        closed: () => (clearTimeout(t), reject(new Error(`connection closed before a matching frame (inbox: ${seen()})`))),
+      };
       const t = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(w), 1);
-        // A StateClosed says why in its body: shown, so a refused dial or bind names its reason.
-        reject(new Error(`no matching frame within ${ms} ms (inbox: ${this.inbox.map((f) => (f.type === CT.StateClosed ? `${f.type} '${f.body.toString('utf8')}'` : f.type)).join(',')})`));
+        reject(new Error(`no matching frame within ${ms} ms (inbox: ${seen()})`));
       }, ms);
       this.waiters.push(w);
     });
