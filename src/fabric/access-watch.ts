@@ -5,7 +5,8 @@
 // their posture checks (model/policy/enforce.ts), then tells the data plane at once (its routers' checks
 // for edge-router access, the ends of revoked sessions) instead of at its next second's sweep. Posture
 // checks also fail with time (an MFA timeout), so they are judged every few seconds even when nothing
-// moved. Measured in test/fabric/access-loss.test.ts: a deleted Dial policy ends a live circuit in
+// moved. A change made through this controller's API wakes it at once (server/controller.ts); the half
+// second is for other controllers' changes. Measured in test/fabric/access-loss.test.ts: a deleted Dial policy ends a live circuit in
 // 0.4-1.2 s.
 import { accessMarkers } from '../model/changes.js';
 import type { Ctx } from '../model/context.js';
@@ -24,6 +25,7 @@ export class AccessWatch {
   private grantsAt = 0;
   private grantsMs = 0;
   private running = false;
+  private again = false;
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -47,9 +49,12 @@ export class AccessWatch {
     clearInterval(this.timer);
   }
 
-  /** One look (the timer's). */
-  async tick() {
-    if (this.running) return;
+  /** One look (the timer's, or a nudge after a change made here: one asked during a look runs after it). */
+  async tick(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
     this.running = true;
     try {
       const at = await accessMarkers(this.ctx.store.db);
@@ -71,6 +76,10 @@ export class AccessWatch {
       this.log.warn({ err: String(e) }, 'access: could not check what identities may still use');
     } finally {
       this.running = false;
+      if (this.again) {
+        this.again = false;
+        void this.tick();
+      }
     }
   }
 }

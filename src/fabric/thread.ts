@@ -61,6 +61,8 @@ export interface RunningFabric {
   alive(): boolean;
   /** A terminator was written through this controller's API: the data plane reads router-side ones again at once. */
   terminatorsChanged(): void;
+  /** Something that can take a grant away was written here: the access watch looks now. */
+  accessChanged(): void;
   /**
    * The controller looked at its certificates (model/pki/renewal.ts): the data plane follows its clock,
    * loads pki/ again when it changed (new certificates on its ports, the keys announced to routers)
@@ -78,12 +80,15 @@ function workerUrl(): URL | string {
 
 /** The longest the data plane's thread may take to close (its listeners, its store) before it is ended. */
 const CLOSE_MS = 5000;
+/** Changes within this long of the first make one nudge of the access watch. */
+const ACCESS_NUDGE_MS = 20;
 
 export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void; connected?: (identityIds: string[]) => void }): Promise<RunningFabric> {
   const sqliteAddon = sqliteAddonFile();
   const worker = new Worker(workerUrl(), { workerData: { config, sqliteAddon } satisfies RouterWorkerData });
   let onClosed: (() => void) | undefined;
   let pkiAsked = 0;
+  let nudging: NodeJS.Timeout | undefined;
   const pkiWaiting = new Map<number, { resolve(): void; reject(e: Error): void }>();
   return new Promise((resolve, reject) => {
     let started = false;
@@ -113,6 +118,14 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
           alive: () => alive,
           terminatorsChanged: () => {
             if (alive) worker.postMessage('terminators');
+          },
+          accessChanged: () => {
+            // One nudge for a burst of changes (an import writes thousands in a second).
+            if (!alive || nudging) return;
+            nudging = setTimeout(() => {
+              nudging = undefined;
+              if (alive) worker.postMessage('access');
+            }, ACCESS_NUDGE_MS);
           },
           pkiChanged: (p) =>
             new Promise<void>((resolve, reject) => {

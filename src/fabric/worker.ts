@@ -159,9 +159,11 @@ try {
   // Certificates renewed while serving: taken up here without a restart (pki-reload.ts).
   listenForPki({ ctx, clock, ctrl, router, log });
   post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
-  parentPort!.on('message', (m: 'close' | 'terminators' | object) => {
+  parentPort!.on('message', (m: 'close' | 'terminators' | 'access' | object) => {
     // A terminator written through this controller's API (those of others arrive with the next read).
     if (m === 'terminators') return void statics.refresh();
+    // A grant changed through this controller's API: the watch looks now (its markers say what moved).
+    if (m === 'access') return void access.tick();
     if (m !== 'close') return;
     clearInterval(stats);
     clearInterval(connections);

@@ -28,6 +28,9 @@ import { startOpsListener } from './ops-listener.js';
 import type http from 'node:http';
 import { setEdgeConnections } from '../model/edge-connections.js';
 
+/** Entities whose changes can take a grant away (who may dial or bind what, through which routers, under which posture). */
+const ACCESS_ENTITIES = new Set(['identities', 'services', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'edgeRouters', 'postureChecks', 'postureResponses', 'mfas', 'revocations']);
+
 export interface Opened {
   ctx: Ctx;
   boot: BootstrapResult;
@@ -143,7 +146,11 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     // Router-side terminators written here are routed to at once (the data plane reads them every second too).
     const running = router;
     ctx.events.subscribe((e) => {
-      if (e.namespace === 'entityChange' && e.entityType === 'terminators') running.terminatorsChanged();
+      if (e.namespace !== 'entityChange') return;
+      if (e.entityType === 'terminators') running.terminatorsChanged();
+      // A grant taken away through this controller is looked at now, not at the access watch's next
+      // half second (other controllers' changes still come with it).
+      else if (ACCESS_ENTITIES.has(e.entityType)) running.accessChanged();
     });
   }
   // A failed start past this point leaves nothing open behind it (a busy port, the metrics port).
