@@ -31,12 +31,12 @@ const rssMb = (pid: number) => {
     return NaN;
   }
 };
-const pct = (xs: number[], p: number) => {
+export const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
-interface Member {
+export interface Member {
   id: string;
   cert: string;
   key: string;
@@ -44,7 +44,7 @@ interface Member {
   file?: string;
 }
 
-function certLogin(base: string, cert: string, key: string): Promise<string> {
+export function certLogin(base: string, cert: string, key: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = https.request(`${base}${C}/authenticate?method=cert`, { method: 'POST', cert, key, rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
       let t = '';
@@ -56,7 +56,7 @@ function certLogin(base: string, cert: string, key: string): Promise<string> {
   });
 }
 
-async function member(base: string, admin: string, name: string, roles: string[]): Promise<Member & { jwt: string }> {
+export async function member(base: string, admin: string, name: string, roles: string[]): Promise<Member & { jwt: string }> {
   const made = await ok(call(base, 'POST', `${M}/identities`, { token: admin, body: { name, type: 'Device', isAdmin: false, roleAttributes: roles, enrollment: { ott: true } } }), name);
   const ott = (await ok(call(base, 'GET', `${M}/identities/${made.data.id}`, { token: admin }), name)).data.enrollment.ott;
   const { csrPem, keyPem } = newKeyAndCsr(name);
@@ -64,15 +64,18 @@ async function member(base: string, admin: string, name: string, roles: string[]
   return { id: made.data.id, cert, key: keyPem, token: await certLogin(base, cert, keyPem), jwt: ott.jwt };
 }
 
-async function peer(port: number, m: Member): Promise<EdgePeer> {
+export async function peer(port: number, m: Member): Promise<EdgePeer> {
   const p = await EdgePeer.connect(port, { cert: m.cert, key: m.key });
   // As a current SDK: the relay's ceiling, unpaced (the C SDK 0.29 row below runs the paced path).
   await p.hello(m.token, 0, { current: true });
   return p;
 }
 
-/** The echo host (bench/echo-host.ts) in its own process: it answers every Dial and echoes every Data. */
-async function echoHost(port: number, m: Member, bindToken: string, dir: string) {
+/**
+ * The echo host (bench/echo-host.ts) in its own process: it answers every Dial and echoes every Data.
+ * `port`: any edge router's SDK port on 127.0.0.1 (the bench's own, or a router of upstream's by hand).
+ */
+export async function echoHost(port: number, m: Member, bindToken: string, dir: string) {
   fs.writeFileSync(path.join(dir, 'host.pem'), m.cert);
   fs.writeFileSync(path.join(dir, 'host.key'), m.key, { mode: 0o600 });
   const child = spawn(process.execPath, [path.join(here, 'echo-host.js'), String(port), path.join(dir, 'host.pem'), path.join(dir, 'host.key'), m.token, bindToken], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -85,7 +88,7 @@ async function echoHost(port: number, m: Member, bindToken: string, dir: string)
 
 let nextConnId = 10;
 /** Dial on an open channel: Connect -> StateConnected; returns the conn id and the set-up time. */
-async function dial(p: EdgePeer, token: string): Promise<{ connId: number; ms: number }> {
+export async function dial(p: EdgePeer, token: string): Promise<{ connId: number; ms: number }> {
   const connId = nextConnId++;
   const t = performance.now();
   const seq = p.send(CT.Connect, [[H.ConnId, le32(connId)], [H.Seq, le32(0)]], Buffer.from(token));
@@ -98,7 +101,7 @@ async function dial(p: EdgePeer, token: string): Promise<{ connId: number; ms: n
  * What a tunneler does for each connection it intercepts, on its open channel: Connect, wait for
  * StateConnected, send the first bytes, wait for the answer's first Data. Returns the whole time.
  */
-async function firstByte(p: EdgePeer, token: string): Promise<number> {
+export async function firstByte(p: EdgePeer, token: string): Promise<number> {
   const t = performance.now();
   const { connId } = await dial(p, token);
   const echoed = new Promise<void>((resolve) => {
@@ -122,13 +125,13 @@ async function firstByte(p: EdgePeer, token: string): Promise<number> {
 /**
  * Dials per second (issue 46): dials sent at a fixed rate (a tenth of a second's worth every 100 ms,
  * not waiting for answers), each closed when connected, for `seconds`; their set-up p99. The rate
- * doubles from 100 a second until the p99 is twice `baseP99` (the one-at-a-time figure) or dials fail:
- * the last rate before that is what the router sustains.
+ * doubles from `from` (100) a second until the p99 is twice `baseP99` (the one-at-a-time figure) or dials
+ * fail: the last rate before that is what the router sustains.
  */
-async function dialRate(p: EdgePeer, token: string, baseP99: number, seconds = 2): Promise<{ rate: number; p99: number; at: string[] }> {
+export async function dialRate(p: EdgePeer, token: string, baseP99: number, seconds = 2, from = 100): Promise<{ rate: number; p99: number; at: string[] }> {
   let sustained = { rate: 0, p99: NaN };
   const at: string[] = [];
-  for (let rate = 100; rate <= 12_800; rate *= 2) {
+  for (let rate = from; rate <= 12_800; rate *= 2) {
     const times: number[] = [];
     let failed = 0;
     const pending: Promise<void>[] = [];
@@ -153,6 +156,25 @@ async function dialRate(p: EdgePeer, token: string, baseP99: number, seconds = 2
     sustained = { rate, p99 };
   }
   return { ...sustained, at };
+}
+
+/**
+ * The data plane's set-up figures on one open channel (as an SDK keeps one) to any router: `dials`
+ * dials one after another, each closed after (Connect to StateConnected); as many connections timed to
+ * their first byte; then the dials per second sustained. `token`: a Dial session's token for a service
+ * the router reaches an echo host for.
+ */
+export async function dialFigures(p: EdgePeer, token: string, dials = DIALS): Promise<{ setups: number[]; firsts: number[]; rate: Awaited<ReturnType<typeof dialRate>> }> {
+  const setups: number[] = [];
+  for (let i = 0; i < dials; i++) {
+    const d = await dial(p, token);
+    setups.push(d.ms);
+    p.send(CT.StateClosed, [[H.ConnId, le32(d.connId)], [H.Seq, le32(0)]], Buffer.from('done'));
+  }
+  const firsts: number[] = [];
+  for (let i = 0; i < dials; i++) firsts.push(await firstByte(p, token));
+  const rate = await dialRate(p, token, pct(setups, 99));
+  return { setups, firsts, rate };
 }
 
 /** Send `bytes` on a conn in 64 KiB frames as fast as the socket takes them; resolves when all came back. */
@@ -287,15 +309,7 @@ export async function relayRows(): Promise<Row[]> {
   // is), each closed after; then time to first byte, 1,000 connections the same way.
   const p0 = await peer(port, clients[0]);
   const t0 = await session(clients[0], 'Dial');
-  const setups: number[] = [];
-  for (let i = 0; i < DIALS; i++) {
-    const d = await dial(p0, t0);
-    setups.push(d.ms);
-    p0.send(CT.StateClosed, [[H.ConnId, le32(d.connId)], [H.Seq, le32(0)]], Buffer.from('done'));
-  }
-  const firsts: number[] = [];
-  for (let i = 0; i < DIALS; i++) firsts.push(await firstByte(p0, t0));
-  const rate = await dialRate(p0, t0, pct(setups, 99));
+  const { setups, firsts, rate } = await dialFigures(p0, t0);
 
   const echoServer = tempDir();
   const echoPort = 17000 + Math.floor(Math.random() * 900);
