@@ -32,6 +32,8 @@ const data = workerData as RouterWorkerData;
 const RELAY_NICE = niceFrom(process.env.ZTC_RELAY_NICE);
 // ZTC_STATS_MS: how often the data plane reports its counters to the metrics (default 5 s).
 const STATS_MS = Math.max(100, Number(process.env.ZTC_STATS_MS ?? 5000) || 5000);
+/** How long the data plane's events wait to go to the main thread together (postEvents below). */
+const EVENTS_MS = 20;
 /** How often the connected identities are looked at (and sent when they changed). */
 const CONNECTED_MS = 1000;
 const post = (m: FromRouter) => parentPort!.postMessage(m);
@@ -50,12 +52,19 @@ try {
   const ctx: Ctx = { store, pki, config, clock, sealer: loadSealer(path.join(config.dataDir, 'pki')), events: new Events(store) };
   const log = { info: level('info'), warn: level('warn'), debug: level('debug') };
   // The data plane's events go to the main thread, which writes the events file and serves the stream:
-  // those of one turn of this loop as one message (a message each cost the thread a sixth of a dial's
-  // CPU, measured by profile: a circuit's created and deleted events, and more on a busy router).
+  // those of EVENTS_MS as one message. A message an event cost the thread a sixth of a dial's CPU, and one
+  // a turn of this loop still two a dial (a circuit's created and deleted events come in different turns):
+  // by profile a seventh of this thread's time for dials through an upstream router. The file and the
+  // stream write every 50 ms anyway (model/events/hub.ts).
   const events: ZtcEvent[] = [];
-  const postEvents = () => events.length && post({ events: events.splice(0) });
+  let eventsTimer: NodeJS.Timeout | undefined;
+  const postEvents = () => {
+    if (eventsTimer) clearTimeout(eventsTimer);
+    eventsTimer = undefined;
+    if (events.length) post({ events: events.splice(0) });
+  };
   ctx.events.subscribe((e) => {
-    if (!events.length) setImmediate(postEvents);
+    if (!events.length) eventsTimer = setTimeout(postEvents, EVENTS_MS);
     events.push(e);
   });
   // Failed TLS handshakes on the edge and control ports are among them (ziti#1834).
