@@ -26,6 +26,8 @@ const REROUTE_ATTEMPT = 99969996;
 const PUBLIC_KEY = 1003;
 /** RouteResult error code (header 1104): the egress router has no such terminator. */
 const ROUTE_ERROR_INVALID_TERMINATOR = 1;
+/** How many ended circuits are remembered (endedLately): a few seconds of dials on a busy router. */
+const ENDED_KEPT = 4096;
 
 export interface UpstreamTerminator {
   id: string;
@@ -88,6 +90,8 @@ export interface CircuitRequest {
   instanceId?: string;
   encryptionRequired: boolean;
   peerData: Map<number, Buffer>;
+  /** The circuit's id when the dialing router chose it (2.1's CreateCircuitV3 may): else a new one. */
+  circuitId?: string;
 }
 
 /** A session's use on a router that ended: the router must drop it (ctrl/listener.ts tells it how). */
@@ -125,6 +129,12 @@ export class RouterNetwork {
   readonly terminators = new Map<string, UpstreamTerminator>();
   readonly links = new Map<string, Link>();
   readonly circuits = new Map<string, UpstreamCircuit>();
+  /**
+   * The ids of the circuits ended last (oldest first, ENDED_KEPT of them): both ends of a circuit on one
+   * router send a Fault when they close, and the second finds the circuit gone; its routers were told
+   * already (endCircuit), so it needs no Unroute of its own (fault.ts).
+   */
+  private readonly ended = new Set<string>();
   private costs = new Map<string, RouterCosts>();
 
   constructor(
@@ -372,7 +382,8 @@ export class RouterNetwork {
     let why = '';
     let cause = 'ROUTER_ERR_GENERIC';
     // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.
-    const id = randomUUID();
+    const id = r.circuitId ?? randomUUID();
+    if (r.circuitId !== undefined && (!/^[\w.:@-]{1,64}$/.test(id) || this.circuits.has(id))) throw new Refused(`the circuit id '${id.slice(0, 64)}' the router chose is ${this.circuits.has(id) ? 'in use' : 'not valid'}`, EdgeError.Internal);
     const started = performance.now();
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       let choice = this.choose(from.routerId, r);
@@ -468,8 +479,15 @@ export class RouterNetwork {
   /** A circuit ended: forget it and tell every router on its path to drop its forwarding (`now`: at once). */
   endCircuit(c: UpstreamCircuit, now: boolean) {
     if (!this.circuits.delete(c.id)) return;
+    this.ended.add(c.id);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.values().next().value!);
     this.recorder.removed(c.id);
     for (const id of c.path.routers) this.at(id)?.unroute(c.id, now);
+  }
+
+  /** Whether this controller ended the circuit lately (and told its routers to drop it then). */
+  endedLately(circuitId: string): boolean {
+    return this.ended.has(circuitId);
   }
 
   /** Circuits matching `which` get a new path between the same ends; those that cannot are ended. */

@@ -14,5 +14,6 @@ export async function fault(r: CtrlRouter, m: Message) {
   const c = r.network.circuits.get(f.id);
   if (c) r.network.endCircuit(c, true);
   // A circuit this controller does not know (routed before a restart): the reporting router drops it.
-  else r.unroute(f.id);
+  // One it ended a moment ago (the other end's Fault came first) was unrouted then.
+  else if (!r.network.endedLately(f.id)) r.unroute(f.id);
 }
