@@ -8,7 +8,7 @@ import type { Ctx } from './context.js';
 import { hashSecret } from './ids.js';
 import { checkAccessToken } from './auth/oidc/bearer.js';
 import { looksLikeJwt } from './auth/oidc/tokens.js';
-import { sharedEdgeRouters } from './policy/access.js';
+import { canUse, sharedEdgeRouters } from './policy/access.js';
 
 const timeoutMs = (ctx: Ctx) => ctx.config.sessionTimeoutMinutes * 60_000;
 
@@ -132,6 +132,51 @@ export async function sessionTokenForServiceId(ctx: Ctx, serviceId: string, apiS
   const { createSession } = await import('./resources/sessions.js');
   const made = await createSession(ctx, { identityId: who.identityId, identityName: identity.name, isAdmin: false, readOnlyAdmin: false, apiSessionId: who.apiSessionId, token: apiSessionToken! }, { serviceId, type });
   return String((made as { token?: unknown }).token ?? '') || null;
+}
+
+/** Why a Connect-V2 dial (2.1's CreateCircuitV3) is refused before any session is looked at; its edge error follows from the kind. */
+export class ConnectV2Refusal extends Error {
+  constructor(
+    readonly kind: 'api-session' | 'service' | 'access',
+    message: string,
+    readonly who?: { identityId: string; identityName?: string; serviceId?: string; serviceName?: string },
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A 2.1 router's Connect-V2 (CreateCircuitV3: identity id, service id, the SDK's API session token, no
+ * service session): the router judged the dial from its data model, the controller judges it again
+ * (ctrl-channel-2.x.md section 1.5d; GHSA-7868-235p-7497). The token must be an OIDC access token of
+ * this network (signature by our keys, aud, z_t "a", expiry; its JWT id, API session and identity not
+ * revoked) whose `sub` is the identity the router names; a legacy token is refused (Connect-V2 is for
+ * OIDC sessions only, as upstream's router also says); the service must exist and a Dial policy must
+ * grant it. Then the API session's Dial session of that service, as a CreateCircuitV2 naming the service
+ * by id gets it (sessionTokenForServiceId): the circuit is routed on it like any other dial, with its
+ * fingerprint, edge router and posture checks.
+ */
+export async function connectV2Session(ctx: Ctx, apiSessionToken: string, identityId: string, serviceId: string): Promise<string> {
+  if (!apiSessionToken) throw new ConnectV2Refusal('api-session', 'invalid api session: the Connect-V2 request carries no API session token');
+  if (!looksLikeJwt(apiSessionToken)) throw new ConnectV2Refusal('api-session', 'invalid api session: connect-v2 requires an OIDC API session (an access token); a legacy (zt-session) API session dials with a service session');
+  const who = (await accessTokenOf(ctx, apiSessionToken).catch((e: Error) => {
+    throw new ConnectV2Refusal('api-session', e.message);
+  }))!;
+  if (who.identityId !== identityId) throw new ConnectV2Refusal('api-session', `invalid api session: the access token is not the dialing identity's (the router names '${identityId}')`);
+  const db = ctx.store.db;
+  const [identity, service] = await Promise.all([
+    db.selectFrom('identities').select('name').where('id', '=', identityId).executeTakeFirst(),
+    serviceId ? db.selectFrom('services').select(['id', 'name']).where('id', '=', serviceId).executeTakeFirst() : undefined,
+  ]);
+  if (!identity) throw new ConnectV2Refusal('api-session', 'invalid api session: its identity no longer exists');
+  if (!service) throw new ConnectV2Refusal('service', `invalid service: no service has the id '${serviceId}'`, { identityId, identityName: identity.name, serviceId });
+  const named = { identityId, identityName: identity.name, serviceId, serviceName: service.name };
+  if (!(await canUse(db, identityId, serviceId, ['dial']))) throw new ConnectV2Refusal('access', `invalid service: no service policy grants '${identity.name}' Dial on '${service.name}'`, named);
+  const token = await sessionTokenForServiceId(ctx, serviceId, apiSessionToken, 'Dial').catch((e: Error) => {
+    throw new ConnectV2Refusal('access', `invalid session: ${e.message}`, named);
+  });
+  if (!token) throw new ConnectV2Refusal('access', `invalid session: no Dial session of '${service.name}' could be made`, named);
+  return token;
 }
 
 /** The API session behind a service session, when it is still live, with its fingerprints. */

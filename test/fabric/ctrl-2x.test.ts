@@ -12,7 +12,7 @@ import { expireApiSessions } from '../../src/model/auth/api-sessions.js';
 import { CLIENT } from '../helpers/controller.js';
 import { startNetwork, type Member, type TestNetwork } from '../helpers/network.js';
 import { claimsOf, oidcClient } from '../helpers/oidc.js';
-import { bytesMap, capable, connectRouter, connectRouter2x, enrollRouter, fp, i32, KeyUsage, RdmSchemas, readBytesMap, strings, T, T2, type EnrolledRouter } from '../peers/ctrl-router.js';
+import { bytesMap, capable, connectRouter, connectRouter2x, createCircuitV3Headers, enrollRouter, fp, i32, KeyUsage, RdmSchemas, readBytesMap, ROUTER_21_CAPABILITIES, strings, T, T2, UPSTREAM_21_VERSION, type EnrolledRouter } from '../peers/ctrl-router.js';
 import { CT, EdgePeer, H, le32 } from '../peers/edge-sdk.js';
 
 let n: TestNetwork;
@@ -668,6 +668,139 @@ describe('a 2.x router: OIDC sessions in CreateCircuitV2 and CreateTerminatorV2'
     expect(decode(Schemas.CreateTerminatorV2Response, t.body)).toMatchObject({ result: 4 });
     const ok = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'sid-y-' + Math.random().toString(36).slice(2), sessionToken: bind, apiSessionToken: theirs.tokens.access_token, fingerprints: [fp(host.cert)], peerData: {} })));
     expect(decode(Schemas.CreateTerminatorV2Response, ok.body).result ?? 0).toBe(0);
+  });
+});
+
+describe('a 2.1 router: its capabilities, and Connect-V2 (CreateCircuitV3)', () => {
+  // A 2.1 router sends its capability mask as 8 bytes (bits 1, 2, 4, 5, 6 and 62), and for an OIDC session
+  // whose dial it authorized from the data model, CreateCircuitV3 (20222): identity and service ids, the
+  // access token, no service session (ctrl-channel-2.x.md section 1.5d). Every header is written here by hand.
+  let r21: EnrolledRouter;
+  let p: EdgePeer;
+  let result: { headers: Map<number, Buffer> };
+  let oidc: ReturnType<typeof oidcClient>;
+  let host: Member;
+  let client: Member;
+  let service: string;
+  const hostKey = Buffer.alloc(32, 5);
+  const u32le = (n: number) => Buffer.from([n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, n >>> 24]);
+  const stringMap = (b: Buffer) => {
+    const out: Record<string, string> = {};
+    let at = 4;
+    for (let i = 0; i < b.readUInt32LE(0); i++) {
+      const kl = b.readUInt32LE(at);
+      const k = b.subarray(at + 4, at + 4 + kl).toString();
+      const vl = b.readUInt32LE(at + 4 + kl);
+      out[k] = b.subarray(at + 8 + kl, at + 8 + kl + vl).toString();
+      at += 8 + kl + vl;
+    }
+    return out;
+  };
+
+  beforeAll(async () => {
+    oidc = oidcClient(n.c);
+    service = await n.service('cv3', { encryptionRequired: true });
+    host = await n.identity('cv3-host', ['cv3-hosts']);
+    client = await n.identity('cv3-client', ['cv3-clients']);
+    r21 = await enrollRouter(n, 'upstream-21');
+    const c = await connectRouter2x(ctrlPort, r21, { version: UPSTREAM_21_VERSION, capabilities: ROUTER_21_CAPABILITIES });
+    p = c.p;
+    result = c.result!;
+    const bind = await n.session(host, service, 'Bind');
+    const t = await p.replyTo(p.send(T.CreateTerminatorV2, [], encode(Schemas.CreateTerminatorV2Request, { address: 'cv3-' + Math.random().toString(36).slice(2), sessionToken: bind, apiSessionToken: host.token, fingerprints: [fp(host.cert)], peerData: { 1003: hostKey } })));
+    expect(decode(Schemas.CreateTerminatorV2Response, t.body).result ?? 0).toBe(0);
+  }, 60_000);
+  afterAll(() => p.close());
+
+  it('its 8-byte mask is read as one big integer: stored, named with 2.1\'s names, and told the same controller mask (nothing more to announce)', async () => {
+    expect(result.headers.get(2)).toEqual(Buffer.from([1]));
+    // Connect-V2 needs no controller bit (upstream's 2.1 controller sends bits 1-6; GroupedCtrlChan, 5, stays clear here).
+    expect(result.headers.get(1002)).toEqual(Buffer.from([0x5e]));
+    const detail = (await n.api('GET', `/edge-routers/${r21.id}`)).body.data;
+    expect(detail).toMatchObject({ version: 'v2.1.0-pre2', capabilities: ['MULTI_CHANNEL', 'CONNECT_V2', 'SERVICE_SUBSCRIPTIONS', 'POSTURE_CHECKS', 'BIND_SUCCESS'] });
+    // A JSON number: bit 62 alone survives the rounding (capabilities above are exact).
+    expect(detail.capabilitiesMask).toBe(2 ** 62);
+    expect((await n.c.running.ctx.store.db.selectFrom('routers').select('capabilitiesMask').where('id', '=', r21.id).executeTakeFirstOrThrow()).capabilitiesMask).toBe(String(0x4000000000000076n));
+  });
+
+  it('routes an OIDC session\'s dial: the access token checked, the Route sent, and CreateCircuitV3Response with V2\'s headers', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    const dialerKey = Buffer.alloc(32, 9);
+    const seq = p.send(T.CreateCircuitV3, createCircuitV3Headers({ identityId: client.id, serviceId: service, apiSessionToken: tokens.access_token, fingerprints: [fp(client.cert)], peerData: [[1003, dialerKey], [1115, Buffer.from(client.id)], [1116, Buffer.from(client.name)]] }));
+    const route = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    expect(route.egress.peerData['1003']).toEqual(dialerKey);
+    // The host is told the identity the access token is for.
+    expect(route.egress.peerData['1008'].toString()).toBe('cv3-client');
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(route.circuitId));
+    const answer = await p.replyTo(seq);
+    expect(answer.type, answer.body.toString()).toBe(T.CreateCircuitV3Response);
+    expect(answer.headers.get(11)!.toString()).toBe(route.circuitId);
+    expect(answer.headers.get(12)!.toString()).toBe(route.forwards.find((f: { dstType?: number }) => (f.dstType ?? 0) === 1).srcAddress);
+    expect(readBytesMap(answer.headers.get(10)!).get(1003)).toEqual(hostKey);
+    expect(stringMap(answer.headers.get(13)!)).toEqual({ serviceId: service, clientId: client.id, hostId: host.id });
+    // A circuit like any other: listed, and a Fault ends it.
+    await expect.poll(async () => (await n.c.call('GET', `/fabric/v1/circuits/${route.circuitId}`, { token: n.admin })).status, { timeout: 5000 }).toBe(200);
+    p.send(T.Fault, [], encode(Schemas.Fault, { subject: 0, id: route.circuitId }));
+    expect(decode(Schemas.Unroute, (await p.next((f) => f.type === T.Unroute)).body)).toMatchObject({ circuitId: route.circuitId });
+    // A circuit id the router chose is the circuit's.
+    const chosen = 'cv3-circuit-' + Math.random().toString(36).slice(2);
+    const again = p.send(T.CreateCircuitV3, createCircuitV3Headers({ identityId: client.id, serviceId: service, apiSessionToken: tokens.access_token, fingerprints: [fp(client.cert)], peerData: [[1003, dialerKey]], circuitId: chosen }));
+    const route2 = decode(Schemas.Route, (await p.next((f) => f.type === T.Route)).body);
+    expect(route2.circuitId).toBe(chosen);
+    p.send(T.RouteResult, [[1101, le32(0)], [1102, Buffer.from([1])]], Buffer.from(chosen));
+    expect((await p.replyTo(again)).headers.get(11)!.toString()).toBe(chosen);
+  });
+
+  /** A refused CreateCircuitV3: Error (20002) with the text, the edge error code (1014) and the retry hint (18), both uint32 LE. */
+  async function refused(h: Parameters<typeof createCircuitV3Headers>[0], code: number, hint: number, text: RegExp) {
+    const r = await p.replyTo(p.send(T.CreateCircuitV3, createCircuitV3Headers(h)));
+    expect(r.type, r.body.toString()).toBe(T.Error);
+    expect(r.body.toString()).toMatch(text);
+    expect(r.headers.get(1014)).toEqual(u32le(code));
+    expect(r.headers.get(18)).toEqual(u32le(hint));
+  }
+
+  it('refuses a legacy (zt-session) API session: connect-v2 is for OIDC sessions', async () => {
+    await refused({ identityId: client.id, serviceId: service, apiSessionToken: client.token, fingerprints: [fp(client.cert)] }, 2, 2, /connect-v2 requires an OIDC API session/);
+    await refused({ identityId: client.id, serviceId: service, apiSessionToken: '', fingerprints: [fp(client.cert)] }, 2, 2, /no API session token/);
+  });
+
+  it('refuses an access token whose sub is not the identity the router names (GHSA-7868-235p-7497), and one not signed by our keys', async () => {
+    const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
+    await refused({ identityId: host.id, serviceId: service, apiSessionToken: tokens.access_token, fingerprints: [fp(host.cert)] }, 2, 2, /not the dialing identity's/);
+    const [h, body] = tokens.access_token.split('.');
+    await refused({ identityId: client.id, serviceId: service, apiSessionToken: `${h}.${body}.${Buffer.alloc(64, 1).toString('base64url')}`, fingerprints: [fp(client.cert)] }, 2, 2, /access token is not accepted/);
+  });
+
+  it('refuses a revoked token (JTI) and a revoked identity (IDENTITY, tokens issued before)', async () => {
+    const a = await oidc.cCert({ cert: client.cert, key: client.key });
+    expect((await n.api('POST', '/revocations', { id: claimsOf(a.tokens.access_token).jti, type: 'JTI' })).status).toBe(201);
+    await refused({ identityId: client.id, serviceId: service, apiSessionToken: a.tokens.access_token, fingerprints: [fp(client.cert)] }, 2, 2, /access token is not accepted/);
+    const other = await n.identity('cv3-client-2', ['cv3-clients']);
+    const b = await oidc.cCert({ cert: other.cert, key: other.key });
+    expect((await n.api('POST', '/revocations', { id: other.id, type: 'IDENTITY' })).status).toBe(201);
+    await refused({ identityId: other.id, serviceId: service, apiSessionToken: b.tokens.access_token, fingerprints: [fp(other.cert)] }, 2, 2, /access token is not accepted/);
+  });
+
+  it('refuses an identity no Dial policy lets dial the service, and a service that does not exist (not retried)', async () => {
+    // The host may bind it, not dial it.
+    const { tokens } = await oidc.cCert({ cert: host.cert, key: host.key });
+    await refused({ identityId: host.id, serviceId: service, apiSessionToken: tokens.access_token, fingerprints: [fp(host.cert)] }, 6, 3, /no service policy grants 'cv3-host' Dial on 'cv3'/);
+    await refused({ identityId: host.id, serviceId: 'no-such-service', apiSessionToken: tokens.access_token, fingerprints: [fp(host.cert)] }, 6, 3, /no service has the id 'no-such-service'/);
+  });
+
+  it('refuses an identity whose edge router policies do not give it this router', async () => {
+    const far = await n.identity('cv3-far', ['cv3-clients']);
+    const { tokens } = await oidc.cCert({ cert: far.cert, key: far.key });
+    const erps = (await n.api('GET', '/edge-router-policies?limit=100')).body.data as { id: string; identityRoles: string[]; edgeRouterRoles: string[] }[];
+    const saved = erps.filter((e) => e.identityRoles.includes('#all'));
+    // Only routers other than this one for everybody, for this test: the policies that give all routers go for a moment.
+    for (const e of saved) expect((await n.api('PATCH', `/edge-router-policies/${e.id}`, { identityRoles: ['#not-cv3-far'] })).status).toBe(200);
+    try {
+      await refused({ identityId: far.id, serviceId: service, apiSessionToken: tokens.access_token, fingerprints: [fp(far.cert)] }, 5, 2, /invalid edge router for session/);
+    } finally {
+      for (const e of saved) await n.api('PATCH', `/edge-router-policies/${e.id}`, { identityRoles: e.identityRoles });
+    }
   });
 });
 

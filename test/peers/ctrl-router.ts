@@ -13,6 +13,7 @@ export const T = {
   Hello: 0, Result: 2, Heartbeat: 5, Fault: 1004, Route: 1005, Unroute: 1006, RouteResult: 1022, CircuitConfirmation: 1034, RouterLinks: 1035, VerifyRouter: 1036,
   RemoveTerminators: 1038, PeerStateChanges: 1050, ServerHello: 20000, ClientHello: 20001, Error: 20002, SessionRemoved: 20102, ApiSessionAdded: 20200,
   ApiSessionRemoved: 20202, CreateTerminatorV2: 20216, CreateTerminatorV2Response: 20217, CreateCircuitV2: 20218, CreateCircuitV2Response: 20219,
+  CreateCircuitV3: 20222, CreateCircuitV3Response: 20223,
   EnrollmentCertsResponse: 20301, EnrollmentExtendRouterRequest: 20302, EnrollmentExtendRouterVerifyRequest: 20303,
 };
 export const UPSTREAM_VERSION = 'v1.1.10|a11e8b4b|2024-09-04|linux|amd64';
@@ -120,7 +121,31 @@ export const RdmSchemas = {
 /** DataState.PublicKey usages and formats. */
 export const KeyUsage = { JWTValidation: 0, ClientX509CertValidation: 1 };
 
+/** A 2.1 router (openziti-2x.md section 3.2, item 1): its version, and its capability mask in 1002, bits 1, 2, 4, 5, 6 and 62 (RouterDataModel, -2). */
+export const UPSTREAM_21_VERSION = 'v2.1.0-pre2|745d79dd|2026-08-21|linux|amd64';
+export const ROUTER_21_CAPABILITIES = Buffer.from([0x40, 0, 0, 0, 0, 0, 0, 0x76]);
+
+/**
+ * CreateCircuitV3 (2.1 Connect-V2), headers only (common/ctrl_msg/messages.go): 15 identity id, 16 service
+ * id, 17 circuit id (the router sends it empty), 14 the SDK's API session token, 12 fingerprints, 13
+ * terminator instance id, 10 peer data (the router adds the dialer's id and name, 1115 and 1116).
+ */
+export function createCircuitV3Headers(q: { identityId: string; serviceId: string; apiSessionToken: string; fingerprints: string[]; peerData?: [number, Buffer][]; instanceId?: string; circuitId?: string }): [number, Buffer][] {
+  return [
+    [15, Buffer.from(q.identityId)],
+    [16, Buffer.from(q.serviceId)],
+    [17, Buffer.from(q.circuitId ?? '')],
+    [14, Buffer.from(q.apiSessionToken)],
+    [12, strings(q.fingerprints)],
+    [13, Buffer.from(q.instanceId ?? '')],
+    [10, bytesMap(q.peerData ?? [])],
+  ];
+}
+
 export interface Hello2xOptions {
+  /** Its version (header 4) and capability mask (1002): a 2.0.3 router's ([0x02]) unless given. */
+  version?: string;
+  capabilities?: Buffer;
   /** The group secret to bring (none: the controller makes one). */
   secret?: Buffer;
   /** Not the group's first underlay: a later one, naming this connection id. */
@@ -137,8 +162,8 @@ export interface Hello2xOptions {
 export async function connectRouter2x(port: number, r: EnrolledRouter, o: Hello2xOptions = {}): Promise<{ p: EdgePeer; result?: Frame }> {
   const p = await EdgePeer.connect(port, { cert: r.cert, key: r.key, alpn: ['ziti-ctrl'] });
   const headers: [number, Buffer][] = [
-    [4, Buffer.from(UPSTREAM_2X_VERSION)],
-    [1002, Buffer.from([0x02])],
+    [4, Buffer.from(o.version ?? UPSTREAM_2X_VERSION)],
+    [1002, o.capabilities ?? Buffer.from([0x02])],
     [9, Buffer.from([1])],
     [7, Buffer.from('ctrl.default')],
   ];

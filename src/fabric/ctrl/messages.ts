@@ -40,6 +40,9 @@ export const CtrlType = {
   CreateTerminatorV2Response: 20217,
   CreateCircuitV2Request: 20218,
   CreateCircuitV2Response: 20219,
+  /** 2.1 Connect-V2: a dial the router authorized from its data model, for an OIDC API session (ctrl-channel-2.x.md section 1.5d). */
+  CreateCircuitV3Request: 20222,
+  CreateCircuitV3Response: 20223,
   /** A router's certificates renewed a week before they expire (ZITI router/xgress_edge/certchecker.go). */
   EnrollmentCertsResponse: 20301,
   EnrollmentExtendRouterRequest: 20302,
@@ -88,8 +91,13 @@ export const CtrlHeader = {
   ResponseAddress: 12,
   ResponsePeerData: 10,
   ResponseTags: 13,
-  /** On an Error (20002): the edge error code. */
+  // CreateCircuitV3 request (2.1): the dialing identity, the service, a circuit id the router chose (empty: ours)
+  CircuitIdentityId: 15,
+  CircuitServiceId: 16,
+  CircuitId: 17,
+  /** On an Error (20002): the edge error code, and (2.1) whether and how the router may try again (RetryHint, uint32). */
   EdgeErrorCode: 1014,
+  ErrorRetryHint: 18,
 } as const;
 
 /** Capabilities of a 1.1 controller: CreateTerminatorV2 (1), SingleRouterLinkSource (2), CreateCircuitV2 (3). */

@@ -90,6 +90,8 @@ export interface CircuitRequest {
   instanceId?: string;
   encryptionRequired: boolean;
   peerData: Map<number, Buffer>;
+  /** The circuit's id when the dialing router chose it (2.1's CreateCircuitV3 may): else a new one. */
+  circuitId?: string;
 }
 
 /** A session's use on a router that ended: the router must drop it (ctrl/listener.ts tells it how). */
@@ -380,7 +382,8 @@ export class RouterNetwork {
     let why = '';
     let cause = 'ROUTER_ERR_GENERIC';
     // One circuit id for every attempt (routers tell attempts apart by number); each path its own addresses.
-    const id = randomUUID();
+    const id = r.circuitId ?? randomUUID();
+    if (r.circuitId !== undefined && (!/^[\w.:@-]{1,64}$/.test(id) || this.circuits.has(id))) throw new Refused(`the circuit id '${id.slice(0, 64)}' the router chose is ${this.circuits.has(id) ? 'in use' : 'not valid'}`, EdgeError.Internal);
     const started = performance.now();
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       let choice = this.choose(from.routerId, r);

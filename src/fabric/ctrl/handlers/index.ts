@@ -5,6 +5,7 @@ import { CtrlType } from '../messages.js';
 import { confirmCircuits } from './circuit-confirmation.js';
 import { createCircuitV1 } from './create-circuit.js';
 import { createCircuit } from './create-circuit-v2.js';
+import { createCircuitV3 } from './create-circuit-v3.js';
 import { createTerminatorV1 } from './create-terminator.js';
 import { createTerminator } from './create-terminator-v2.js';
 import { extendCerts } from './enrollment-extend.js';
@@ -26,6 +27,7 @@ import { verifyRouter } from './verify-router.js';
 export const CTRL_HANDLERS = new Map<number, [(r: CtrlRouter, m: Message) => unknown, string]>([
   [CtrlType.CreateTerminatorV2Request, [createTerminator, 'terminator']],
   [CtrlType.CreateCircuitV2Request, [createCircuit, 'circuit']],
+  [CtrlType.CreateCircuitV3Request, [createCircuitV3, 'circuit']],
   [CtrlType.CreateTerminatorRequest, [createTerminatorV1, 'terminator']],
   [CtrlType.CreateCircuitRequest, [createCircuitV1, 'circuit']],
   [CtrlType.UpdateTerminatorRequest, [updateTerminator, 'terminator update']],
