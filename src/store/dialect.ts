@@ -18,6 +18,12 @@ export interface DialectHelpers {
   /** An array as anyOf's parameter takes it. */
   arrayParam(values: unknown[]): unknown;
   /**
+   * The same test for text values against a hash of them (PostgreSQL's hash semi join, SQLite's IN
+   * table), never an index probe per value: for rows found from the other side of a join, kept when
+   * `ref` is among the values.
+   */
+  inSet(ref: Expression<unknown> | RawBuilder<unknown>, param: unknown): RawBuilder<SqlBool>;
+  /**
    * The rows of `from` as one JSON array of objects (its columns, named `fields`, camelCase as they are
    * selected): several result sets in one statement, one round trip on PostgreSQL.
    */
@@ -37,6 +43,8 @@ const sqlite: DialectHelpers = {
   like: (text, pattern) => sql<SqlBool>`${text} like ${pattern} escape '\\'`,
   anyOf: (ref, param) => sql<SqlBool>`${ref} in (select value from json_each(${param}))`,
   arrayParam: (values) => JSON.stringify(values),
+  // The unary plus keeps the column from an index lookup per value.
+  inSet: (ref, param) => sql<SqlBool>`+${ref} in (select value from json_each(${param}))`,
   jsonRows: (from, fields) => sql`(select coalesce(json_group_array(json_object(${pairs(fields)})), '[]') from ${from} as x)`,
   setElements: (column) => sql`json_each(${column}) as je`,
   setLength: (column) => sql<number>`json_array_length(${column})`,
@@ -58,6 +66,8 @@ const postgres: DialectHelpers = {
   like: (text, pattern) => sql<SqlBool>`${text} like ${pattern}`,
   anyOf: (ref, param) => sql<SqlBool>`${ref} = any(${param})`,
   arrayParam: (values) => values,
+  // `= any($1)` compares each row with every value in a generic plan (it hashes only a literal array).
+  inSet: (ref, param) => sql<SqlBool>`${ref} in (select unnest(${param}::text[]))`,
   jsonRows: (from, fields) => sql`(select coalesce(json_agg(json_build_object(${pairs(fields)})), '[]') from ${from} as x)`,
   setElements: (column) => sql`jsonb_array_elements_text(${column}::jsonb) as je(value)`,
   setLength: (column) => sql<number>`jsonb_array_length(${column}::jsonb)`,

@@ -24,6 +24,8 @@ export interface Params {
    * PostgreSQL prepares it once and SQLite keeps one statement, instead of one per length of `in (...)`.
    */
   anyOf(ref: Expression<unknown> | RawBuilder<unknown>, i: number): RawBuilder<SqlBool>;
+  /** `ref` is one of parameter i's values, tested against their hash (`DialectHelpers.inSet`). */
+  inSet(ref: Expression<unknown> | RawBuilder<unknown>, i: number): RawBuilder<SqlBool>;
 }
 
 const dialectOf = (db: Db): DialectHelpers => (db.getExecutor().adapter instanceof PostgresAdapter ? dialects.postgres : dialects.sqlite);
@@ -31,6 +33,7 @@ const dialectOf = (db: Db): DialectHelpers => (db.getExecutor().adapter instance
 function params(d: DialectHelpers): Params {
   const p = ((i: number) => marker(i)) as Params;
   p.anyOf = (ref, i) => d.anyOf(ref, listMarker(i));
+  p.inSet = (ref, i) => d.inSet(ref, listMarker(i));
   return p;
 }
 

@@ -4,6 +4,7 @@
 // path) for every caller and every kind of service; and the service-updates poll.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/model/ids.js';
+import { WIDE_PAGE } from '../../src/model/resources/services.js';
 import { CLIENT, MGMT, startTestController, type TestController } from '../helpers/controller.js';
 
 let c: TestController;
@@ -108,6 +109,32 @@ describe('one service by name', () => {
     expect(await statementsOf(() => byName(carol, 'checked'))).toBe(1);
     expect(await statementsOf(() => byName(carol, 'app', '&limit=10'))).toBeGreaterThan(1);
     expect(await statementsOf(() => c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent('name = "app" or name = "checked"')}`, { token: carol }))).toBeGreaterThan(1);
+  });
+
+  it('answers a page of many services (its grants read from the caller\'s side) as one service by name does', async () => {
+    const post = async (path: string, body: unknown) => {
+      const r = await c.call('POST', `${MGMT}${path}`, { token: admin, body });
+      expect(r.status, r.text).toBeLessThan(300);
+    };
+    // More than a wide page of services for carol: Dial through one policy, some Bind through another
+    // as well, one of them also posture-checked; configs on some.
+    for (let i = 0; i < WIDE_PAGE + 5; i++) {
+      await post('/services', { name: `bulk-${String(i).padStart(3, '0')}`, encryptionRequired: true, roleAttributes: ['bulk', ...(i % 7 ? [] : ['bulk-bind'])], configs: i % 3 ? [] : ['app-host'] });
+    }
+    await post('/service-policies', { name: 'staff-dials-bulk', type: 'Dial', semantic: 'AnyOf', identityRoles: ['#staff'], serviceRoles: ['#bulk'] });
+    await post('/service-policies', { name: 'carol-binds-some', type: 'Bind', semantic: 'AnyOf', identityRoles: [`@${carolId}`], serviceRoles: ['#bulk-bind'], postureCheckRoles: ['#corp'] });
+    for (const [token, extra] of [[carol, '&configTypes=all'], [carol, ''], [admin, '&configTypes=intercept.v1']]) {
+      const page = await c.call('GET', `${CLIENT}/services?limit=500${extra}`, { token });
+      expect(page.status, page.text).toBe(200);
+      expect(page.body.data.length).toBeGreaterThanOrEqual(WIDE_PAGE);
+      for (const s of page.body.data) expect((await byName(token, s.name, extra)).body.data, s.name).toEqual([s]);
+    }
+    // What the page holds, so that equal cannot mean equally wrong.
+    const page = (await c.call('GET', `${CLIENT}/services?limit=500`, { token: carol })).body.data as { name: string; permissions: string[]; postureQueries: unknown[] }[];
+    expect(page.map((s) => s.name).filter((n) => !n.startsWith('bulk-')).sort()).toEqual(['app', 'checked']);
+    expect(page.find((s) => s.name === 'bulk-000')).toMatchObject({ permissions: ['Bind', 'Dial'] });
+    expect(page.find((s) => s.name === 'bulk-000')!.postureQueries).toHaveLength(2);
+    expect(page.find((s) => s.name === 'bulk-001')).toMatchObject({ permissions: ['Dial'] });
   });
 
   it('refuses a bad filter or query the way the general list does', async () => {

@@ -10,7 +10,7 @@ import { bit, fromJson, isSet, sortedStrings } from '../../store/json.js';
 import { byIdOrName } from '../../store/by-id-or-name.js';
 import { all, first, precompile } from '../../store/precompiled.js';
 import { invalidField } from '../errors.js';
-import { grantsOf, SERVICE_POLICY_KINDS, type Grant } from '../policy/access.js';
+import { grantsFromIdentity, grantsOf, SERVICE_POLICY_KINDS, type Grant } from '../policy/access.js';
 import { byPolicy, CHECK_FIELDS, identityChecks, postureQueries, RESPONSE_FIELDS, responsesFrom, responsesOf, responsesQuery, type Check, type Responses } from '../posture/evaluate.js';
 import { aliases, baseDetail, baseFilterable, defineResource, type ResourceDecl, type Row, type WriteMode } from '../resource.js';
 import { Attributes, baseFields, MapOf, Name, Tags } from '../schemas/common.js';
@@ -110,10 +110,10 @@ type Among = (ref: Expression<unknown> | RawBuilder<unknown>) => RawBuilder<SqlB
 // A caller's reads as JSON arrays, one column each, for the services `among` selects: sent as four
 // statements at once they did not overlap on two cores (the client, the controller and PostgreSQL's
 // backends share them); as one statement, one service by name p50 0.8 -> 0.7 ms on PostgreSQL.
-const viewerColumns = (db: Db, d: DialectHelpers, among: Among, identityId: unknown, kinds: Among) => [
+const viewerColumns = (db: Db, d: DialectHelpers, among: Among, identityId: unknown, kinds: Among, grants: Expression<unknown> = grantsOf(db, among, identityId)) => [
   d.jsonRows(attachedBase(db).where((eb) => among(eb.ref('sc.serviceId'))), CONFIG_FIELDS).as('attached'),
   d.jsonRows(overriddenBase(db, identityId).where((eb) => among(eb.ref('o.serviceId'))), CONFIG_FIELDS).as('overrides'),
-  d.jsonRows(grantsOf(db, among, identityId), ['serviceId', 'policyId', 'kind']).as('grants'),
+  d.jsonRows(grants, ['serviceId', 'policyId', 'kind']).as('grants'),
   d.jsonRows(identityChecks(db, identityId, kinds), CHECK_FIELDS).as('checks'),
 ];
 // PostgreSQL answers a json column parsed, SQLite as text.
@@ -133,6 +133,16 @@ const attachedConfigs = precompile<ConfigRow>((db, p) => attachedBase(db).where(
 const viewerExtras = precompile<Record<string, unknown>>((db, p, d) =>
   db.selectNoFrom(viewerColumns(db, d, (ref) => p.anyOf(ref, 0), p(1), (k) => p.anyOf(k, 2))) as never,
 );
+// The same for a page of many services, its grants read from the caller's side (grantsFromIdentity).
+const viewerExtrasWide = precompile<Record<string, unknown>>((db, p, d) =>
+  db.selectNoFrom(viewerColumns(db, d, (ref) => p.anyOf(ref, 0), p(1), (k) => p.anyOf(k, 2), grantsFromIdentity(db, (ref) => p.inSet(ref, 0), p(1)))) as never,
+);
+/**
+ * From this many services a page's grants are read from the caller's side. For the bench's probe
+ * identity (in every policy) the two forms cost the same at about 25-50 services on Medium (50 policies)
+ * and about 100 on Large (250 policies), on both databases; a caller in few policies pays little either way.
+ */
+export const WIDE_PAGE = 100;
 
 /**
  * A client's one service by name: its API session (with its identity), the service by that name
@@ -173,7 +183,7 @@ export async function expandServices(db: Db, rows: Row[], now: Date, viewer?: Se
   const ids = rows.map((r) => r.id as string);
   if (!ids.length) return;
   const { attached, overrides, grants, checks, responses: readResponses } =
-    read ?? (viewer ? readsOf(await first(db, viewerExtras, [ids, viewer.identityId, SERVICE_POLICY_KINDS])) : { ...readsOf(undefined), attached: await all<ConfigRow>(db, attachedConfigs, [ids]) });
+    read ?? (viewer ? readsOf(await first(db, ids.length >= WIDE_PAGE ? viewerExtrasWide : viewerExtras, [ids, viewer.identityId, SERVICE_POLICY_KINDS])) : { ...readsOf(undefined), attached: await all<ConfigRow>(db, attachedConfigs, [ids]) });
   // Responses matter only to checks: none in most networks, so no query for them.
   const responses = readResponses ?? (viewer?.apiSessionId && checks.size ? await responsesOf(db, viewer.apiSessionId) : new Map());
   // The config types asked for, by id or by name (or "all"); none without a viewer.
