@@ -35,6 +35,8 @@ export interface CliResource {
   setEdits?: boolean;
   /** Flags of the list command that each add a condition to its filter. */
   listFlags?: Record<string, { help: string; filter: string }>;
+  /** Where the role attributes of its kind are listed with their usage (2.1), for resources with role attributes. */
+  roleAttributeUsage?: string;
 }
 
 export type Manifest = Record<string, CliResource>;
@@ -67,7 +69,7 @@ export function describeResource(decl: ResourceDecl): CliResource {
     const target = p === 'typeId' ? TYPE_REFERENCES[decl.plural] : REFERENCES[p];
     if (target) references[p] = target;
   }
-  return { name: decl.name, plural: decl.plural, description: decl.description, ops: decl.ops, named: 'name' in decl.filterable, columns: decl.cli.columns, create, patch, references, setEdits: !!decl.roleAttributes && !!patch, ...(decl.cli.listFlags ? { listFlags: decl.cli.listFlags } : {}) };
+  return { name: decl.name, plural: decl.plural, description: decl.description, ops: decl.ops, named: 'name' in decl.filterable, columns: decl.cli.columns, create, patch, references, setEdits: !!decl.roleAttributes && !!patch, ...(decl.cli.listFlags ? { listFlags: decl.cli.listFlags } : {}), ...(decl.roleAttributes ? { roleAttributeUsage: `/${decl.name.replace(/ /g, '-')}-role-attribute-usage` } : {}) };
 }
 
 // Literal imports: bundlers (esbuild for the executable, vite for the tests) follow only those.

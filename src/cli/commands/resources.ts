@@ -349,6 +349,30 @@ export function listCommand(command: Command, decl: Pick<CliResource, 'plural' |
 }
 
 /**
+ * `role-attributes [filter]`: every role attribute of the kind, with how many entities carry it and how
+ * many policies of each kind name it (GET /<kind>-role-attribute-usage); `--with-ids` lists who.
+ */
+export function roleAttributesCommand(command: Command, decl: Pick<CliResource, 'plural'>, url: string): Command {
+  return targetOptions(command)
+    .argument('[filter]', 'filter on the attribute (`id`), e.g. \'id contains "eu"\' (docs/filters.md)')
+    .option('--filter <expr>', 'the filter expression as an option')
+    .option('--with-ids', 'also the ids of the entities and policies behind each count')
+    .action(async (argument: string | undefined, opts: CommonOpts & { filter?: string; withIds?: boolean }) => {
+      const format = parseFormat(opts.output);
+      if (argument !== undefined && opts.filter !== undefined && argument !== opts.filter) throw new CliError('Two filters: give it once, as the argument or as --filter');
+      const q = new URLSearchParams();
+      const filter = argument ?? opts.filter;
+      if (filter) q.set('filter', filter);
+      if (opts.withIds) q.set('withIds', 'true');
+      const rows = await withTransport(opts, async (t) => (expectOk(await t.request('GET', `${url}${q.size ? `?${q}` : ''}`), `Listing the role attributes of ${decl.plural}`)?.data as { roleAttribute: string; usage: Record<string, { count: number; ids?: string[] }> }[]) ?? []);
+      if (format !== 'table') return print(rows, format);
+      const sources = [...new Set(rows.flatMap((r) => Object.keys(r.usage)))];
+      const flat = rows.map((r) => ({ roleAttribute: r.roleAttribute, ...Object.fromEntries(sources.map((s) => [s, r.usage[s]?.ids?.length ? `${r.usage[s].count}: ${r.usage[s].ids!.join(' ')}` : String(r.usage[s]?.count ?? 0)])) }));
+      await print(flat, format, { columns: ['roleAttribute', ...sources], footer: `${rows.length} role attribute${rows.length === 1 ? '' : 's'}` });
+    });
+}
+
+/**
  * `defaults` fill required fields a person rarely wants to type (a function: computed per call).
  * `onCreated` may act on the new entity (e.g. write its enrollment JWT) and decide what is printed.
  */
@@ -370,6 +394,7 @@ export function resourceCommand(
   const has = (op: CliResource['ops'][number]) => decl.ops.includes(op);
 
   if (has('list')) listCommand(cmd.command('list').description(`list ${decl.plural} (optionally with a filter, e.g. 'name contains "web"')`), decl, base);
+  if (decl.roleAttributeUsage) roleAttributesCommand(cmd.command('role-attributes').description(`the role attributes of ${decl.plural.replace(/-/g, ' ')} and of the policies naming them, with where each is used`), decl, `${API}${decl.roleAttributeUsage}`);
   if (has('get')) {
     targetOptions(cmd.command('get').description(`show one ${decl.name}`))
       .argument('<id-or-name>')

@@ -11,6 +11,7 @@ import { touchServices } from '../../../model/changes.js';
 import { invalidField, notFound } from '../../../model/errors.js';
 import { canUse, idIn, kindsOfType, membersOf, policiesOf, relatedIds, sharedEdgeRouters } from '../../../model/policy/access.js';
 import { SIDE_TABLES, sideQuery, type PolicyKind, type Side } from '../../../model/policy/membership.js';
+import { USAGE_SOURCES, usageAttributes, usageOf } from '../../../model/policy/role-attribute-usage.js';
 import { reEnrollRouter } from '../../../model/pki/router-enroll.js';
 import type { AnyQuery, ResourceDecl } from '../../../model/resource.js';
 import { entityRef } from '../../../model/resource.js';
@@ -103,6 +104,47 @@ function roleAttributeList(app: FastifyInstance, ctx: Ctx, url: string, operatio
   );
 }
 
+const SourceUsage = Type.Object({
+  count: Type.Integer({ description: 'How many entities of this source carry the attribute, or how many policies of this kind name it (#attribute)' }),
+  ids: Type.Optional(Type.Array(Type.String(), { description: 'Their ids, with withIds=true' })),
+});
+const RoleAttributeUsage = Type.Object({
+  roleAttribute: Type.String({ description: 'The role attribute, without its #' }),
+  usage: Type.Record(Type.String(), SourceUsage, { description: 'By source: the kind\'s entities and the policies that may name it; a source that names it nowhere has count 0' }),
+});
+
+/**
+ * 2.1's role attributes with their usage (ziti#1593): every attribute of one kind that an entity carries
+ * or a policy names, with the counts per source (model/policy/role-attribute-usage.ts). Filtered, sorted
+ * and paged by the filter as the plain lists above (`id` is the attribute); `withIds` adds the ids.
+ */
+function roleAttributeUsageList(app: FastifyInstance, ctx: Ctx, url: string, operationId: string, side: Side) {
+  const filterable = { id: { column: 'e.id', type: 'string' as const, sortable: true }, name: { column: 'e.id', type: 'string' as const, sortable: true, alias: true } };
+  const source = (db: Db) => db.selectFrom(usageAttributes(db, side).as('e')) as unknown as AnyQuery;
+  const sources = USAGE_SOURCES[side].map((s) => s.name).join(', ');
+  app.get(
+    url,
+    {
+      config: { access: 'admin' },
+      schema: {
+        operationId,
+        tags: ['Role Attributes'],
+        summary: `${side.replace('-', ' ').replace(/^./, (c) => c.toUpperCase())} role attributes with where they are used: ${sources}`,
+        querystring: Type.Object({ ...ListQuery.properties, withIds: Type.Optional(Type.Boolean({ description: 'Also list the ids behind each count' })) }),
+        response: { 200: Type.Object({ data: Type.Array(RoleAttributeUsage), meta: Type.Any() }), ...errors(400, 401) },
+      },
+    },
+    async (req) => {
+      const { filter, sort, withIds } = req.query as ListParams & { withIds?: boolean };
+      checkPagingParams(req.query as ListParams);
+      const page = await listPage(ctx.store.db, ctx.store.dialect, { filterable, source, detailQuery: (db) => source(db).select('e.id' as never) }, { filter, sort, limit: -1 });
+      const attributes = (page.chunks ? await collect(page.chunks) : page.rows).map((r) => String(r.id));
+      const usage = await usageOf(ctx.store.db, side, attributes, withIds === true);
+      return listOf(attributes.map((a) => ({ roleAttribute: a, usage: usage.get(a) })), page.pagination, filterableFields({ filterable }));
+    },
+  );
+}
+
 const ServiceConfigPair = Type.Object({ serviceId: Type.String({ minLength: 1, maxLength: 255 }), configId: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
 const ServiceConfigDetail = Type.Object({ serviceId: Type.String(), service: EntityRef, configId: Type.String(), config: EntityRef });
 const RouterRef = Type.Object({ ...EntityRef.properties, isOnline: Type.Boolean() });
@@ -120,6 +162,10 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: Ctx) {
   roleAttributeList(app, ctx, '/edge-router-role-attributes', 'listEdgeRouterRoleAttributes', 'edge-router');
   roleAttributeList(app, ctx, '/service-role-attributes', 'listServiceRoleAttributes', 'service');
   roleAttributeList(app, ctx, '/posture-check-role-attributes', 'listPostureCheckRoleAttributes', 'posture-check');
+  roleAttributeUsageList(app, ctx, '/identity-role-attribute-usage', 'listIdentityRoleAttributeUsage', 'identity');
+  roleAttributeUsageList(app, ctx, '/edge-router-role-attribute-usage', 'listEdgeRouterRoleAttributeUsage', 'edge-router');
+  roleAttributeUsageList(app, ctx, '/service-role-attribute-usage', 'listServiceRoleAttributeUsage', 'service');
+  roleAttributeUsageList(app, ctx, '/posture-check-role-attribute-usage', 'listPostureCheckRoleAttributeUsage', 'posture-check');
 
   app.post(
     '/edge-routers/:id/re-enroll',
