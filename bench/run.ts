@@ -16,6 +16,7 @@ import { measureCliStartup } from './cli-startup.js';
 import { modelRows, scaleRows } from './scale.js';
 import { relayRows } from './relay.js';
 import { ctrlRows } from './ctrl.js';
+import { accessLossRows } from './access-loss.js';
 import { importLatencyRows } from './import-latency.js';
 import { observabilityRows } from './observability.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
@@ -279,8 +280,8 @@ async function measureMixed(label: string, url: string, token: string, base: { h
 
 try {
   console.error(`ztc benchmarks: ${os.cpus().length} cores, ${SECONDS}s per measure`);
-  // BENCH_ONLY=relay|ctrl|cli: only the embedded router's, the control channel's or the CLI's start-up rows (a quick look while working on one).
-  const only = { relay: relayRows, ctrl: ctrlRows, cli: measureCliStartup }[process.env.BENCH_ONLY ?? ''];
+  // BENCH_ONLY=relay|ctrl|access|cli: only the embedded router's, the control channel's, access loss's or the CLI's start-up rows (a quick look while working on one).
+  const only = { relay: relayRows, ctrl: ctrlRows, access: accessLossRows, cli: measureCliStartup }[process.env.BENCH_ONLY ?? ''];
   if (only) {
     const rows = await only();
     const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
@@ -327,6 +328,7 @@ try {
   else console.error('(no PostgreSQL server: run `npm run bench` as root or with PostgreSQL installed to add its figures)');
   rows.push(...(await scaleRows(process.env.ZTC_TEST_DB)));
   rows.push(...(await relayRows()));
+  rows.push(...(await accessLossRows()));
   rows.push(...(await ctrlRows()));
   rows.push(...(await importLatencyRows(undefined)));
   rows.push(...(await observabilityRows(undefined)));
