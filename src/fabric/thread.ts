@@ -61,8 +61,8 @@ export interface RunningFabric {
   alive(): boolean;
   /** A terminator was written through this controller's API: the data plane reads router-side ones again at once. */
   terminatorsChanged(): void;
-  /** Something that can take a grant away was written here: the access watch looks now. */
-  accessChanged(): void;
+  /** Something that can take a grant away, or that 2.x routers' data model holds, was written here: the data plane looks now. */
+  changedHere(): void;
   /**
    * The controller looked at its certificates (model/pki/renewal.ts): the data plane follows its clock,
    * loads pki/ again when it changed (new certificates on its ports, the keys announced to routers)
@@ -80,7 +80,7 @@ function workerUrl(): URL | string {
 
 /** The longest the data plane's thread may take to close (its listeners, its store) before it is ended. */
 const CLOSE_MS = 5000;
-/** Changes within this long of the first make one nudge of the access watch. */
+/** Changes within this long of the first make one nudge of the data plane (changedHere). */
 const ACCESS_NUDGE_MS = 20;
 
 export function startFabricThread(config: Config, o: { progress?: (s: string) => void; log: FabricLog; stats?: (s: DataPlaneStats) => void; events?: (e: ZtcEvent) => void; connected?: (identityIds: string[]) => void }): Promise<RunningFabric> {
@@ -119,12 +119,12 @@ export function startFabricThread(config: Config, o: { progress?: (s: string) =>
           terminatorsChanged: () => {
             if (alive) worker.postMessage('terminators');
           },
-          accessChanged: () => {
+          changedHere: () => {
             // One nudge for a burst of changes (an import writes thousands in a second).
             if (!alive || nudging) return;
             nudging = setTimeout(() => {
               nudging = undefined;
-              if (alive) worker.postMessage('access');
+              if (alive) worker.postMessage('changed');
             }, ACCESS_NUDGE_MS);
           },
           pkiChanged: (p) =>

@@ -168,11 +168,16 @@ try {
   // Certificates renewed while serving: taken up here without a restart (pki-reload.ts).
   listenForPki({ ctx, clock, ctrl, router, log });
   post({ ready: { edge: router && { id: router.router.id, name: router.router.name, url: router.router.url, port: router.port }, ctrlPort } });
-  parentPort!.on('message', (m: 'close' | 'terminators' | 'access' | object) => {
+  parentPort!.on('message', (m: 'close' | 'terminators' | 'changed' | object) => {
     // A terminator written through this controller's API (those of others arrive with the next read).
     if (m === 'terminators') return void statics.refresh();
-    // A grant changed through this controller's API: the watch looks now (its markers say what moved).
-    if (m === 'access') return void access.tick();
+    // A grant or the routers' model changed through this controller's API: the access watch and the
+    // model look now (the markers and the recorded changes say what moved).
+    if (m === 'changed') {
+      void access.tick();
+      void ctrl?.rdm.check();
+      return;
+    }
     if (m !== 'close') return;
     clearInterval(stats);
     clearInterval(connections);

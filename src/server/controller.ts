@@ -27,9 +27,13 @@ import { startFabricThread, type DataPlaneStats, type RunningFabric } from '../f
 import { startOpsListener } from './ops-listener.js';
 import type http from 'node:http';
 import { setEdgeConnections } from '../model/edge-connections.js';
+import { ROUTER_MODEL_ENTITIES } from '../model/router-data-model.js';
 
-/** Entities whose changes can take a grant away (who may dial or bind what, through which routers, under which posture). */
-const ACCESS_ENTITIES = new Set(['identities', 'services', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'edgeRouters', 'postureChecks', 'postureResponses', 'mfas', 'revocations']);
+/**
+ * Entities whose changes the data plane acts on: those that can take a grant away (who may dial or bind
+ * what, through which routers, under which posture), and what 2.x routers hold in their data model.
+ */
+const WATCHED_ENTITIES = new Set(['identities', 'services', 'servicePolicies', 'edgeRouterPolicies', 'serviceEdgeRouterPolicies', 'edgeRouters', 'postureChecks', 'postureResponses', 'mfas', 'revocations', ...ROUTER_MODEL_ENTITIES]);
 
 export interface Opened {
   ctx: Ctx;
@@ -148,9 +152,10 @@ export async function startController(config: Config, o: { clock?: Clock; progre
     ctx.events.subscribe((e) => {
       if (e.namespace !== 'entityChange') return;
       if (e.entityType === 'terminators') running.terminatorsChanged();
-      // A grant taken away through this controller is looked at now, not at the access watch's next
-      // half second (other controllers' changes still come with it).
-      else if (ACCESS_ENTITIES.has(e.entityType)) running.accessChanged();
+      // A grant taken away, or a change of the routers' data model, through this controller is acted on
+      // now, not at the access watch's next half second or the model's next second (other controllers'
+      // changes still come with those).
+      else if (WATCHED_ENTITIES.has(e.entityType)) running.changedHere();
     });
   }
   // A failed start past this point leaves nothing open behind it (a busy port, the metrics port).
