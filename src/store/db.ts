@@ -123,11 +123,18 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Store> {
   if (!/^(C|POSIX)(\.|$)/.test(collate)) {
     store.warnings.push(`the database collation is ${collate}: text sorts and compares by that locale, not byte-wise as on SQLite (create the database with LC_COLLATE 'C' for identical results)`);
   }
+  // Migrations run on a connection of their own whose statements stay unnamed: a read a migration repeats
+  // would otherwise leave a named statement on a pooled connection (pg-prepared.ts) that the DDL of a later
+  // migration changes under it, and the first request to reuse it on that connection failed ("cached plan
+  // must not change result type": `select *` of config types after 0043 added a column).
+  const migrating = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }), plugins: [new CamelCasePlugin()] });
   // A failed migration leaves no connection behind (the caller gets the error, not a store to close).
-  await migrate(store).catch(async (err) => {
-    await store.close();
-    throw err;
-  });
+  await migrate({ ...store, db: migrating })
+    .catch(async (err) => {
+      await store.close();
+      throw err;
+    })
+    .finally(() => migrating.destroy());
   return store;
 }
 
