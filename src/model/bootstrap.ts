@@ -51,7 +51,7 @@ export async function bootstrap(ctx: Ctx): Promise<BootstrapResult> {
 
   for (const [name, schema] of Object.entries(BUILTIN_CONFIG_TYPES)) {
     const id = BUILTIN_CONFIG_TYPE_IDS[name]!;
-    await db.insertInto('configTypes').values({ id, name, schema: JSON.stringify(schema), ...base }).onConflict((oc) => oc.doNothing()).execute();
+    await db.insertInto('configTypes').values({ id, name, schema: JSON.stringify(schema), target: 'service', ...base }).onConflict((oc) => oc.doNothing()).execute();
     // A database from before the schemas matched upstream's: the built-in gets the full schema. Configs
     // already stored stay as they are (only writes validate), as upstream keeps configs its schema would refuse.
     const stored = await db.selectFrom('configTypes').select('schema').where('id', '=', id).executeTakeFirst();

@@ -61,7 +61,7 @@ export interface RdmRevocation {
 }
 
 export interface RouterDataModelSource {
-  configTypes: { id: string; name: string }[];
+  configTypes: { id: string; name: string; target: string }[];
   configs: { id: string; typeId: string; name: string; dataJson: string }[];
   identities: RdmIdentity[];
   services: RdmService[];
@@ -120,8 +120,10 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
   const db = ctx.store.db;
   const now = ctx.clock.now().getTime();
   const [configTypes, configs, identities, identityConfigs, services, serviceConfigs, policies, members, checks, cas, controllers, revocations, tunnelers] = await Promise.all([
-    db.selectFrom('configTypes').select(['id', 'name']).execute(),
-    db.selectFrom('configs').select(['id', 'configTypeId', 'name', 'data']).execute(),
+    db.selectFrom('configTypes').select(['id', 'name', 'target']).execute(),
+    // Configs for routers (2.1, a type whose target is router) go only to the routers they are assigned to
+    // upstream; ztc assigns none, so none goes (2.1's routers do not consume them yet either).
+    db.selectFrom('configs as c').innerJoin('configTypes as t', 't.id', 'c.configTypeId').select(['c.id', 'c.configTypeId', 'c.name', 'c.data']).where('t.target', '<>', 'router').execute(),
     db.selectFrom('identities').select(['id', 'name', 'defaultHostingPrecedence', 'defaultHostingCost', 'serviceHostingPrecedences', 'serviceHostingCosts', 'appData', 'disabled', 'disabledUntil']).execute(),
     db.selectFrom('identityServiceConfigs').select(['identityId', 'serviceId', 'configTypeId', 'configId']).execute(),
     db.selectFrom('services').select(['id', 'name', 'encryptionRequired']).execute(),
@@ -160,7 +162,7 @@ export async function readRouterDataModel(ctx: Ctx): Promise<RouterDataModelSour
   const precedences = (json: string) => Object.fromEntries(Object.entries(fromJson<Record<string, string>>(json, {})).map(([k, v]) => [k, PRECEDENCE_NUMBER[v] ?? 0]));
 
   return {
-    configTypes: configTypes.map((t) => ({ id: t.id, name: t.name })).sort(byId),
+    configTypes: configTypes.map((t) => ({ id: t.id, name: t.name, target: t.target })).sort(byId),
     configs: configs.map((c) => ({ id: c.id, typeId: c.configTypeId, name: c.name, dataJson: c.data })).sort(byId),
     identities: identities
       .map((i) => ({

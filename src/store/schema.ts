@@ -227,6 +227,8 @@ export interface EntityTagRow {
 export interface ConfigTypeRow extends BaseRow {
   name: string;
   schema: string;
+  /** 2.1: what its configs are for: service, router or other (0043; fixed at create). */
+  target: string;
 }
 
 export interface ConfigRow extends BaseRow {

@@ -105,6 +105,32 @@ describe('routers (2.x fields)', () => {
   });
 });
 
+describe('config types (2.1 target)', () => {
+  it('take target service, router or other at create (service when not given or null), fixed after; filterable', async () => {
+    const made = async (body: Record<string, unknown>) => mg('POST', '/config-types', { schema: {}, ...body });
+    const plain = await made({ name: 'ct-target-default' });
+    expect(plain.status, plain.text).toBe(201);
+    const router = await made({ name: 'ct-target-router', target: 'router' });
+    expect(router.status, router.text).toBe(201);
+    expect((await made({ name: 'ct-target-null', target: null })).status).toBe(201);
+    expect((await made({ name: 'ct-target-other', target: 'other' })).status).toBe(201);
+    const bad = await made({ name: 'ct-target-bad', target: 'tunneler' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.cause.field).toBe('target');
+    const target = async (id: string) => (await mg('GET', `/config-types/${id}`)).body.data.target;
+    expect(await target(plain.body.data.id)).toBe('service');
+    expect(await target(router.body.data.id)).toBe('router');
+    // Upstream's update and patch bodies have no target: a client's copy of the whole type is taken, the target kept.
+    expect((await mg('PUT', `/config-types/${router.body.data.id}`, { name: 'ct-target-router', schema: {}, target: 'service' })).status).toBe(200);
+    expect((await mg('PATCH', `/config-types/${router.body.data.id}`, { target: 'other' })).status).toBe(200);
+    expect(await target(router.body.data.id)).toBe('router');
+    // The built-in types are for services.
+    const listed = (await mg('GET', `/config-types?filter=${encodeURIComponent('target = "router"')}&limit=100`)).body.data.map((t: { name: string }) => t.name);
+    expect(listed).toEqual(['ct-target-router']);
+    expect((await mg('GET', `/config-types?filter=${encodeURIComponent('name = "intercept.v1"')}`)).body.data[0].target).toBe('service');
+  });
+});
+
 describe('GET /version as 2.x clients read it', () => {
   it('lists every API ztc serves under upstream 2.x keys: edge-client, edge-management, fabric, health-checks and the legacy edge', async () => {
     for (const url of ['/version', `${CLIENT}/version`, `${MGMT}/version`]) {

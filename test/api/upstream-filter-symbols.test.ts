@@ -63,7 +63,8 @@ describe('meta.filterableFields answers upstream’s symbol names', () => {
     sessions: ['token', 'apiSession', 'service', 'type'],
     services: ['name', 'terminatorStrategy', 'roleAttributes', 'configs'],
     configs: ['name', 'type'],
-    'config-types': ['name', 'schema'],
+    // target is 2.1's symbol (config_type_store.go) of the field ztc stores since.
+    'config-types': ['name', 'schema', 'target'],
     // The last is ztc's own (routers that enroll themselves, ziti#1390): a CA's flag is found as upstream's are.
     cas: ['name', 'fingerprint', 'isVerified', 'verificationToken', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'isAuthEnabled', 'isEdgeRouterEnrollmentEnabled'],
     'edge-routers': ['name', 'fingerprint', 'cost', 'noTraversal', 'disabled', 'isVerified', 'isTunnelerEnabled', 'roleAttributes', 'connected', 'online'],

@@ -723,6 +723,20 @@ describe('a 2.1 router: its capabilities, and Connect-V2 (CreateCircuitV3)', () 
     expect((await n.c.running.ctx.store.db.selectFrom('routers').select('capabilitiesMask').where('id', '=', r21.id).executeTakeFirstOrThrow()).capabilitiesMask).toBe(String(0x4000000000000076n));
   });
 
+  it('its data model gives config types their target (2.1); configs of a type for routers are not sent (ztc assigns routers none)', async () => {
+    const forRouters = (await n.api('POST', '/config-types', { name: 'cv3-router-type', schema: {}, target: 'router' })).body.data.id;
+    const routerCfg = (await n.api('POST', '/configs', { name: 'cv3-router-cfg', configTypeId: forRouters, data: { a: 1 } })).body.data.id;
+    const forServices = (await n.api('POST', '/config-types', { name: 'cv3-service-type', schema: {} })).body.data.id;
+    const serviceCfg = (await n.api('POST', '/configs', { name: 'cv3-service-cfg', configTypeId: forServices, data: { b: 2 } })).body.data.id;
+    p.send(T2.SubscribeToDataModelRequest, [], encode(RdmSchemas.SubscribeToDataModelRequest, { subscriptionDurationSeconds: 300, subscriptionId: 'cv3' }));
+    const state = decode(RdmSchemas.DataState, (await p.next((f) => f.type === T2.DataState)).body);
+    const events = state.events as Record<string, any>[];
+    expect(events.find((e) => e.configType?.id === forRouters)?.configType).toMatchObject({ name: 'cv3-router-type', target: 'router' });
+    expect(events.find((e) => e.configType?.id === forServices)?.configType).toMatchObject({ target: 'service' });
+    expect(events.some((e) => e.config?.id === routerCfg)).toBe(false);
+    expect(events.some((e) => e.config?.id === serviceCfg)).toBe(true);
+  });
+
   it('routes an OIDC session\'s dial: the access token checked, the Route sent, and CreateCircuitV3Response with V2\'s headers', async () => {
     const { tokens } = await oidc.cCert({ cert: client.cert, key: client.key });
     const dialerKey = Buffer.alloc(32, 9);

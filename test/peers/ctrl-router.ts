@@ -105,7 +105,8 @@ const Event = {
   // Revocation {id[1], ExpiresAt[2], type[3], issuedBefore[4]}, the times google.protobuf.Timestamp {seconds[1], nanos[2]}.
   revocation: { n: 15, type: { message: { id: { n: 1, type: 'string' }, expiresAt: { n: 2, type: { message: Timestamp } }, type: { n: 3, type: 'string' }, issuedBefore: { n: 4, type: { message: Timestamp } } } } },
   servicePolicyChange: { n: 16, type: { message: { policyId: { n: 1, type: 'string' }, relatedEntityIds: { n: 2, type: 'string', repeated: true }, relatedEntityType: { n: 3, type: 'enum' }, add: { n: 4, type: 'bool' } } } },
-  configType: { n: 17, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' } } } },
+  // target (3) is 2.1's: service, router or other.
+  configType: { n: 17, type: { message: { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, target: { n: 3, type: 'string' } } } },
   config: { n: 18, type: { message: { id: { n: 1, type: 'string' }, typeId: { n: 2, type: 'string' }, name: { n: 3, type: 'string' }, dataJson: { n: 4, type: 'string' } } } },
 } as const;
 export const RdmSchemas = {

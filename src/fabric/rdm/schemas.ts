@@ -8,7 +8,8 @@ export const KeyFormat = { X509CertDer: 0, PKIXPublicKey: 1 } as const;
 export const RelatedType = { Service: 1, Identity: 2, PostureCheck: 3 } as const;
 
 const PublicKey: Schema = { data: { n: 1, type: 'bytes' }, kid: { n: 2, type: 'string' }, usages: { n: 3, type: 'enum', repeated: true }, format: { n: 4, type: 'enum' } };
-const ConfigType: Schema = { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' } };
+/** target (3): 2.1's, what the type's configs are for (service, router, other); a 2.0 router skips it. */
+const ConfigType: Schema = { id: { n: 1, type: 'string' }, name: { n: 2, type: 'string' }, target: { n: 3, type: 'string' } };
 const Config: Schema = { id: { n: 1, type: 'string' }, typeId: { n: 2, type: 'string' }, name: { n: 3, type: 'string' }, dataJson: { n: 4, type: 'string' } };
 const Identity: Schema = {
   id: { n: 1, type: 'string' },

@@ -38,9 +38,13 @@ function checkSchema(schema: unknown) {
   }
 }
 
-export const configTypeCreate = Type.Object({ name: Name, schema: Type.Optional(JsonObject), tags: Type.Optional(Tags) }, { additionalProperties: false });
+/** 2.1: what a config type's configs are for; fixed when the type is made (service when not said). */
+const CONFIG_TYPE_TARGETS = ['service', 'router', 'other'] as const;
+const ConfigTypeTarget = Type.Union(CONFIG_TYPE_TARGETS.map((t) => Type.Literal(t)), { description: 'What the configs of this type are for: service (the default), router or other. Set at create, never changed' });
+export const configTypeCreate = Type.Object({ name: Name, schema: Type.Optional(JsonObject), target: Type.Optional(Type.Union([ConfigTypeTarget, Type.Null()])), tags: Type.Optional(Tags) }, { additionalProperties: false });
+export const configTypeUpdate = Type.Object({ name: Name, schema: Type.Optional(JsonObject), tags: Type.Optional(Tags) }, { additionalProperties: false });
 export const configTypePatch = Type.Object({ name: Type.Optional(Name), schema: Type.Optional(JsonObject), tags: Type.Optional(Tags) }, { additionalProperties: false });
-export const configTypeDetail = Type.Object({ ...baseFields, name: Type.String(), schema: JsonObject });
+export const configTypeDetail = Type.Object({ ...baseFields, name: Type.String(), schema: JsonObject, target: ConfigTypeTarget });
 
 export const configTypes = defineResource({
   name: 'config type',
@@ -50,14 +54,16 @@ export const configTypes = defineResource({
   apis: ['management'],
   ops: ['list', 'get', 'create', 'update', 'patch', 'delete'],
   description: 'Config types: named JSON schemas that configs of the type must match (intercept.v1, host.v1, ...)',
-  schemas: { detail: configTypeDetail, create: configTypeCreate, update: configTypeCreate, patch: configTypePatch },
-  ignored: { id: Type.String({ maxLength: 255 }) },
+  schemas: { detail: configTypeDetail, create: configTypeCreate, update: configTypeUpdate, patch: configTypePatch },
+  // `target` on an update or patch: upstream's update bodies have none, so a client's copy of the whole type is taken and the field left as it is.
+  ignored: { id: Type.String({ maxLength: 255 }), target: Type.Union([Type.String({ maxLength: 16 }), Type.Null()]) },
   // `schema` is the JSON schema as stored text, as upstream filters it.
-  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, schema: { column: 'e.schema', type: 'string', sortable: true } },
-  toDetail: (r) => Object.assign(baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), { name: r.name, schema: fromJson(r.schema, {}) }),
+  filterable: { ...baseFilterable, name: { column: 'e.name', type: 'string', sortable: true }, schema: { column: 'e.schema', type: 'string', sortable: true }, target: { column: 'e.target', type: 'string', sortable: true } },
+  toDetail: (r) => Object.assign(baseDetail('config-types', r, { configs: { href: `./config-types/${r.id}/configs` } }), { name: r.name, schema: fromJson(r.schema, {}), target: r.target ?? 'service' }),
   toRow: async (input: Row, mode: WriteMode, tx: Tx, _ctx, existing?: Row) => {
     const out: Row = {};
     if (mode !== 'patch' || 'name' in input) out.name = input.name;
+    if (mode === 'create') out.target = input.target ?? 'service';
     if (mode !== 'patch' || 'schema' in input) {
       checkSchema(input.schema);
       out.schema = JSON.stringify(input.schema ?? {});
@@ -79,7 +85,7 @@ export const configTypes = defineResource({
       if (used.length) throw referencedBy('configTypes', 'configs', used.map((u) => u.id), 'configTypeId');
     },
   },
-  cli: { columns: ['id', 'name'] },
+  cli: { columns: ['id', 'name', 'target'] },
 });
 
 export const configCreate = Type.Object({ name: Name, configTypeId: Type.String({ minLength: 1, maxLength: 255 }), data: JsonObject, tags: Type.Optional(Tags) }, { additionalProperties: false });

@@ -36,6 +36,7 @@ import { pkiRenewal } from './0039-pki-renewal.js';
 import { caRouterEnrollment } from './0040-ca-router-enrollment.js';
 import { caClaimAttributes } from './0041-ca-claim-attributes.js';
 import { controllerCtrlAddress } from './0042-controller-ctrl-address.js';
+import { configTypeTarget } from './0043-config-type-target.js';
 
 export function migrations(dialect: DialectHelpers): Record<string, Migration> {
   return {
@@ -74,5 +75,6 @@ export function migrations(dialect: DialectHelpers): Record<string, Migration> {
     '0040-ca-router-enrollment': caRouterEnrollment(),
     '0041-ca-claim-attributes': caClaimAttributes(),
     '0042-controller-ctrl-address': controllerCtrlAddress(),
+    '0043-config-type-target': configTypeTarget(),
   };
 }
