@@ -3,6 +3,7 @@
 // presents, with what the policies say of it, is one statement of its own: dial-check.ts). Plain queries
 // over the same tables the APIs use, so several controllers sharing one database agree.
 import { isSet } from '../store/json.js';
+import { all, first, precompile } from '../store/precompiled.js';
 import { iso } from './clock.js';
 import type { Ctx } from './context.js';
 import { hashSecret } from './ids.js';
@@ -21,11 +22,14 @@ export interface EdgeApiSession {
 }
 
 /** Certificate fingerprints of an API session: its identity's certificate authenticators and its session certificates. */
+// Compiled once: each dial through an upstream router whose session belongs to another API session than
+// the channel's asks for these (built afresh, they were 7% of the controller's CPU for such dials).
+const authenticatorFingerprints = precompile<{ fingerprint: string }>((db, p) => db.selectFrom('authenticators').select('fingerprint').where('identityId', '=', p(0)).where('fingerprint', 'is not', null) as never);
+const sessionCertFingerprints = precompile<{ fingerprint: string }>((db, p) => db.selectFrom('apiSessionCertificates').select('fingerprint').where('apiSessionId', '=', p(0)) as never);
+
 export async function apiSessionFingerprints(ctx: Ctx, apiSessionId: string, identityId: string): Promise<Set<string>> {
-  const [auth, certs] = await Promise.all([
-    ctx.store.db.selectFrom('authenticators').select('fingerprint').where('identityId', '=', identityId).where('fingerprint', 'is not', null).execute(),
-    ctx.store.db.selectFrom('apiSessionCertificates').select('fingerprint').where('apiSessionId', '=', apiSessionId).execute(),
-  ]);
+  const db = ctx.store.db;
+  const [auth, certs] = await Promise.all([all(db, authenticatorFingerprints, [identityId]), all(db, sessionCertFingerprints, [apiSessionId])]);
   return new Set([...auth, ...certs].map((r) => String(r.fingerprint).toLowerCase()));
 }
 
@@ -57,6 +61,13 @@ const apiSessions = (ctx: Ctx) =>
     .selectFrom('apiSessions as s')
     .innerJoin('identities as i', 'i.id', 's.identityId')
     .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt', 's.extJwtPending']);
+const apiSessionById = precompile<LiveRow>((db, p) =>
+  db
+    .selectFrom('apiSessions as s')
+    .innerJoin('identities as i', 'i.id', 's.identityId')
+    .select(['s.id', 's.identityId', 'i.name as identityName', 's.lastActivityAt', 's.isMfaRequired', 's.isMfaComplete', 'i.disabled', 'i.disabledUntil', 's.expiresAt', 's.extJwtPending'])
+    .where('s.id', '=', p(0)) as never,
+);
 
 /** The API session an SDK's hello names (header 1002), or null when it is unknown or no longer live. */
 export async function apiSessionForEdge(ctx: Ctx, token: string): Promise<EdgeApiSession | null> {
@@ -181,7 +192,7 @@ export async function connectV2Session(ctx: Ctx, apiSessionToken: string, identi
 
 /** The API session behind a service session, when it is still live, with its fingerprints. */
 export async function liveApiSession(ctx: Ctx, apiSessionId: string): Promise<EdgeApiSession | null> {
-  const row = (await apiSessions(ctx).where('s.id', '=', apiSessionId).executeTakeFirst()) as LiveRow | undefined;
+  const row = await first(ctx.store.db, apiSessionById, [apiSessionId]);
   if (!row || !live(ctx, row)) return null;
   return { id: row.id, identityId: row.identityId, identityName: row.identityName, fingerprints: await apiSessionFingerprints(ctx, row.id, row.identityId) };
 }
