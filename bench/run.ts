@@ -17,6 +17,7 @@ import { modelRows, scaleRows } from './scale.js';
 import { relayRows } from './relay.js';
 import { ctrlRows } from './ctrl.js';
 import { accessLossRows } from './access-loss.js';
+import { rdmRows } from './rdm.js';
 import { importLatencyRows } from './import-latency.js';
 import { observabilityRows } from './observability.js';
 import { seedIdentities, seedServices, SEEDED_ATTRS } from './seed.js';
@@ -280,10 +281,11 @@ async function measureMixed(label: string, url: string, token: string, base: { h
 
 try {
   console.error(`ztc benchmarks: ${os.cpus().length} cores, ${SECONDS}s per measure`);
-  // BENCH_ONLY=relay|ctrl|access|cli: only the embedded router's, the control channel's, access loss's or the CLI's start-up rows (a quick look while working on one).
-  const only = { relay: relayRows, ctrl: ctrlRows, access: accessLossRows, cli: measureCliStartup }[process.env.BENCH_ONLY ?? ''];
+  // BENCH_ONLY=relay|ctrl|access|rdm|cli: only the embedded router's, the control channel's, access loss's, the
+  // router data model's (2.x routers at scale, bench/rdm.ts) or the CLI's start-up rows (a quick look while working on one).
+  const only = { relay: relayRows, ctrl: ctrlRows, access: accessLossRows, rdm: rdmRows, cli: measureCliStartup }[process.env.BENCH_ONLY ?? ''];
   if (only) {
-    const rows = await only();
+    const rows = await only().finally(cleanup);
     const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);
@@ -330,6 +332,7 @@ try {
   rows.push(...(await relayRows()));
   rows.push(...(await accessLossRows()));
   rows.push(...(await ctrlRows()));
+  rows.push(...(await rdmRows()));
   rows.push(...(await importLatencyRows(undefined)));
   rows.push(...(await observabilityRows(undefined)));
 

@@ -7,7 +7,12 @@ import type { Db } from '../src/store/db.js';
 
 const ATTRS = ['web', 'db', 'eu', 'us', 'staff', 'contractor', 'prod', 'dev'];
 
-export async function seedIdentities(db: Db, count: number, progress: (done: number) => void = () => {}) {
+/**
+ * `count` identities in batches of 500. By default named user-NNNNNN with two of ATTRS each, one in 50
+ * disabled; `o` names them and gives their role attributes otherwise (bench/rdm.ts: the Large model's
+ * identities as bench/models.ts names them, none disabled).
+ */
+export async function seedIdentities(db: Db, count: number, progress: (done: number) => void = () => {}, o: { name?: (i: number) => string; roleAttributes?: (i: number) => string[]; disabled?: (i: number) => boolean } = {}) {
   const start = Date.now() - count * 1000;
   for (let done = 0; done < count; ) {
     const batch = Math.min(500, count - done);
@@ -16,9 +21,9 @@ export async function seedIdentities(db: Db, count: number, progress: (done: num
         const i = done + k;
         const at = iso(new Date(start + i * 1000));
         return {
-          id: newId(), name: `user-${String(i).padStart(6, '0')}`, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID,
-          isAdmin: 0, isDefaultAdmin: 0, disabled: i % 50 === 0 ? 1 : 0, defaultHostingCost: i % 100,
-          roleAttributes: JSON.stringify([ATTRS[i % 8], ATTRS[(i * 7) % 8]].filter((v, j, a) => a.indexOf(v) === j)),
+          id: newId(), name: o.name ? o.name(i) : `user-${String(i).padStart(6, '0')}`, typeId: 'Default', authPolicyId: DEFAULT_AUTH_POLICY_ID,
+          isAdmin: 0, isDefaultAdmin: 0, disabled: (o.disabled ? o.disabled(i) : i % 50 === 0) ? 1 : 0, defaultHostingCost: i % 100,
+          roleAttributes: JSON.stringify(o.roleAttributes ? o.roleAttributes(i) : [ATTRS[i % 8], ATTRS[(i * 7) % 8]].filter((v, j, a) => a.indexOf(v) === j)),
           tags: JSON.stringify({ env: i % 3 === 0 ? 'prod' : 'dev', shard: String(i % 16) }), createdAt: at, updatedAt: at,
         };
       });

@@ -68,7 +68,8 @@ export class EdgePeer {
       const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: o.cert, key: o.key, ca: o.ca, rejectUnauthorized: !!o.ca, ALPNProtocols: o.alpn }, () => resolve(new EdgePeer(s)));
       // As Go's and the C SDK's sockets: no Nagle delay on small frames.
       s.setNoDelay(true);
-      s.once('error', reject);
+      // Every error before the handshake ends rejects (a reset can come as two); after it, the peer's own handler takes them.
+      s.on('error', reject);
     });
   }
 
