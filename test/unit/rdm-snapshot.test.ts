@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { decode, encode } from '../../src/fabric/channel/protobuf.js';
 import { RdmSchemas } from '../../src/fabric/rdm/schemas.js';
-import { buildSnapshot, changes, fullEvents } from '../../src/fabric/rdm/snapshot.js';
+import { buildSnapshot, changes, fullEvents, fullState } from '../../src/fabric/rdm/snapshot.js';
 import type { RouterDataModelSource } from '../../src/model/router-data-model.js';
 
 const identity = (id: string, name = id) => ({ id, name, defaultHostingPrecedence: 0, defaultHostingCost: 0, serviceHostingPrecedences: {}, serviceHostingCosts: {}, appDataJson: '{}', serviceConfigs: {}, disabled: false });
@@ -93,5 +93,11 @@ describe('router data model snapshots', () => {
       { osType: 'Linux', osVersions: ['>=0.0.0'] },
       { osType: 'Windows', osVersions: ['>=10.0.19041'] },
     ]);
+  });
+
+  it('the full state is built from each entity\'s bytes kept encoded: the same bytes as its events encoded together', () => {
+    const postureChecks = [{ id: 'c1', name: 'mac', typeId: 'MAC', data: { macAddresses: ['00:11:22:33:44:55'] } }];
+    const s = buildSnapshot(source({ postureChecks, revocations: [{ id: 'asid1', type: 'API_SESSION', expiresAt: '2026-11-28T05:00:00.250Z' }] }), [key]);
+    expect(fullState(s, 7n, 'timeline')).toEqual(encode(RdmSchemas.DataState, { events: fullEvents(s), endIndex: 7n, timelineId: 'timeline' }));
   });
 });

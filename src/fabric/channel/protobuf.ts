@@ -16,6 +16,14 @@ export type Value = any;
 
 export class ProtobufError extends Error {}
 
+/**
+ * A message encoded already, given where its schema's message goes: written as it is (the router data
+ * model keeps each entity's event encoded, and a full state is those bytes one after the other).
+ */
+export class Encoded {
+  constructor(readonly bytes: Buffer) {}
+}
+
 /** Bytes of an encoding: varints gathered as numbers, longer values appended as they are (no per-byte copy). */
 class Out {
   private parts: Buffer[] = [];
@@ -86,7 +94,7 @@ function encodeValue(f: Field, v: Value, out: Out) {
     }
     return;
   }
-  if (typeof t === 'object') return lengthDelimited(f.n, encode(t.message, v), out);
+  if (typeof t === 'object') return lengthDelimited(f.n, v instanceof Encoded ? v.bytes : encode(t.message, v), out);
   if (t === 'string') return lengthDelimited(f.n, Buffer.from(String(v)), out);
   if (t === 'bytes') return lengthDelimited(f.n, Buffer.from(v as Buffer), out);
   if (t === 'double') {

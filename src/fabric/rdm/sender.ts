@@ -1,25 +1,29 @@
 // The router data model as this controller serves it to 2.x routers (ctrl-channel-2.x.md sections 1.4
-// and 2.3). A reading of the store (model/router-data-model.ts) is the model; a new reading is taken when
-// something routers see changed (an entity change of an identity, service, policy, config, posture
-// check, CA or controller was recorded, on whichever controller made it: the model's change events as
-// the store keeps them; and every REREAD_MS as a backstop), and when it differs from the last one its
-// difference goes to every subscribed router as one change set with the next index. A router that subscribes gets a full DataState unless it
-// already holds our latest index on our timeline (a renewal; or a reconnect within this process), or
-// the change sets since its index (kept for the last LOG_SIZE changes). Every message to a subscribed
-// router carries its subscription id (1026): the router drops any other. Each process has a timeline of
-// its own (its index starts from the clock and counts changes): a router holding another controller's
-// or an earlier run's model is sent a full one. Our index goes to every 2.x router every 30 s when it
-// advanced.
+// and 2.3). A reading of the store (model/router-data-model.ts) is the model. When something routers see
+// changed (an entity change of an identity, service, policy, config, posture check, CA or controller was
+// recorded, on whichever controller made it: the model's change events as the store keeps them, looked
+// for every CHECK_MS and at once when this controller's API wrote one), the last reading is patched with
+// the changed identities and policies and the small kinds read whole (snapshot.ts patchSnapshot); the
+// whole model is read at the first subscription, every FULL_REREAD_MS as a backstop, when an identity's
+// timed disable ends, and when a patch cannot be made. When a reading differs from the last one, its
+// difference goes to every subscribed router as one change set with the next index, encoded once for
+// all. A router that subscribes gets a full DataState (built once per index and shared by every router
+// sent it) unless it already holds our latest index on our timeline (a renewal; or a reconnect within
+// this process), or the change sets since its index (kept for the last LOG_SIZE changes). Every message
+// to a subscribed router carries its subscription id (1026): the router drops any other. Each process
+// has a timeline of its own (its index starts from the clock and counts changes): a router holding
+// another controller's or an earlier run's model is sent a full one. Our index goes to every 2.x router
+// every 30 s when it advanced.
 import { randomUUID } from 'node:crypto';
 import type { Ctx } from '../../model/context.js';
-import { newestRouterModelChange, readRouterDataModel, routerModelChanges } from '../../model/router-data-model.js';
+import { CHANGES_READ, newestRouterModelChange, readRouterDataModelPart, readRouterDataModelWhole, routerModelChanges } from '../../model/router-data-model.js';
 import { str } from '../channel/codec.js';
 import { encode } from '../channel/protobuf.js';
 import { CtrlHeader, CtrlType } from '../ctrl/messages.js';
 import type { FabricLog } from '../fabric.js';
 import { publicKeys } from './public-keys.js';
 import { RdmSchemas } from './schemas.js';
-import { buildSnapshot, changes, fullEvents, type Snapshot } from './snapshot.js';
+import { changes, fullState, keyEvents, patchSnapshot, wholeSnapshot, type Snapshot, type Touched } from './snapshot.js';
 
 /** What the sender needs of a router's connection. */
 export interface RdmRouter {
@@ -36,9 +40,16 @@ interface Subscription {
   index: bigint;
 }
 
-/** How often recorded changes are looked for, and the longest between two readings regardless. */
+/**
+ * How often recorded changes are looked for; the longest between two readings of the small kinds
+ * regardless (revocations expire, replaced keys age); and between two readings of the whole model (a
+ * backstop: every change routers see is recorded and patched in).
+ */
 const CHECK_MS = 1000;
 const REREAD_MS = 30_000;
+const FULL_REREAD_MS = Math.max(1000, Number(process.env.ZTC_RDM_FULL_MS ?? 300_000) || 300_000);
+/** More identities changed than this in one look: the whole model is read rather than patched. */
+const MAX_PATCH = 5000;
 /**
  * How far back each look reaches before the newest change seen: a transaction that committed after a
  * newer one (or a controller whose clock lags) records an older time. Changes seen are remembered
@@ -61,6 +72,10 @@ export class RouterDataModelSender {
   index = 0n;
   private snapshot?: Snapshot;
   private log: { index: bigint; previousIndex: bigint; body: Buffer }[] = [];
+  /** The full state at one index, encoded once for every router sent it. */
+  private full?: { index: bigint; body: Buffer };
+  /** A look for changes is queued and has not started: another asked for now joins it. */
+  private checkQueued = false;
   private routers = new Map<RdmRouter, { sub?: Subscription; indexSent: bigint }>();
   private queue: Promise<unknown> = Promise.resolve();
   /** Recorded changes seen (id -> time) within LOOKBACK_MS of the newest. */
@@ -68,6 +83,7 @@ export class RouterDataModelSender {
   /** Set at the first look from the store's newest change (newestRouterModelChange), not this clock. */
   private newest?: string;
   private readAt = 0;
+  private wholeAt = 0;
   private timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -107,7 +123,7 @@ export class RouterDataModelSender {
   sendKeys(r: RdmRouter): Promise<void> {
     return this.serial(async () => {
       const s = await this.current();
-      const keys = fullEvents(s).filter((e) => 'publicKey' in e);
+      const keys = keyEvents(s);
       if (!r.closed && keys.length) r.send(CtrlType.DataStateChangeSet, encode(RdmSchemas.ChangeSet, { isSynthetic: true, changes: keys }));
     });
   }
@@ -135,30 +151,46 @@ export class RouterDataModelSender {
    * subscribed router as a change set before the controller signs with the new key.
    */
   keysChanged(): Promise<void> {
-    return this.serial(() => this.reread()).catch((e) => this.logger.warn({ err: String(e) }, 'rdm: could not read the router data model'));
+    return this.serial(() => this.patch([], [])).catch((e) => this.logger.warn({ err: String(e) }, 'rdm: could not read the router data model'));
   }
 
-  /** Look for recorded changes; read the model again when there are new ones, or it is time. */
+  /** Look for recorded changes; read what changed when there are new ones, or it is time. */
   check(): Promise<void> {
-    if (!this.routers.size) return Promise.resolve();
-    return this.serial(() => this.lookForChanges()).catch((e) => this.logger.warn({ err: String(e) }, 'rdm: could not read the router data model'));
+    if (!this.routers.size || this.checkQueued) return Promise.resolve();
+    this.checkQueued = true;
+    return this.serial(() => {
+      this.checkQueued = false;
+      return this.lookForChanges();
+    }).catch((e) => this.logger.warn({ err: String(e) }, 'rdm: could not read the router data model'));
   }
 
-  /** New recorded changes since the last look: the model is read again (also when it is REREAD_MS old). */
+  /**
+   * New recorded changes since the last look: the identities and policies they name are read again
+   * and patched into the last reading with the small kinds (also when it is REREAD_MS old); the whole
+   * model is read at first, when FULL_REREAD_MS old, when an identity's timed disable has ended, and
+   * when too many changed to patch.
+   */
   private async lookForChanges() {
     this.newest ??= (await newestRouterModelChange(this.ctx)) || new Date().toISOString();
     const since = new Date(Date.parse(this.newest) - LOOKBACK_MS).toISOString();
     const rows = await routerModelChanges(this.ctx, since);
     let fresh = false;
+    const identities = new Set<string>();
+    const policies = new Set<string>();
     for (const r of rows) {
       if (this.seen.has(r.id)) continue;
       fresh = true;
       this.seen.set(r.id, r.at);
       if (r.at > this.newest) this.newest = r.at;
+      if (r.entityType === 'identities' && r.entityId) identities.add(r.entityId);
+      else if (r.entityType === 'servicePolicies' && r.entityId) policies.add(r.entityId);
     }
     const horizon = new Date(Date.parse(this.newest!) - LOOKBACK_MS).toISOString();
     for (const [id, at] of this.seen) if (at < horizon) this.seen.delete(id);
-    if (fresh || !this.snapshot || Date.now() - this.readAt >= REREAD_MS) await this.reread();
+    const now = Date.now();
+    const whole = !this.snapshot || now - this.wholeAt >= FULL_REREAD_MS || (this.snapshot.nextEnable ?? Infinity) <= this.ctx.clock.now().getTime() || rows.length >= CHANGES_READ || identities.size > MAX_PATCH;
+    if (whole) await this.reread();
+    else if (fresh || now - this.readAt >= REREAD_MS) await this.patch([...identities], [...policies]);
   }
 
   /** The current reading, with the changes recorded up to now (what a router is sent first is up to date). */
@@ -167,9 +199,24 @@ export class RouterDataModelSender {
     return this.snapshot!;
   }
 
+  /** The whole model read again. */
   private async reread() {
-    const src = await readRouterDataModel(this.ctx);
-    const next = buildSnapshot(src, publicKeys(this.ctx.pki, src));
+    const whole = await readRouterDataModelWhole(this.ctx);
+    this.wholeAt = Date.now();
+    this.publish(wholeSnapshot(whole, publicKeys(this.ctx.pki, whole.source)));
+  }
+
+  /** These identities and policies (store ids) read again, with the small kinds, and patched into the last reading. */
+  private async patch(identities: string[], policies: string[]) {
+    if (!this.snapshot) return this.reread();
+    const part = await readRouterDataModelPart(this.ctx, { identities, policies });
+    const patched = patchSnapshot(this.snapshot, part, publicKeys(this.ctx.pki, part.source));
+    if (!patched) return this.reread();
+    this.publish(patched.next, patched.touched);
+  }
+
+  /** A new reading: its difference from the last, if any, goes to every subscribed router under the next index. */
+  private publish(next: Snapshot, touched?: Touched) {
     this.readAt = Date.now();
     const before = this.snapshot;
     this.snapshot = next;
@@ -179,7 +226,7 @@ export class RouterDataModelSender {
       this.index = BigInt(Date.now());
       return;
     }
-    const diff = changes(before, next);
+    const diff = changes(before, next, touched);
     if (!diff.length) return;
     const previousIndex = this.index;
     this.index++;
@@ -200,11 +247,10 @@ export class RouterDataModelSender {
   }
 
   private sendFull(r: RdmRouter, sub: Subscription) {
-    const s = this.snapshot!;
-    const events = fullEvents(s);
-    r.send(CtrlType.DataState, encode(RdmSchemas.DataState, { events, endIndex: this.index, timelineId: this.timelineId }), [[CtrlHeader.RouterDataModelSubscriptionId, str(sub.id)]]);
+    if (this.full?.index !== this.index) this.full = { index: this.index, body: fullState(this.snapshot!, this.index, this.timelineId) };
+    r.send(CtrlType.DataState, this.full.body, [[CtrlHeader.RouterDataModelSubscriptionId, str(sub.id)]]);
     sub.index = this.index;
-    this.logger.info({ router: r.name, index: String(this.index), events: events.length }, 'rdm: sent the router data model');
+    this.logger.info({ router: r.name, index: String(this.index), bytes: this.full.body.length }, 'rdm: sent the router data model');
   }
 
   /** CurrentIndexMessage: each 2.x router hears our index when it advanced since it last did. */
