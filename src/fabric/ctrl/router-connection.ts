@@ -59,6 +59,11 @@ export class RouterConn implements CtrlRouter {
     this.channel.send(message(type, headers, body));
   }
 
+  /** What was sent has left this process (or the connection closed). */
+  drained(): Promise<void> {
+    return this.channel.drained();
+  }
+
   handle(m: Message) {
     this.heard?.();
     // Heartbeats ride on any message (header 5); the router marks us unresponsive without the echo.

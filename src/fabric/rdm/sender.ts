@@ -8,12 +8,12 @@
 // timed disable ends, and when a patch cannot be made. When a reading differs from the last one, its
 // difference goes to every subscribed router as one change set with the next index, encoded once for
 // all. A router that subscribes gets a full DataState (built once per index and shared by every router
-// sent it) unless it already holds our latest index on our timeline (a renewal; or a reconnect within
-// this process), or the change sets since its index (kept for the last LOG_SIZE changes). Every message
-// to a subscribed router carries its subscription id (1026): the router drops any other. Each process
-// has a timeline of its own (its index starts from the clock and counts changes): a router holding
-// another controller's or an earlier run's model is sent a full one. Our index goes to every 2.x router
-// every 30 s when it advanced.
+// sent it, written to FULL_AT_ONCE routers at a time) unless it already holds our latest index on our
+// timeline (a renewal; or a reconnect within this process), or the change sets since its index (kept
+// for the last LOG_SIZE changes). Every message to a subscribed router carries its subscription id
+// (1026): the router drops any other. Each process has a timeline of its own (its index starts from the
+// clock and counts changes): a router holding another controller's or an earlier run's model is sent a
+// full one. Our index goes to every 2.x router every 30 s when it advanced.
 import { randomUUID } from 'node:crypto';
 import type { Ctx } from '../../model/context.js';
 import { CHANGES_READ, newestRouterModelChange, readRouterDataModelPart, readRouterDataModelWhole, routerModelChanges } from '../../model/router-data-model.js';
@@ -30,6 +30,8 @@ export interface RdmRouter {
   readonly name: string;
   readonly closed: boolean;
   send(type: number, body: Buffer, headers?: [number, Buffer][]): void;
+  /** Resolves once what was sent has left this process (or the connection closed). */
+  drained?(): Promise<void>;
 }
 
 interface Subscription {
@@ -38,6 +40,8 @@ interface Subscription {
   until: number;
   /** The index the router holds (as far as we sent it). */
   index: bigint;
+  /** Waiting for its turn to be sent the full state (FULL_AT_ONCE): it is sent the latest then, no change set before. */
+  waitingFull?: boolean;
 }
 
 /**
@@ -60,6 +64,13 @@ const LOOKBACK_MS = 10_000;
 const INDEX_MS = Math.max(100, Number(process.env.ZTC_RDM_INDEX_MS ?? 30_000) || 30_000);
 /** Change sets kept for routers that come back a little behind. */
 const LOG_SIZE = 100;
+/**
+ * How many routers are written a full state at once, each until it has left this process (or
+ * FULL_SLOT_MS). A Large model's is 4.3 MB: 500 routers subscribing at once after a restart would
+ * otherwise hold 2 GB of encrypted copies in memory, waiting for their sockets.
+ */
+const FULL_AT_ONCE = 8;
+const FULL_SLOT_MS = 30_000;
 
 const u64 = (n: bigint) => {
   const b = Buffer.alloc(8);
@@ -76,6 +87,9 @@ export class RouterDataModelSender {
   private full?: { index: bigint; body: Buffer };
   /** A look for changes is queued and has not started: another asked for now joins it. */
   private checkQueued = false;
+  /** Full states being written (at most FULL_AT_ONCE), and the routers waiting for their turn. */
+  private fullWriting = 0;
+  private fullWaiting: { r: RdmRouter; sub: Subscription }[] = [];
   private routers = new Map<RdmRouter, { sub?: Subscription; indexSent: bigint }>();
   private queue: Promise<unknown> = Promise.resolve();
   /** Recorded changes seen (id -> time) within LOOKBACK_MS of the newest. */
@@ -239,18 +253,43 @@ export class RouterDataModelSender {
 
   /** A subscribed router gets the change sets it lacks from the log, or the whole model when the log does not reach back. */
   private catchUp(r: RdmRouter, sub: Subscription) {
-    if (r.closed || sub.until < Date.now() || sub.index === this.index) return;
+    if (r.closed || sub.waitingFull || sub.until < Date.now() || sub.index === this.index) return;
     const from = this.log.findIndex((c) => c.previousIndex === sub.index);
     if (sub.index > this.index || from < 0) return this.sendFull(r, sub);
     for (const c of this.log.slice(from)) r.send(CtrlType.DataStateChangeSet, c.body, [[CtrlHeader.RouterDataModelSubscriptionId, str(sub.id)]]);
     sub.index = this.index;
   }
 
+  /** The full state, now or at the router's turn (FULL_AT_ONCE): the latest then. */
   private sendFull(r: RdmRouter, sub: Subscription) {
+    if (this.fullWriting >= FULL_AT_ONCE) {
+      sub.waitingFull = true;
+      this.fullWaiting.push({ r, sub });
+      return;
+    }
+    sub.waitingFull = false;
     if (this.full?.index !== this.index) this.full = { index: this.index, body: fullState(this.snapshot!, this.index, this.timelineId) };
     r.send(CtrlType.DataState, this.full.body, [[CtrlHeader.RouterDataModelSubscriptionId, str(sub.id)]]);
     sub.index = this.index;
     this.logger.info({ router: r.name, index: String(this.index), bytes: this.full.body.length }, 'rdm: sent the router data model');
+    // Its slot is free once the bytes have left (a router that reads nothing holds it FULL_SLOT_MS at most).
+    this.fullWriting++;
+    let timer: NodeJS.Timeout | undefined;
+    const slow = new Promise<void>((resolve) => (timer = setTimeout(resolve, FULL_SLOT_MS)));
+    void Promise.race([r.drained?.() ?? Promise.resolve(), slow]).then(() => {
+      clearTimeout(timer);
+      this.fullWriting--;
+      this.nextFull();
+    });
+  }
+
+  /** The next router waiting for a full state, if its subscription still wants one. */
+  private nextFull() {
+    while (this.fullWriting < FULL_AT_ONCE && this.fullWaiting.length) {
+      const { r, sub } = this.fullWaiting.shift()!;
+      if (r.closed || this.routers.get(r)?.sub !== sub || sub.until < Date.now()) continue;
+      this.sendFull(r, sub);
+    }
   }
 
   /** CurrentIndexMessage: each 2.x router hears our index when it advanced since it last did. */
