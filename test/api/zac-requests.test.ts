@@ -63,7 +63,7 @@ describe('built-in config types under upstream ids', () => {
         await tx.updateTable('configTypes').set({ name }).where('id', '=', name).execute();
       }
       // As a database of then: neither 0010 nor the later migrations ran (their tables and columns go too).
-      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames', '0014-fabric-state', '0020-identity-permissions', '0021-api-tokens', '0022-audit-events', '0025-import-journal', '0026-name-trigrams', '0027-import-finished', '0028-name-statistics', '0029-signer-target-token', '0030-revocations', '0031-authenticator-extend-requests', '0032-oidc', '0033-router-2x-fields', '0034-signer-enrollment', '0035-posture-report-only', '0036-terminator-sessions', '0037-session-grants', '0038-secondary-ext-jwt', '0039-pki-renewal', '0040-ca-router-enrollment', '0041-ca-claim-attributes', '0042-controller-ctrl-address')`.execute(tx);
+      await sql`delete from kysely_migration where name in ('0010-upstream-config-type-ids', '0011-data-plane', '0012-identity-types-default', '0013-long-usernames', '0014-fabric-state', '0020-identity-permissions', '0021-api-tokens', '0022-audit-events', '0025-import-journal', '0026-name-trigrams', '0027-import-finished', '0028-name-statistics', '0029-signer-target-token', '0030-revocations', '0031-authenticator-extend-requests', '0032-oidc', '0033-router-2x-fields', '0034-signer-enrollment', '0035-posture-report-only', '0036-terminator-sessions', '0037-session-grants', '0038-secondary-ext-jwt', '0039-pki-renewal', '0040-ca-router-enrollment', '0041-ca-claim-attributes', '0042-controller-ctrl-address', '0043-config-type-target')`.execute(tx);
       for (const table of ['links', 'circuits', 'api_tokens', 'audit_events', 'import_journal', 'import_runs', 'revocations']) await sql`drop table ${sql.table(table)}`.execute(tx);
       await sql`drop index api_sessions_created_at`.execute(tx);
       await sql`drop table oidc_auth_requests`.execute(tx);
@@ -90,6 +90,7 @@ describe('built-in config types under upstream ids', () => {
       await sql`drop index sessions_created_at`.execute(tx);
       await sql`alter table controllers drop column retired_certs`.execute(tx);
       await sql`alter table controllers drop column ctrl_address`.execute(tx);
+      await sql`alter table config_types drop column target`.execute(tx);
     });
     await first.app.close();
     await first.opened.close();
