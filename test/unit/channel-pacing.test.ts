@@ -1,32 +1,14 @@
 // Paced channels (channel.ts setPacing, edge/legacy-c-sdk.ts): a burst goes out a few frames per interval,
 // in order, every frame once; a clean close still sends what waited; the nudges after a burst are frames
 // the C SDK 0.29 ignores, on a conn it holds in a state that ignores them.
-import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Channel } from '../../src/fabric/channel/channel.js';
-import { FrameDecoder, FRAME_LIMITS, message, str, u32, type Message } from '../../src/fabric/channel/codec.js';
+import { message, str, u32, type Message } from '../../src/fabric/channel/codec.js';
 import { ContentType, Header } from '../../src/fabric/channel/messages.js';
+import { closeLoopbacks, loopbackChannel } from '../helpers/loopback-channel.js';
 import { FRAMES, paceForLegacySdk, stallsOnBursts } from '../../src/fabric/edge/legacy-c-sdk.js';
 
-const open: net.Socket[] = [];
-afterEach(() => {
-  for (const s of open.splice(0)) s.destroy();
-});
-
-/** A channel over loopback TCP, and what its peer receives: each read's frames as one group. */
-async function pair(): Promise<{ channel: Channel; all: () => Message[]; peer: net.Socket }> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const accepted = new Promise<net.Socket>((r) => server.once('connection', r));
-  const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
-  const peer = await accepted;
-  server.close();
-  open.push(client, peer);
-  const decoder = new FrameDecoder(FRAME_LIMITS);
-  const reads: Message[][] = [];
-  peer.on('data', (d) => reads.push(decoder.push(d)));
-  return { channel: new Channel(client), all: () => reads.flat(), peer };
-}
+afterEach(closeLoopbacks);
+const pair = loopbackChannel;
 
 const frame = (i: number) => message(ContentType.StateClosed, [[Header.ConnId, u32(i)]], str(`closed ${i}`));
 

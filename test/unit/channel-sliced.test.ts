@@ -1,31 +1,13 @@
 // Large frames on a channel (channel.ts: bodies over 1 MB, such as a Large model's router data model, are
 // written 64 KB at a time while the socket holds little): the frame arrives whole, frames sent meanwhile
 // follow it in order, drained() waits for all of it to leave, and a clean close still sends the rest.
-import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Channel } from '../../src/fabric/channel/channel.js';
-import { FRAME_LIMITS, FrameDecoder, message, u32, type Message } from '../../src/fabric/channel/codec.js';
+import { message, u32, type Message } from '../../src/fabric/channel/codec.js';
 import { ContentType, Header } from '../../src/fabric/channel/messages.js';
+import { closeLoopbacks, loopbackChannel } from '../helpers/loopback-channel.js';
 
-const open: net.Socket[] = [];
-afterEach(() => {
-  for (const s of open.splice(0)) s.destroy();
-});
-
-async function pair(): Promise<{ channel: Channel; all: () => Message[]; peer: net.Socket; ended: Promise<void> }> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const accepted = new Promise<net.Socket>((r) => server.once('connection', r));
-  const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
-  const peer = await accepted;
-  server.close();
-  open.push(client, peer);
-  const decoder = new FrameDecoder(FRAME_LIMITS);
-  const got: Message[] = [];
-  peer.on('data', (d) => got.push(...decoder.push(d)));
-  const ended = new Promise<void>((r) => peer.on('end', () => r()));
-  return { channel: new Channel(client), all: () => got, peer, ended };
-}
+afterEach(closeLoopbacks);
+const pair = loopbackChannel;
 
 const big = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => i % 251));
 const frame = (i: number, body = Buffer.from(`frame ${i}`)) => message(ContentType.StateClosed, [[Header.ConnId, u32(i)]], body);
