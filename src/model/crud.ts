@@ -37,15 +37,18 @@ export async function listResource(ctx: Ctx, decl: ResourceDecl, params: ListPar
   const src = listSource(decl);
   if (decl.filterableNow) src.filterable = { ...src.filterable, ...decl.filterableNow(ctx) };
   const page = await listPage(ctx.store.db, ctx.store.dialect, src, params, scope);
-  const details = async (rows: Row[]) => {
-    await decl.expand?.(ctx.store.db, rows, ctx);
-    return rows.map((r) => decl.toDetail(r, ctx));
-  };
+  const details = (rows: Row[]) => detailsOf(ctx, decl, rows);
   if (page.chunks) {
     const chunks = page.chunks;
     return { items: (async function* () { for await (const rows of chunks) yield await details(rows); })(), pagination: page.pagination };
   }
   return { items: await details(page.rows), pagination: page.pagination };
+}
+
+/** Rows of a resource's detail query as its details (expanded, then viewed): what a list answers. */
+export async function detailsOf(ctx: Ctx, decl: ResourceDecl, rows: Row[]): Promise<Detail[]> {
+  await decl.expand?.(ctx.store.db, rows, ctx);
+  return rows.map((r) => decl.toDetail(r, ctx));
 }
 
 const byIdQueries = new WeakMap<ResourceDecl, Precompiled<Row>>();
