@@ -3,37 +3,23 @@
 // timed from the API's answer to the client's StateClosed, over ROUNDS rounds (a new policy, session and
 // circuit each). The tests assert the bound on whatever machine runs them; this says what it is.
 import { CT, H, le32 } from '../test/peers/edge-sdk.js';
-import { call, login, ok, startServer, stopServer, tempDir } from './http.js';
-import { dial, echoHost, member, pct, peer } from './relay.js';
+import { call, ok, stopServer } from './http.js';
+import { dial, echoNetwork, member, pct, peer } from './relay.js';
 
 type Row = [string, string, string];
 const M = '/edge/management/v1';
-const C = '/edge/client/v1';
 const ROUNDS = Number(process.env.BENCH_ACCESS_ROUNDS ?? 20);
 
 export async function accessLossRows(): Promise<Row[]> {
-  const dir = tempDir();
-  const server = await startServer(dir);
-  const base = server.url;
-  const admin = await login(base);
-  const routers = (await ok(call(base, 'GET', `${M}/edge-routers?limit=10`, { token: admin }), 'routers')).data as { supportedProtocols: { tls: string } }[];
-  const port = Number(routers[0].supportedProtocols.tls.split(':').pop());
-  const body = (name: string, kind: string, roles: Record<string, string[]>) => ({ name, semantic: 'AnyOf', ...(kind ? { type: kind } : {}), ...roles });
-  await ok(call(base, 'POST', `${M}/edge-router-policies`, { token: admin, body: body('all', '', { identityRoles: ['#all'], edgeRouterRoles: ['#all'] }) }), 'erp');
-  await ok(call(base, 'POST', `${M}/service-edge-router-policies`, { token: admin, body: body('all', '', { serviceRoles: ['#all'], edgeRouterRoles: ['#all'] }) }), 'serp');
-  const service = (await ok(call(base, 'POST', `${M}/services`, { token: admin, body: { name: 'access-echo', encryptionRequired: false, roleAttributes: ['access'] } }), 'service')).data.id as string;
-  await ok(call(base, 'POST', `${M}/service-policies`, { token: admin, body: body('bind', 'Bind', { identityRoles: ['#access-hosts'], serviceRoles: ['#access'] }) }), 'bind');
-  const hostM = await member(base, admin, 'access-host', ['access-hosts']);
+  const { server, base, admin, port, session, host } = await echoNetwork('access', [['access-echo', false]], { dialPolicy: false });
   const clientM = await member(base, admin, 'access-client', ['access-clients']);
-  const session = async (token: string, type: string) => (await ok(call(base, 'POST', `${C}/sessions`, { token, body: { serviceId: service, type } }), `${type} session`)).data.token as string;
-  const host = await echoHost(port, hostM, await session(hostM.token, 'Bind'), dir);
   const client = await peer(port, clientM);
 
   const fromAnswer: number[] = [];
   const fromRequest: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const policy = (await ok(call(base, 'POST', `${M}/service-policies`, { token: admin, body: body(`dial-${round}`, 'Dial', { identityRoles: ['#access-clients'], serviceRoles: ['#access'] }) }), 'dial policy')).data.id as string;
-    const { connId } = await dial(client, await session(clientM.token, 'Dial'));
+    const policy = (await ok(call(base, 'POST', `${M}/service-policies`, { token: admin, body: { name: `dial-${round}`, type: 'Dial', semantic: 'AnyOf', identityRoles: ['#access-clients'], serviceRoles: ['#access'] } }), 'dial policy')).data.id as string;
+    const { connId } = await dial(client, await session(clientM, 'Dial'));
     const closed = client.next((f) => f.type === CT.StateClosed && f.headers.get(H.ConnId)?.readUInt32LE(0) === connId, 30_000).then(() => performance.now());
     // The circuit carries data before the grant goes (the echo answers).
     client.send(CT.Data, [[H.ConnId, le32(connId)], [H.Seq, le32(0)]], Buffer.from('still here'));

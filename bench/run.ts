@@ -39,6 +39,18 @@ const tempDir = () => {
 };
 
 const pids = new Map<string, number>();
+const byUrl = new Map<string, ChildProcess>();
+/**
+ * Stops a server once its rows are measured: left running (idle controllers wake a few times a second,
+ * two of them with 100,000 identities), they shared the cores with every later row.
+ */
+async function stop(url: string) {
+  const child = byUrl.get(url);
+  if (!child || child.exitCode !== null) return;
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await gone;
+}
 /** Resident memory of a server process, from /proc (Linux), in MB. */
 const rssMb = (url: string) => {
   try {
@@ -58,6 +70,7 @@ async function server(kind: 'hello' | 'ztc' | 'ztc-limited', dir: string, db = '
     child.on('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
   pids.set(`https://127.0.0.1:${port}`, child.pid!);
+  byUrl.set(`https://127.0.0.1:${port}`, child);
   return `https://127.0.0.1:${port}`;
 }
 
@@ -139,6 +152,7 @@ async function measureController(label: string, dbServer: string | undefined, ba
     rows.push([`[${label}] list of ${IDENTITIES}: ${f.length > 44 ? f.slice(0, 43) + '…' : f}`, line(r), (r.rps / base.hello).toFixed(3)]);
   }
   rows.push(...(await measurePolicies(label, bigUrl, bigToken, base)));
+  await Promise.all([stop(url), stop(bigUrl)]);
   return rows;
 }
 
@@ -246,6 +260,7 @@ async function measureFlood(label: string, dbServer: string | undefined, base: {
     probeLatency(url, token, SECONDS),
   ]);
   const limited = (flood as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats?.['429']?.count ?? 0;
+  await stop(url);
   return [
     [`[${label}] login flood from one address (429s)`, `${flood.requests.total} requests, ${limited} answered 429`, '-'],
     [`[${label}] another client, quiet`, line(quiet), (quiet.rps / base.hello).toFixed(3)],
@@ -317,7 +332,9 @@ try {
     for (const r of rows) console.log(`${r[0].padEnd(w[0])}  ${r[1].padEnd(w[1])}  ${r[2]}`);
     process.exit(0);
   }
-  const hello = await load(`${await server('hello', tempDir())}/`);
+  const helloUrl = await server('hello', tempDir());
+  const hello = await load(`${helloUrl}/`);
+  await stop(helloUrl);
   const hashes = await hashesPerSecond();
   const rows: Row[] = [
     ['bare fastify hello world (HTTPS)', line(hello), '1.00'],
