@@ -3,6 +3,7 @@
 // must equal the general list's (asked here with a filter, which takes the usual path) for every page size.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { statementsOf } from '../helpers/statements.js';
 import { enrollRouter } from '../peers/ctrl-router.js';
 
 let c: TestController;
@@ -31,23 +32,6 @@ afterAll(() => c.close());
 const mine = (token: string, query = '') => c.call('GET', `${CLIENT}/current-identity/edge-routers${query}`, { token });
 const withoutVersion = (b: any) => ({ ...b, meta: { ...b.meta, apiVersion: undefined } });
 
-async function statementsOf(fn: () => Promise<unknown>): Promise<number> {
-  await c.opened.ctx.events.flush();
-  const times = c.opened.ctx.store.queryTimes;
-  const before = times.observer;
-  let n = 0;
-  times.observer = (ms, failed) => {
-    n++;
-    before?.(ms, failed);
-  };
-  try {
-    await fn();
-  } finally {
-    times.observer = before;
-  }
-  return n;
-}
-
 describe("the caller's edge routers", () => {
   it('answers a first page as the general list does, for every page size', async () => {
     for (const query of ['', '?limit=500', '?limit=3', '?limit=2', '?limit=1', '?offset=0&limit=25', '?limit=-1']) {
@@ -74,7 +58,7 @@ describe("the caller's edge routers", () => {
   });
 
   it('is two statements (the session, the page) for a first page; a filter takes the usual path', async () => {
-    expect(await statementsOf(() => mine(carol, '?limit=500'))).toBe(2);
-    expect(await statementsOf(() => mine(carol, `?filter=${encodeURIComponent('name contains "r-"')}`))).toBeGreaterThan(2);
+    expect(await statementsOf(c, () => mine(carol, '?limit=500'))).toBe(2);
+    expect(await statementsOf(c, () => mine(carol, `?filter=${encodeURIComponent('name contains "r-"')}`))).toBeGreaterThan(2);
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/model/ids.js';
 import { WIDE_PAGE } from '../../src/model/resources/services.js';
 import { CLIENT, MGMT, startTestController, type TestController } from '../helpers/controller.js';
+import { statementsOf } from '../helpers/statements.js';
 
 let c: TestController;
 let admin: string;
@@ -35,29 +36,6 @@ beforeAll(async () => {
   carol = await c.login('carol', 'password1');
 });
 afterAll(() => c.close());
-
-/**
- * The statements the store runs while `fn` runs (the store's own per-query hook, which the metrics use).
- * Events of earlier writes are written out first: their audit rows are batched and written a moment
- * after the write, and the posture response's batch landing inside `fn` counted as one more statement
- * (seen once in CI on a slow run).
- */
-async function statementsOf(fn: () => Promise<unknown>): Promise<number> {
-  await c.opened.ctx.events.flush();
-  const times = c.opened.ctx.store.queryTimes;
-  const before = times.observer;
-  let n = 0;
-  times.observer = (ms, failed) => {
-    n++;
-    before?.(ms, failed);
-  };
-  try {
-    await fn();
-  } finally {
-    times.observer = before;
-  }
-  return n;
-}
 
 const byName = (token: string, name: string, extra = '') => c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent(`name = "${name}"`)}${extra}`, { token });
 
@@ -103,12 +81,12 @@ describe('one service by name', () => {
   });
 
   it('is one statement for the session, the service and its reads; other lists take the usual path', async () => {
-    expect(await statementsOf(() => byName(carol, 'app', '&configTypes=all'))).toBe(1);
-    expect(await statementsOf(() => byName(carol, 'hidden'))).toBe(1);
+    expect(await statementsOf(c, () => byName(carol, 'app', '&configTypes=all'))).toBe(1);
+    expect(await statementsOf(c, () => byName(carol, 'hidden'))).toBe(1);
     // With a posture check, whose responses are read in it too.
-    expect(await statementsOf(() => byName(carol, 'checked'))).toBe(1);
-    expect(await statementsOf(() => byName(carol, 'app', '&limit=10'))).toBeGreaterThan(1);
-    expect(await statementsOf(() => c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent('name = "app" or name = "checked"')}`, { token: carol }))).toBeGreaterThan(1);
+    expect(await statementsOf(c, () => byName(carol, 'checked'))).toBe(1);
+    expect(await statementsOf(c, () => byName(carol, 'app', '&limit=10'))).toBeGreaterThan(1);
+    expect(await statementsOf(c, () => c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent('name = "app" or name = "checked"')}`, { token: carol }))).toBeGreaterThan(1);
   });
 
   it('answers a page of many services (its grants read from the caller\'s side) as one service by name does', async () => {
@@ -143,7 +121,7 @@ describe('one service by name', () => {
   });
   it('answers the service-updates poll in one statement: the later of the shared marker and the session\'s posture responses', async () => {
     const poll = async (token = carol) => (await c.call('GET', `${CLIENT}/current-api-session/service-updates`, { token })).body.data.lastChangeAt as string;
-    expect(await statementsOf(() => poll())).toBe(1);
+    expect(await statementsOf(c, () => poll())).toBe(1);
     const marker = async () => (await c.opened.ctx.store.db.selectFrom('changeMarkers').select('changedAt').where('name', '=', 'services').executeTakeFirstOrThrow()).changedAt;
     // Carol answered a posture query above, after the last change: her responses are the later.
     const responded = await c.opened.ctx.store.db.selectFrom('postureResponses').select((eb) => eb.fn.max('updatedAt').as('at')).where('apiSessionId', '=', (await c.call('GET', `${CLIENT}/current-api-session`, { token: carol })).body.data.id).executeTakeFirstOrThrow();
