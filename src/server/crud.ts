@@ -2,11 +2,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
-import { assertVisible, createResource, deleteResource, getResource, listResource, updateResource } from '../model/crud.js';
+import { assertVisible, createResource, deleteResource, detailsOf, getResource, listResource, updateResource } from '../model/crud.js';
 import { selfLink, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
 import type { Access, WithSession } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
-import type { ListParams, Page, Scope } from '../store/list.js';
+import { resolvePaging, type ListParams, type Page, type Scope } from '../store/list.js';
 import { foldKeys } from './case-fold.js';
 import { actorCtx } from './actor.js';
 import { empty, listOf, ok } from './envelope.js';
@@ -49,6 +49,28 @@ export interface MountOptions {
    * plugins/auth.ts withSession): `answer` makes the page from what `read` returned.
    */
   listWithSession?: { read: WithSession; answer: (req: FastifyRequest, read: unknown) => Promise<{ items: unknown[]; pagination: Page['pagination'] }> };
+  /**
+   * A first page with nothing else asked (plainFirstPage), read by a statement compiled once: the rows
+   * of the view's detail query that the caller may see, by id, one more than `limit` (a longer list
+   * takes the general path, which counts it); undefined to take the general path.
+   */
+  firstPage?: (req: FastifyRequest, limit: number) => Promise<Row[] | undefined>;
+}
+
+/**
+ * The page size when a list's query asks for a first page and nothing else (`allowed`: the route's own
+ * keys that do not change which rows are listed); undefined otherwise. What SDKs ask, as they start.
+ */
+export function plainFirstPage(query: ListParams, allowed: string[] = []): number | undefined {
+  if (Object.keys(query).some((k) => k !== 'limit' && k !== 'offset' && !allowed.includes(k)) || (query.offset !== undefined && query.offset !== 0)) return undefined;
+  const { limit } = resolvePaging(query, {});
+  return limit === 'none' ? undefined : limit;
+}
+
+/** A first page's rows (see MountOptions.firstPage) as the list's answer, when they are the whole list. */
+export async function firstPageAnswer(ctx: Ctx, decl: ResourceDecl, limit: number, rows: Row[] | undefined) {
+  if (!rows || rows.length > limit) return undefined;
+  return { items: await detailsOf(ctx, decl, rows), pagination: { limit, offset: 0, totalCount: rows.length } };
 }
 
 export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl, opts: MountOptions = {}) {
@@ -72,8 +94,11 @@ export function mountResource(app: FastifyInstance, ctx: Ctx, decl: ResourceDecl
         response: { 200: ListEnvelope(decl.schemas.detail), ...errors(400, 401) },
       },
       handler: async (req) => {
+        const query = req.query as ListParams;
+        const limit = opts.firstPage && plainFirstPage(query, Object.keys(opts.extraQuery ?? {}));
+        const first = limit ? await firstPageAnswer(ctx, view(req), limit, await opts.firstPage!(req, limit)) : undefined;
         const { items, pagination } =
-          withSession && req.prefetched !== undefined ? await withSession.answer(req, req.prefetched) : await listResource(ctx, view(req), req.query as ListParams, opts.scope?.(req));
+          first ?? (withSession && req.prefetched !== undefined ? await withSession.answer(req, req.prefetched) : await listResource(ctx, view(req), query, opts.scope?.(req)));
         return listOf(items, pagination, fields);
       },
     });

@@ -1,7 +1,8 @@
 // Reads made with the caller's API session in one statement (server/plugins/auth.ts withSession):
 // one service by name, as SDKs ask before each dial and bind (`GET /services?filter=name="x"`), which
 // must answer exactly as the general list does (asked here with `limit=10`, which takes the usual
-// path) for every caller and every kind of service; and the service-updates poll.
+// path) for every caller and every kind of service; the service-updates poll; and a first page of the
+// list with nothing else asked (one statement compiled once, server/crud.ts firstPage).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/model/ids.js';
 import { WIDE_PAGE } from '../../src/model/resources/services.js';
@@ -87,6 +88,21 @@ describe('one service by name', () => {
     expect(await statementsOf(c, () => byName(carol, 'checked'))).toBe(1);
     expect(await statementsOf(c, () => byName(carol, 'app', '&limit=10'))).toBeGreaterThan(1);
     expect(await statementsOf(c, () => c.call('GET', `${CLIENT}/services?filter=${encodeURIComponent('name = "app" or name = "checked"')}`, { token: carol }))).toBeGreaterThan(1);
+  });
+
+  it('answers a first page with nothing else asked (its own compiled statement) as the general list does', async () => {
+    for (const token of [carol, admin]) {
+      for (const query of ['', '?limit=1', '?limit=2', '?limit=3', '?limit=500&configTypes=all', '?configTypes=intercept.v1', '?offset=0&limit=25&configTypes=host.v1']) {
+        const first = await c.call('GET', `${CLIENT}/services${query}`, { token });
+        const usual = await c.call('GET', `${CLIENT}/services${query}${query ? '&' : '?'}filter=true`, { token });
+        expect(first.status, first.text).toBe(200);
+        expect({ ...first.body, meta: { ...first.body.meta, apiVersion: undefined } }, query).toEqual({ ...usual.body, meta: { ...usual.body.meta, apiVersion: undefined } });
+      }
+    }
+    // What they hold: carol's two granted services (not the hidden one), an admin's three.
+    expect((await c.call('GET', `${CLIENT}/services`, { token: carol })).body.data.map((s: { name: string }) => s.name).sort()).toEqual(['app', 'checked']);
+    expect((await c.call('GET', `${CLIENT}/services?limit=500`, { token: admin })).body.meta.pagination).toEqual({ limit: 500, offset: 0, totalCount: 3 });
+    expect((await c.call('GET', `${CLIENT}/services?limit=1`, { token: carol })).body.meta.pagination).toEqual({ limit: 1, offset: 0, totalCount: 2 });
   });
 
   it('answers a page of many services (its grants read from the caller\'s side) as one service by name does', async () => {

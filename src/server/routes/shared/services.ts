@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
-import { detailsOf, listResource } from '../../../model/crud.js';
+import { listResource } from '../../../model/crud.js';
 import { grantedHere, idIn, relatedIds, SERVICE_POLICY_KINDS, sharedEdgeRouters } from '../../../model/policy/access.js';
 import type { AnyQuery, ResourceDecl, Row } from '../../../model/resource.js';
 import type { Db } from '../../../store/db.js';
@@ -15,11 +15,11 @@ import { expandServices, serviceByNameWithSession, serviceViewFor, services, typ
 import { checkSessionToken, ROUTERS_PER_SESSION, sessionRouter } from '../../../model/resources/sessions.js';
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
-import { collect, PAGE_DEFAULT, resolvePaging, type ListParams } from '../../../store/list.js';
+import { collect, PAGE_DEFAULT, type ListParams } from '../../../store/list.js';
 import { all, precompile, type Precompiled } from '../../../store/precompiled.js';
 import { parseFilter } from '../../../store/filter/parser.js';
 import type { Query } from '../../../store/filter/ast.js';
-import { errors, filterableFields, mountResource, type MountOptions } from '../../crud.js';
+import { errors, filterableFields, firstPageAnswer, mountResource, plainFirstPage, type MountOptions } from '../../crud.js';
 import { listOf } from '../../envelope.js';
 import { principalOf, readsAll } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
@@ -72,6 +72,27 @@ const serviceByName = (ctx: Ctx): NonNullable<MountOptions['listWithSession']> =
   },
 });
 
+// The client's service list as SDKs ask for it (a first page, config types allowed): the page in one
+// statement compiled once per page size, as the caller's routers are (below); its reads as before.
+const granted = new Map<number, Precompiled<Row>>();
+const everyService = new Map<number, Precompiled<Row>>();
+function servicePage(limit: number, all: boolean): Precompiled<Row> {
+  const cache = all ? everyService : granted;
+  let q = cache.get(limit);
+  if (!q) {
+    q = precompile((db, p) => {
+      const page = db.selectFrom('services as e').selectAll('e');
+      return (all ? page : page.where(idIn(relatedIds(db, 'identity', p(0), 'service', SERVICE_POLICY_KINDS)) as never)).orderBy('e.id').limit(sql.lit(limit + 1)) as never;
+    });
+    cache.set(limit, q);
+  }
+  return q;
+}
+const firstServicePage = (ctx: Ctx) => (req: FastifyRequest, limit: number) => {
+  const p = principalOf(req);
+  return readsAll(p) ? all(ctx.store.db, servicePage(limit, true), []) : all(ctx.store.db, servicePage(limit, false), [p.identityId]);
+};
+
 /** Non-admins see the services a service policy grants them. */
 const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
   const p = principalOf(req);
@@ -119,13 +140,6 @@ function myRouterPage(limit: number): Precompiled<Row> {
   return q;
 }
 
-/** The page size when the query asks for nothing but a first page; undefined otherwise. */
-function plainFirstPage(query: ListParams): number | undefined {
-  if (Object.keys(query).some((k) => k !== 'limit' && k !== 'offset') || (query.offset !== undefined && query.offset !== 0)) return undefined;
-  const { limit } = resolvePaging(query, {});
-  return limit === 'none' ? undefined : limit;
-}
-
 /** The same, enrolled or not: what the policies allow for a service (its router list, as sessions list them). */
 const policyEdgeRouters: ResourceDecl = { ...clientEdgeRouters, detailQuery: (db) => clientRouterRows(db) as never };
 
@@ -141,6 +155,7 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
     scope: visibleServices(ctx),
     access: { list: 'session', get: 'session' },
     listWithSession: serviceByName(ctx),
+    firstPage: firstServicePage(ctx),
   });
 
   app.get(
@@ -150,10 +165,8 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
       const p = principalOf(req);
       const query = req.query as ListParams;
       const limit = plainFirstPage(query);
-      const rows = limit === undefined ? undefined : await all(ctx.store.db, myRouterPage(limit), [p.identityId]);
-      if (limit !== undefined && rows && rows.length <= limit) {
-        return listOf(await detailsOf(ctx, clientEdgeRouters, rows), { limit, offset: 0, totalCount: rows.length }, filterableFields(clientEdgeRouters));
-      }
+      const first = limit ? await firstPageAnswer(ctx, clientEdgeRouters, limit, await all(ctx.store.db, myRouterPage(limit), [p.identityId])) : undefined;
+      if (first) return listOf(first.items, first.pagination, filterableFields(clientEdgeRouters));
       // Enrolled ones in the scope too, not only in the rows read: the page and its count are of those.
       const scope = (q: AnyQuery) => q.where('e.isVerified', '=', 1).where(idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'edge-router', ['erp'])) as never);
       const { items, pagination } = await listResource(ctx, clientEdgeRouters, query, scope);
