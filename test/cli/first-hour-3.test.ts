@@ -159,6 +159,10 @@ describe('the first hour, third pass', () => {
       { binding: 'tunnel', options: { mode: 'host' } },
     ]);
     expect(again.edge.csr.sans.dns).toEqual(['localhost', 'er.example.com']);
+    // --router-bind: the listeners on that address only (advertised as before).
+    const local = await ztc('edge-router', 'config', 'er-conf', path.join(dir, 'local.yml'), '--router-bind', '127.0.0.1', '--link-port', '0');
+    expect(local.code, local.stderr).toBe(0);
+    expect(YAML.parse(fs.readFileSync(path.join(dir, 'local.yml'), 'utf8')).listeners[0].address).toMatch(/^tls:127\.0\.0\.1:\d+$/);
     // A directory that does not exist: refused before the router is made.
     const nowhere = await ztc('edge-router', 'create', 'er-nowhere', '--router-config', path.join(dir, 'no', 'such', 'r.yml'));
     expect(nowhere.code).not.toBe(0);

@@ -60,10 +60,22 @@ describe("a router's placement", () => {
   });
 
   it('writes YAML that names an IP router host among the IP SANs, and an IPv6 one in brackets', () => {
-    const y = YAML.parse(routerConfigYaml('er-6', '/tmp/er-6.yml', { ctrlEndpoint: 'tls:[::1]:6262', host: 'fd00::5', edgePort: 3022, linkPort: 10080 }, 'none'));
+    const y = YAML.parse(routerConfigYaml('er-6', '/tmp/er-6.yml', { ctrlEndpoint: 'tls:[::1]:6262', host: 'fd00::5', bind: '::', edgePort: 3022, linkPort: 10080 }, 'none'));
     expect(y.listeners[0].options.advertise).toBe('[fd00::5]:3022');
+    expect(y.listeners[0].address).toBe('tls:[::]:3022');
     expect(y.link.listeners[0].advertise).toBe('tls:[fd00::5]:10080');
     expect(y.edge.csr.sans).toEqual({ dns: ['localhost'], ip: ['127.0.0.1', '::1', 'fd00::5'] });
     expect(y.identity.key).toBe('/tmp/er-6.key');
+  });
+
+  it('binds the listeners on every interface unless --router-bind names an address', async () => {
+    const every = YAML.parse(routerConfigYaml('er-4', '/tmp/er-4.yml', await routerPlacement(network, {}, 'localhost'), 'none'));
+    expect(every.listeners[0].address).toBe('tls:0.0.0.0:3024');
+    expect(every.link.listeners[0].bind).toBe('tls:0.0.0.0:10081');
+    const here = YAML.parse(routerConfigYaml('er-5', '/tmp/er-5.yml', await routerPlacement(network, { routerBind: '127.0.0.1' }, 'localhost'), 'none'));
+    expect(here.listeners[0].address).toBe('tls:127.0.0.1:3024');
+    expect(here.link.listeners[0].bind).toBe('tls:127.0.0.1:10081');
+    expect(here.link.listeners[0].advertise).toBe('tls:vm:10081');
+    await expect(routerPlacement(network, { routerBind: 'localhost' }, 'localhost')).rejects.toThrow(/--router-bind takes an IP address/);
   });
 });

@@ -19,6 +19,7 @@ export const LINK_PORT = 10080;
 export interface RouterConfigOptions {
   routerConfig?: string;
   routerHost?: string;
+  routerBind?: string;
   edgePort?: string;
   linkPort?: string;
   tunnelerMode?: string;
@@ -31,6 +32,7 @@ export function routerConfigFlags(cmd: Command, withFile: boolean): Command {
   if (withFile) cmd.option('--router-config <file>', "also write the router's config file for OpenZiti's router (ziti router enroll FILE --jwt NAME.jwt; ziti router run FILE), with the JWT beside it unless -o names one");
   return cmd
     .option('--router-host <host>', 'the name or address SDKs and other routers reach the router at (default: the controller\'s host)')
+    .option('--router-bind <address>', 'the IP address the router\'s edge and link listeners bind (default 0.0.0.0, every interface, as upstream\'s configs; 127.0.0.1 keeps them to this machine)')
     .option('--edge-port <port>', `the router's edge listener, for SDKs (default ${EDGE_PORT}, or the next port no router of this network has on that host)`)
     .option('--link-port <port>', `the router's link listener, for other routers (default ${LINK_PORT}, or the next free one; 0: none, the router only dials links)`)
     .addOption(new Option('--tunneler-mode <mode>', 'the router\'s own tunneler (a tunnel listener): none, host (hosts what its Router identity may Bind) or tproxy (also intercepts; needs root); the edge router must be tunneler-enabled').choices(['none', 'host', 'tproxy']).default('none'))
@@ -45,6 +47,8 @@ export interface Where {
   /** Said when the endpoint was guessed rather than told. */
   guessed?: string;
   host: string;
+  /** The address the listeners bind (every interface unless told). */
+  bind: string;
   edgePort: number;
   linkPort: number;
 }
@@ -123,7 +127,9 @@ export async function routerPlacement(t: Transport, o: RouterConfigOptions, prof
   };
   const edgePort = portOf('--edge-port', o.edgePort) ?? free(EDGE_PORT);
   const linkPort = portOf('--link-port', o.linkPort) ?? free(LINK_PORT);
-  return { ctrlEndpoint, ...(new Set(endpoints).size > 1 ? { ctrlEndpoints: [...new Set(endpoints)] } : {}), guessed, host, edgePort, linkPort };
+  const bind = o.routerBind ?? '0.0.0.0';
+  if (net.isIP(bind) === 0) throw new CliError(`--router-bind takes an IP address for the listeners to bind (0.0.0.0: every interface; 127.0.0.1: this machine only), not '${bind}'`);
+  return { ctrlEndpoint, ...(new Set(endpoints).size > 1 ? { ctrlEndpoints: [...new Set(endpoints)] } : {}), guessed, host, bind, edgePort, linkPort };
 }
 
 const quoted = (s: string) => JSON.stringify(s);
@@ -136,6 +142,7 @@ export function routerConfigYaml(name: string, file: string, w: Where, tunnelerM
   const dns = ['localhost', ...(isIp || w.host === 'localhost' ? [] : [w.host])];
   const ips = ['127.0.0.1', '::1', ...(isIp && !['127.0.0.1', '::1'].includes(w.host) ? [w.host] : [])];
   const advertise = (port: number) => (net.isIPv6(w.host) ? `[${w.host}]:${port}` : `${w.host}:${port}`);
+  const bindAt = (port: number) => (net.isIPv6(w.bind) ? `[${w.bind}]:${port}` : `${w.bind}:${port}`);
   const lines = [
     `# OpenZiti router '${name}' of the ztc controller${w.ctrlEndpoints ? 's' : ''} at ${(w.ctrlEndpoints ?? [w.ctrlEndpoint]).join(', ')}, written by ztc.`,
     `#   ziti router enroll ${file} --jwt ${name}.jwt   (once: makes the key, writes the certificates below)`,
@@ -158,13 +165,13 @@ export function routerConfigYaml(name: string, file: string, w: Where, tunnelerM
     '  dialers:',
     '    - binding: transport',
     ...(w.linkPort
-      ? ['  listeners:', '    - binding: transport', `      bind: tls:0.0.0.0:${w.linkPort}`, `      advertise: tls:${advertise(w.linkPort)}`]
+      ? ['  listeners:', '    - binding: transport', `      bind: tls:${bindAt(w.linkPort)}`, `      advertise: tls:${advertise(w.linkPort)}`]
       : []),
     '',
     '# Where SDKs and tunnelers connect.',
     'listeners:',
     '  - binding: edge',
-    `    address: tls:0.0.0.0:${w.edgePort}`,
+    `    address: tls:${bindAt(w.edgePort)}`,
     '    options:',
     `      advertise: ${quoted(advertise(w.edgePort))}`,
     ...(tunnelerMode === 'none'
