@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { cleanup, database } from './http.js';
+import { cleanup, database, stopServer, type Server } from './http.js';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/model/auth/password.js';
 import { openDataDir } from '../src/server/controller.js';
@@ -38,23 +38,16 @@ const tempDir = () => {
   return d;
 };
 
-const pids = new Map<string, number>();
-const byUrl = new Map<string, ChildProcess>();
+const byUrl = new Map<string, Server>();
 /**
  * Stops a server once its rows are measured: left running (idle controllers wake a few times a second,
  * two of them with 100,000 identities), they shared the cores with every later row.
  */
-async function stop(url: string) {
-  const child = byUrl.get(url);
-  if (!child || child.exitCode !== null) return;
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await gone;
-}
+const stop = (url: string) => stopServer(byUrl.get(url)!);
 /** Resident memory of a server process, from /proc (Linux), in MB. */
 const rssMb = (url: string) => {
   try {
-    const kb = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pids.get(url)}/status`, 'utf8'))?.[1] ?? 0);
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${byUrl.get(url)?.pid}/status`, 'utf8'))?.[1] ?? 0);
     return kb / 1024;
   } catch {
     return NaN;
@@ -69,9 +62,9 @@ async function server(kind: 'hello' | 'ztc' | 'ztc-limited', dir: string, db = '
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     child.on('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
-  pids.set(`https://127.0.0.1:${port}`, child.pid!);
-  byUrl.set(`https://127.0.0.1:${port}`, child);
-  return `https://127.0.0.1:${port}`;
+  const url = `https://127.0.0.1:${port}`;
+  byUrl.set(url, { url, pid: child.pid!, child });
+  return url;
 }
 
 async function load(url: string, o: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number } = {}) {

@@ -1,12 +1,15 @@
 // Mounts a resource declaration as its standard routes: list, create, detail, update, patch, delete.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
 import { Type, type TSchema } from 'typebox';
 import type { Ctx } from '../model/context.js';
 import { assertVisible, createResource, deleteResource, detailsOf, getResource, listResource, updateResource } from '../model/crud.js';
-import { selfLink, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
+import { selfLink, type AnyQuery, type Operation, type ResourceDecl, type Row } from '../model/resource.js';
 import type { Access, WithSession } from './plugins/auth.js';
 import { CreateLocation, Empty, Envelope, ErrorBody, IdParams, ListEnvelope, ListQuery } from '../model/schemas/common.js';
+import type { Db } from '../store/db.js';
 import { resolvePaging, type ListParams, type Page, type Scope } from '../store/list.js';
+import { precompile, type Params, type Precompiled } from '../store/precompiled.js';
 import { foldKeys } from './case-fold.js';
 import { actorCtx } from './actor.js';
 import { empty, listOf, ok } from './envelope.js';
@@ -65,6 +68,19 @@ export function plainFirstPage(query: ListParams, allowed: string[] = []): numbe
   if (Object.keys(query).some((k) => k !== 'limit' && k !== 'offset' && !allowed.includes(k)) || (query.offset !== undefined && query.offset !== 0)) return undefined;
   const { limit } = resolvePaging(query, {});
   return limit === 'none' ? undefined : limit;
+}
+
+/**
+ * A first page's statement for each page size, compiled once: `rows` (the rows the caller may see,
+ * `e` the resource's table) by id, one more than the page, as firstPageAnswer takes them.
+ */
+export function firstPageStatements(rows: (db: Db, p: Params) => AnyQuery): (limit: number) => Precompiled<Row> {
+  const byLimit = new Map<number, Precompiled<Row>>();
+  return (limit) => {
+    let q = byLimit.get(limit);
+    if (!q) byLimit.set(limit, (q = precompile((db, p) => rows(db, p).orderBy(sql.ref('e.id'), 'asc').limit(sql.lit(limit + 1)) as never)));
+    return q;
+  };
 }
 
 /** A first page's rows (see MountOptions.firstPage) as the list's answer, when they are the whole list. */

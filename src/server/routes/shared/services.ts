@@ -2,7 +2,6 @@
 // may dial or bind (admins see all), with the caller's permissions, configs and posture queries; and the
 // edge routers the caller may use, in general and for one service.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Ctx } from '../../../model/context.js';
 import { listResource } from '../../../model/crud.js';
@@ -16,10 +15,10 @@ import { checkSessionToken, ROUTERS_PER_SESSION, sessionRouter } from '../../../
 import { baseFields, Envelope, IdParams, ListEnvelope, ListQuery, MapOf } from '../../../model/schemas/common.js';
 import { fromJson } from '../../../store/json.js';
 import { collect, PAGE_DEFAULT, type ListParams } from '../../../store/list.js';
-import { all, precompile, type Precompiled } from '../../../store/precompiled.js';
+import { all } from '../../../store/precompiled.js';
 import { parseFilter } from '../../../store/filter/parser.js';
 import type { Query } from '../../../store/filter/ast.js';
-import { errors, filterableFields, firstPageAnswer, mountResource, plainFirstPage, type MountOptions } from '../../crud.js';
+import { errors, filterableFields, firstPageAnswer, firstPageStatements, mountResource, plainFirstPage, type MountOptions } from '../../crud.js';
 import { listOf } from '../../envelope.js';
 import { principalOf, readsAll } from '../../plugins/auth.js';
 import { parentExists } from '../../related.js';
@@ -72,25 +71,16 @@ const serviceByName = (ctx: Ctx): NonNullable<MountOptions['listWithSession']> =
   },
 });
 
+/** Services granted to the identity by a Dial or Bind policy (`identityId` a value or a precompiled parameter). */
+const grantedServices = (db: Db, identityId: string) => idIn(relatedIds(db, 'identity', identityId, 'service', SERVICE_POLICY_KINDS));
+
 // The client's service list as SDKs ask for it (a first page, config types allowed): the page in one
 // statement compiled once per page size, as the caller's routers are (below); its reads as before.
-const granted = new Map<number, Precompiled<Row>>();
-const everyService = new Map<number, Precompiled<Row>>();
-function servicePage(limit: number, all: boolean): Precompiled<Row> {
-  const cache = all ? everyService : granted;
-  let q = cache.get(limit);
-  if (!q) {
-    q = precompile((db, p) => {
-      const page = db.selectFrom('services as e').selectAll('e');
-      return (all ? page : page.where(idIn(relatedIds(db, 'identity', p(0), 'service', SERVICE_POLICY_KINDS)) as never)).orderBy('e.id').limit(sql.lit(limit + 1)) as never;
-    });
-    cache.set(limit, q);
-  }
-  return q;
-}
+const grantedServicePage = firstPageStatements((db, p) => db.selectFrom('services as e').selectAll('e').where(grantedServices(db, p(0)) as never) as never);
+const everyServicePage = firstPageStatements((db) => db.selectFrom('services as e').selectAll('e') as never);
 const firstServicePage = (ctx: Ctx) => (req: FastifyRequest, limit: number) => {
   const p = principalOf(req);
-  return readsAll(p) ? all(ctx.store.db, servicePage(limit, true), []) : all(ctx.store.db, servicePage(limit, false), [p.identityId]);
+  return readsAll(p) ? all(ctx.store.db, everyServicePage(limit), []) : all(ctx.store.db, grantedServicePage(limit), [p.identityId]);
 };
 
 /** Non-admins see the services a service policy grants them. */
@@ -100,7 +90,7 @@ const visibleServices = (ctx: Ctx) => (req: FastifyRequest) => {
   // One service (by name, by id): is it granted? (SQLite listed every granted service first: 5,000
   // memberships for the bench's probe identity, 0.13 ms where this takes 0.04.) A list: the granted ids.
   return (q: AnyQuery, how?: { pinned?: boolean }) =>
-    q.where((how?.pinned ? grantedHere(p.identityId) : idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'service', SERVICE_POLICY_KINDS))) as never);
+    q.where((how?.pinned ? grantedHere(p.identityId) : grantedServices(ctx.store.db, p.identityId)) as never);
 };
 
 /** Only what the client view shows: no enrollment join, no certificates (a client lists hundreds). */
@@ -120,25 +110,13 @@ const clientEdgeRouters: ResourceDecl = defineResource({
   detailQuery: (db) => clientRouterRows(db).where('e.isVerified', '=', 1) as never,
 });
 
+/** Enrolled edge routers an edge router policy gives the identity (`identityId` a value or a precompiled parameter). */
+const myRouters = (db: Db, identityId: string) => (q: AnyQuery) => q.where('e.isVerified', '=', 1).where(idIn(relatedIds(db, 'identity', identityId, 'edge-router', ['erp'])) as never);
+
 // The caller's routers as SDKs ask for them (a first page, no filter, no sort): one statement compiled
 // once per page size, instead of the generic list's built query, its page of ids and then their rows
-// (0.9 -> 0.6 ms for 100 routers on Medium, beside upstream 2.0.3's 0.8-1.0). One row more than the page is
-// read: a longer list takes the generic path, which counts it.
-const myRouterPages = new Map<number, Precompiled<Row>>();
-function myRouterPage(limit: number): Precompiled<Row> {
-  let q = myRouterPages.get(limit);
-  if (!q) {
-    q = precompile((db, p) =>
-      clientRouterRows(db)
-        .where('e.isVerified', '=', 1)
-        .where(idIn(relatedIds(db, 'identity', p(0), 'edge-router', ['erp'])) as never)
-        .orderBy('e.id')
-        .limit(sql.lit(limit + 1)) as never,
-    );
-    myRouterPages.set(limit, q);
-  }
-  return q;
-}
+// (0.9 -> 0.6 ms for 100 routers on Medium, beside upstream 2.0.3's 0.8-1.0).
+const myRouterPage = firstPageStatements((db, p) => myRouters(db, p(0))(clientRouterRows(db) as never));
 
 /** The same, enrolled or not: what the policies allow for a service (its router list, as sessions list them). */
 const policyEdgeRouters: ResourceDecl = { ...clientEdgeRouters, detailQuery: (db) => clientRouterRows(db) as never };
@@ -168,8 +146,7 @@ export function registerServices(app: FastifyInstance, ctx: Ctx, api: 'client' |
       const first = limit ? await firstPageAnswer(ctx, clientEdgeRouters, limit, await all(ctx.store.db, myRouterPage(limit), [p.identityId])) : undefined;
       if (first) return listOf(first.items, first.pagination, filterableFields(clientEdgeRouters));
       // Enrolled ones in the scope too, not only in the rows read: the page and its count are of those.
-      const scope = (q: AnyQuery) => q.where('e.isVerified', '=', 1).where(idIn(relatedIds(ctx.store.db, 'identity', p.identityId, 'edge-router', ['erp'])) as never);
-      const { items, pagination } = await listResource(ctx, clientEdgeRouters, query, scope);
+      const { items, pagination } = await listResource(ctx, clientEdgeRouters, query, myRouters(ctx.store.db, p.identityId));
       return listOf(items, pagination, filterableFields(clientEdgeRouters));
     },
   );
